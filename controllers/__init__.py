@@ -1,0 +1,3 @@
+"""One Reconciler per kind (NIMService, NIMCache, ...); gpu/ holds the
+ClusterPolicy, node-labelling and driver-upgrade reconcilers.
+"""

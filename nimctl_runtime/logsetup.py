@@ -1,0 +1,53 @@
+"""structlog configuration, done once per process.
+
+JSON lines on stderr by default (what log collectors expect from an operator);
+``--log-format console`` gives coloured key-value lines for people at a terminal.
+Every logger is a structlog BoundLogger; callers bind ``namespace``/``name``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Literal
+
+import structlog
+
+LogFormat = Literal["json", "console"]
+
+
+def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
+    """Configure structlog and the stdlib root logger (idempotent per process)."""
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        raise ValueError(f"unknown log level {level!r}: use debug, info, warning or error")
+    renderer: structlog.typing.Processor
+    if fmt == "console":
+        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    elif fmt == "json":
+        renderer = structlog.processors.JSONRenderer()
+    else:
+        raise ValueError(f"unknown log format {fmt!r}: use json or console")
+    processors: list[structlog.typing.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.StackInfoRenderer(),
+        structlog.processors.format_exc_info,
+        renderer,
+    ]
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    logging.basicConfig(
+        level=numeric, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s"
+    )
+
+
+def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
+    """Return a logger bound to a component name (``logger=<name>``)."""
+    logger: structlog.typing.FilteringBoundLogger = structlog.get_logger().bind(logger=name)
+    return logger

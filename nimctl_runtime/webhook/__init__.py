@@ -1,0 +1,3 @@
+"""The aiohttp TLS admission server: AdmissionReview v1 decoding, validating and
+mutating handlers registered by path, JSONPatch responses, certificate reload.
+"""

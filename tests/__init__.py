@@ -1,0 +1,1 @@
+"""nimctl's tests: unit, integration (localcluster), e2e (kubectl / nimctl), bench."""

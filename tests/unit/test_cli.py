@@ -1,0 +1,41 @@
+"""The nimctl command line: sub-commands exist and logging is JSON by default."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nimctl_runtime.cli import build_parser
+
+
+def test_every_subcommand_is_registered() -> None:
+    parser = build_parser()
+    for command in ["localcluster", "local", "run", "crds", "render"]:
+        args = parser.parse_args(
+            [command, "-f", "x.yaml"] if command == "render" else [command]
+        )
+        assert args.command == command
+        assert callable(args.handler)
+
+
+def test_enable_webhooks_env_var_turns_webhooks_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENABLE_WEBHOOKS", "true")
+    assert build_parser().parse_args(["run"]).enable_webhooks is True
+    monkeypatch.delenv("ENABLE_WEBHOOKS")
+    assert build_parser().parse_args(["run"]).enable_webhooks is False
+
+
+def test_logs_are_json_lines_by_default() -> None:
+    code = (
+        "from nimctl_runtime.logsetup import configure_logging, get_logger;"
+        "configure_logging();"
+        "get_logger('t').info('hello', namespace='ns', name='n')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    line = json.loads(out.stderr.strip().splitlines()[-1])
+    assert line["event"] == "hello"
+    assert line["namespace"] == "ns"
+    assert line["level"] == "info"

@@ -1,0 +1,1 @@
+"""Admission validators (and defaulters) per kind, served by nimctl_runtime.webhook."""
