@@ -1,0 +1,82 @@
+"""Stable hashes of desired objects and CR specs.
+
+``nvidia.com/last-applied-hash`` on an object is the hash of the object as it
+was rendered (without that annotation); the reconciler writes only when it
+changes. ``nvidia.com/parent-spec-hash`` is the hash of the owning CR's spec.
+Hashes are computed over canonical JSON (sorted keys), so the same input gives
+the same hash in every process and on every run.
+
+``short_hash`` reproduces the Go operator's short-name hash (FNV-1a 32 of the
+string, decimal, mapped through ``rand.SafeEncodeString``) because it appears
+in object names (DRA claim templates) that must match NVIDIA's.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+LAST_APPLIED_HASH_ANNOTATION = "nvidia.com/last-applied-hash"
+PARENT_SPEC_HASH_ANNOTATION = "nvidia.com/parent-spec-hash"
+
+_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _safe_encode(text: str) -> str:
+    return "".join(_SAFE_ALPHABET[ord(c) % len(_SAFE_ALPHABET)] for c in text)
+
+
+def _fnv1a_32(data: bytes) -> int:
+    h = 0x811C9DC5
+    for b in data:
+        h ^= b
+        h = (h * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def short_hash(text: str, length: int = 12) -> str:
+    """Go-compatible short hash of a string: ``short_hash("test-nimservice") == "6bb8bf548c"``."""
+    return _safe_encode(str(_fnv1a_32(text.encode())))[:length]
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON text of a JSON-shaped value (sorted keys, no spaces)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def hash_value(value: Any) -> str:
+    """Hash of any JSON-shaped value: 16 characters from SHA-256, safe-encoded."""
+    digest = hashlib.sha256(canonical_json(value).encode()).hexdigest()[:16]
+    return _safe_encode(digest)
+
+
+def desired_hash(obj: dict[str, Any]) -> str:
+    """Hash of a rendered object, ignoring its own ``last-applied-hash`` annotation."""
+    clean = copy.deepcopy(obj)
+    annotations = clean.get("metadata", {}).get("annotations")
+    if isinstance(annotations, dict):
+        annotations.pop(LAST_APPLIED_HASH_ANNOTATION, None)
+        if not annotations:
+            # An empty map and an absent one are the same object to the server.
+            del clean["metadata"]["annotations"]
+    return hash_value(clean)
+
+
+def stamp_hash(obj: dict[str, Any]) -> dict[str, Any]:
+    """Set ``nvidia.com/last-applied-hash`` on ``obj`` (in place) and return it."""
+    value = desired_hash(obj)
+    obj.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED_HASH_ANNOTATION] = (
+        value
+    )
+    return obj
+
+
+def hash_changed(desired: dict[str, Any], existing: dict[str, Any] | None) -> bool:
+    """Whether ``existing`` (as read from the server) lacks ``desired``'s hash."""
+    if existing is None:
+        return True
+    want = desired.get("metadata", {}).get("annotations", {}).get(LAST_APPLIED_HASH_ANNOTATION)
+    have = (existing.get("metadata", {}).get("annotations") or {}).get(LAST_APPLIED_HASH_ANNOTATION)
+    return want is None or want != have
