@@ -1,0 +1,1 @@
+"""Webhook server unit tests."""
