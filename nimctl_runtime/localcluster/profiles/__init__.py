@@ -1,0 +1,1 @@
+"""Built-in node profiles for the localcluster simulator (YAML data files)."""
