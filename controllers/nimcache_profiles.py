@@ -192,7 +192,9 @@ def parse_manifest(text: str) -> Manifest:
         raise ManifestError("model manifest must be a YAML mapping of profiles")
     version = str(data.get("schema_version") or "")
     if version and _V2_SCHEMA.match(version):
-        raw_profiles = data.get("profiles") or []
+        raw_profiles = data.get("profiles")
+        if raw_profiles is None:
+            raw_profiles = []
         if not isinstance(raw_profiles, list):
             raise ManifestError("model manifest v2: profiles must be a list")
         profiles = []
