@@ -1,0 +1,231 @@
+"""Event types and event handlers: how a watch event becomes queue keys.
+
+controller-runtime's ``pkg/event`` and ``pkg/handler`` in one module. A
+controller's sources turn informer callbacks into ``CreateEvent``,
+``UpdateEvent``, ``DeleteEvent`` and ``GenericEvent``; predicates filter them;
+an ``EventHandler`` maps what is left to ``Request`` keys on the workqueue:
+
+* ``EnqueueRequestForObject``: the object itself (``for_``);
+* ``EnqueueRequestForOwner``: the owner named by an ownerReference, matched on
+  group and kind only, by default only the ``controller: true`` reference;
+  on update the owners of both old and new object (``owns``);
+* ``EnqueueRequestsFromMapFunc``: whatever a (sync or async) function returns
+  (``watches``).
+
+Objects are plain dicts in Kubernetes JSON shape.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from nimctl_runtime.reconcile import Request, request_for
+
+__all__ = [
+    "CreateEvent",
+    "DeleteEvent",
+    "EnqueueRequestForObject",
+    "EnqueueRequestForOwner",
+    "EnqueueRequestsFromMapFunc",
+    "EventHandler",
+    "GenericEvent",
+    "MapFunc",
+    "RequestQueue",
+    "UpdateEvent",
+    "group_of",
+    "unwrap_object",
+]
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CreateEvent:
+    """An object appeared (also sent for every object of the initial list)."""
+
+    object: Obj
+    is_in_initial_list: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateEvent:
+    """An object changed (or a resync re-delivered it: then both are equal)."""
+
+    object_old: Obj
+    object_new: Obj
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteEvent:
+    """An object went away; ``delete_state_unknown`` when it was missed and found by relist."""
+
+    object: Obj
+    delete_state_unknown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GenericEvent:
+    """An event from outside the API server (a timer, an external system)."""
+
+    object: Obj
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class RequestQueue(Protocol):
+    """The part of ``WorkQueue[Request]`` an event handler uses."""
+
+    def add(self, item: Request) -> None: ...
+
+    def add_after(self, item: Request, delay: float) -> None: ...
+
+
+class EventHandler(Protocol):
+    """Maps events to requests (controller-runtime ``handler.TypedEventHandler``)."""
+
+    async def create(self, event: CreateEvent, queue: RequestQueue) -> None: ...
+
+    async def update(self, event: UpdateEvent, queue: RequestQueue) -> None: ...
+
+    async def delete(self, event: DeleteEvent, queue: RequestQueue) -> None: ...
+
+    async def generic(self, event: GenericEvent, queue: RequestQueue) -> None: ...
+
+
+def unwrap_object(obj: Any) -> Obj:
+    """The object dict of an event payload, seeing through delete tombstones.
+
+    A cache may hand a ``DeletedFinalStateUnknown``-style wrapper (anything with
+    an ``obj`` or ``object`` attribute holding the last known dict) to delete
+    handlers; everything downstream wants the dict.
+    """
+    if isinstance(obj, dict):
+        return obj
+    for attr in ("obj", "object"):
+        inner = getattr(obj, attr, None)
+        if isinstance(inner, dict):
+            return inner
+    raise TypeError(f"event object is not a Kubernetes object dict: {type(obj).__name__}")
+
+
+def group_of(api_version: str) -> str:
+    """The API group of an ``apiVersion`` ("apps/v1" → "apps", "v1" → "")."""
+    return api_version.rpartition("/")[0]
+
+
+class EnqueueRequestForObject:
+    """Enqueue the ``Request`` of the event's own object."""
+
+    async def create(self, event: CreateEvent, queue: RequestQueue) -> None:
+        queue.add(request_for(event.object))
+
+    async def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
+        queue.add(request_for(event.object_new))
+
+    async def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
+        queue.add(request_for(event.object))
+
+    async def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
+        queue.add(request_for(event.object))
+
+
+class EnqueueRequestForOwner:
+    """Enqueue the owner(s) of the event's object, found through ``ownerReferences``.
+
+    References match on the owner's group and kind (the version is ignored).
+    With ``only_controller`` (the ``owns`` default) only the reference with
+    ``controller: true`` counts. The request's namespace is the object's own,
+    or none when the owner kind is cluster-scoped (``owner_namespaced=False``).
+    """
+
+    def __init__(
+        self,
+        owner_api_version: str,
+        owner_kind: str,
+        *,
+        only_controller: bool = True,
+        owner_namespaced: bool = True,
+    ) -> None:
+        self.owner_group = group_of(owner_api_version)
+        self.owner_kind = owner_kind
+        self.only_controller = only_controller
+        self.owner_namespaced = owner_namespaced
+
+    def requests(self, obj: Obj) -> list[Request]:
+        """The owner requests one object maps to."""
+        meta = obj.get("metadata") or {}
+        out: list[Request] = []
+        for ref in meta.get("ownerReferences") or ():
+            if ref.get("kind") != self.owner_kind:
+                continue
+            if group_of(str(ref.get("apiVersion", ""))) != self.owner_group:
+                continue
+            if self.only_controller and not ref.get("controller"):
+                continue
+            namespace = meta.get("namespace") if self.owner_namespaced else None
+            req = Request(namespace or None, str(ref.get("name", "")))
+            if req not in out:
+                out.append(req)
+        return out
+
+    def _add_all(self, objs: Iterable[Obj], queue: RequestQueue) -> None:
+        seen: set[Request] = set()
+        for obj in objs:
+            for req in self.requests(obj):
+                if req not in seen:
+                    seen.add(req)
+                    queue.add(req)
+
+    async def create(self, event: CreateEvent, queue: RequestQueue) -> None:
+        self._add_all([event.object], queue)
+
+    async def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
+        self._add_all([event.object_old, event.object_new], queue)
+
+    async def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
+        self._add_all([event.object], queue)
+
+    async def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
+        self._add_all([event.object], queue)
+
+
+MapFunc = Callable[[Obj], "Iterable[Request] | Awaitable[Iterable[Request]]"]
+
+
+class EnqueueRequestsFromMapFunc:
+    """Enqueue whatever ``map_fn(object)`` returns; ``map_fn`` may be a coroutine function.
+
+    On update both the old and the new object are mapped, so a reference that
+    moved from one owner to another wakes both.
+    """
+
+    def __init__(self, map_fn: MapFunc) -> None:
+        self.map_fn = map_fn
+
+    async def _map(self, obj: Obj) -> list[Request]:
+        out = self.map_fn(obj)
+        if inspect.isawaitable(out):
+            out = await out
+        return list(out)
+
+    async def _add_all(self, objs: Iterable[Obj], queue: RequestQueue) -> None:
+        seen: set[Request] = set()
+        for obj in objs:
+            for req in await self._map(obj):
+                if req not in seen:
+                    seen.add(req)
+                    queue.add(req)
+
+    async def create(self, event: CreateEvent, queue: RequestQueue) -> None:
+        await self._add_all([event.object], queue)
+
+    async def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
+        await self._add_all([event.object_old, event.object_new], queue)
+
+    async def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
+        await self._add_all([event.object], queue)
+
+    async def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
+        await self._add_all([event.object], queue)

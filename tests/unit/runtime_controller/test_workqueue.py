@@ -1,0 +1,303 @@
+"""WorkQueue: per-key exclusivity, dedup, delayed adds, rate limiting, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from prometheus_client import generate_latest
+
+from nimctl_runtime import metrics
+from nimctl_runtime.workqueue import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    ShutDown,
+    WorkQueue,
+    default_controller_rate_limiter,
+)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_adds_of_a_queued_key_collapse_into_one() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    for _ in range(5):
+        q.add("a")
+    q.add("b")
+    assert len(q) == 2
+    assert await q.get() == "a"
+    assert await q.get() == "b"
+    assert len(q) == 0
+
+
+async def test_key_being_processed_is_not_handed_out_again_until_done() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    item = await q.get()
+    for _ in range(10):
+        q.add("a")  # events during the reconcile
+    assert len(q) == 0, "a processing key must not be queued for a second worker"
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await q.get()
+    q.done(item)
+    assert len(q) == 1, "the adds during processing collapse into one re-run"
+    assert await q.get() == "a"
+    q.done("a")
+    assert len(q) == 0
+
+
+async def test_done_without_readd_does_not_requeue() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    q.done(await q.get())
+    assert len(q) == 0
+
+
+async def test_fifo_order() -> None:
+    q: WorkQueue[int] = WorkQueue()
+    for i in range(20):
+        q.add(i)
+    assert [await q.get() for _ in range(20)] == list(range(20))
+
+
+async def test_blocked_getter_wakes_on_add() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    getter = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    assert not getter.done()
+    q.add("x")
+    async with asyncio.timeout(2):
+        assert await getter == "x"
+
+
+async def test_cancelled_getter_passes_wakeup_on() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    g1 = asyncio.create_task(q.get())
+    g2 = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.add("x")
+    g1.cancel()  # woken but cancelled before it ran
+    async with asyncio.timeout(2):
+        assert await g2 == "x"
+    assert g1.cancelled()
+
+
+async def test_many_workers_never_share_a_key() -> None:
+    q: WorkQueue[int] = WorkQueue()
+    active: set[int] = set()
+    overlaps = 0
+    processed = 0
+
+    async def worker() -> None:
+        nonlocal overlaps, processed
+        while True:
+            try:
+                k = await q.get()
+            except ShutDown:
+                return
+            if k in active:
+                overlaps += 1
+            active.add(k)
+            await asyncio.sleep(0)
+            active.discard(k)
+            processed += 1
+            q.done(k)
+
+    workers = [asyncio.create_task(worker()) for _ in range(8)]
+    for i in range(2000):
+        q.add(i % 7)
+        if i % 50 == 0:
+            await asyncio.sleep(0)
+    async with asyncio.timeout(5):
+        assert await q.shut_down_with_drain(5)
+        await asyncio.gather(*workers)
+    assert overlaps == 0
+    assert processed < 2000, "adds were deduplicated"
+
+
+async def test_add_after_delays_and_keeps_earliest_time() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add_after("a", 0.3)
+    q.add_after("a", 0.05)  # earlier wins
+    q.add_after("a", 10)  # later is ignored
+    assert len(q) == 0 and q.waiting() == 1
+    async with asyncio.timeout(0.25):
+        assert await q.get() == "a"
+    q.done("a")
+    assert q.waiting() == 0
+    await asyncio.sleep(0.35)
+    assert len(q) == 0, "the superseded later time must not add the key again"
+
+
+async def test_add_after_zero_adds_now() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add_after("a", 0)
+    assert len(q) == 1
+
+
+async def test_delayed_items_come_out_in_time_order() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add_after("c", 0.06)
+    q.add_after("a", 0.02)
+    q.add_after("b", 0.04)
+    async with asyncio.timeout(2):
+        got = [await q.get() for _ in range(3)]
+    assert got == ["a", "b", "c"]
+
+
+def test_exponential_backoff_5ms_to_1000s() -> None:
+    rl: ItemExponentialFailureRateLimiter[str] = ItemExponentialFailureRateLimiter(0.005, 1000)
+    delays = [rl.when("k") for _ in range(25)]
+    assert delays[0] == pytest.approx(0.005)
+    assert delays[1] == pytest.approx(0.010)
+    assert delays[17] == pytest.approx(0.005 * 2**17)  # 655 s
+    assert delays[18] == 1000 and delays[24] == 1000
+    assert rl.num_requeues("k") == 25
+    assert rl.when("other") == pytest.approx(0.005), "backoff is per item"
+    rl.forget("k")
+    assert rl.num_requeues("k") == 0
+    assert rl.when("k") == pytest.approx(0.005)
+
+
+def test_exponential_backoff_never_overflows() -> None:
+    rl: ItemExponentialFailureRateLimiter[str] = ItemExponentialFailureRateLimiter(0.005, 1000)
+    for _ in range(5000):
+        d = rl.when("k")
+    assert d == 1000
+
+
+def test_bucket_allows_burst_then_10_qps() -> None:
+    clock = FakeClock()
+    rl: BucketRateLimiter[str] = BucketRateLimiter(10, 100, clock)
+    assert [rl.when(str(i)) for i in range(100)] == [0.0] * 100
+    assert rl.when("x") == pytest.approx(0.1)
+    assert rl.when("y") == pytest.approx(0.2)
+    clock.now += 1.0  # 10 tokens refill, 2 were borrowed
+    assert rl.when("z") == 0.0
+    clock.now += 1000
+    assert [rl.when(str(i)) for i in range(100)] == [0.0] * 100, "refill capped at burst"
+    assert rl.when("w") > 0
+
+
+def test_default_controller_limiter_is_max_of_both() -> None:
+    clock = FakeClock()
+    rl: MaxOfRateLimiter[str] = default_controller_rate_limiter(clock)
+    # per-item dominates for one key failing repeatedly
+    assert rl.when("a") == pytest.approx(0.005)
+    assert rl.when("a") == pytest.approx(0.010)
+    # the bucket dominates when many keys retry at once
+    for i in range(98):
+        rl.when(f"k{i}")
+    assert rl.when("fresh") == pytest.approx(0.1)
+    assert rl.num_requeues("a") == 2
+    rl.forget("a")
+    assert rl.num_requeues("a") == 0
+
+
+async def test_add_rate_limited_uses_backoff_and_forget_resets_it() -> None:
+    q: WorkQueue[str] = WorkQueue(rate_limiter=ItemExponentialFailureRateLimiter(0.01, 1))
+    q.add_rate_limited("a")
+    assert len(q) == 0 and q.waiting() == 1
+    async with asyncio.timeout(2):
+        assert await q.get() == "a"
+    q.done("a")
+    q.add_rate_limited("a")
+    q.add_rate_limited("a")
+    assert q.num_requeues("a") == 3
+    q.forget("a")
+    assert q.num_requeues("a") == 0
+    assert q.waiting() == 1, "forget does not remove the key from the queue"
+
+
+async def test_shutdown_rejects_adds_but_drains_ready_keys() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    q.add("b")
+    q.add_after("later", 0.01)
+    q.shut_down()
+    q.add("c")
+    q.add_after("d", 0.01)
+    assert q.shutting_down()
+    assert await q.get() == "a"
+    assert await q.get() == "b"
+    with pytest.raises(ShutDown):
+        await q.get()
+    await asyncio.sleep(0.03)
+    assert len(q) == 0, "delayed adds are dropped on shutdown"
+
+
+async def test_shutdown_wakes_idle_getters() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    getters = [asyncio.create_task(q.get()) for _ in range(3)]
+    await asyncio.sleep(0)
+    q.shut_down()
+    async with asyncio.timeout(2):
+        results = await asyncio.gather(*getters, return_exceptions=True)
+    assert all(isinstance(r, ShutDown) for r in results)
+
+
+async def test_shutdown_with_drain_waits_for_in_flight() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    item = await q.get()
+    drain = asyncio.create_task(q.shut_down_with_drain(5))
+    await asyncio.sleep(0.02)
+    assert not drain.done(), "drain must wait for the key being processed"
+    q.done(item)
+    async with asyncio.timeout(2):
+        assert await drain is True
+
+
+async def test_shutdown_with_drain_gives_up_after_grace_period() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    await q.get()
+    async with asyncio.timeout(2):
+        assert await q.shut_down_with_drain(0.02) is False
+
+
+async def test_later_shutdown_aborts_drain() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    await q.get()
+    drain = asyncio.create_task(q.shut_down_with_drain(None))
+    await asyncio.sleep(0.01)
+    q.shut_down()
+    async with asyncio.timeout(2):
+        assert await drain is False
+
+
+async def test_metrics_follow_the_queue() -> None:
+    name = "wq-metrics-test"
+    q: WorkQueue[str] = WorkQueue(name)
+    q.add("a")
+    q.add("a")
+    q.add("b")
+
+    def sample(metric: str, **labels: str) -> float | None:
+        value = metrics.REGISTRY.get_sample_value(
+            metric, {"name": name, "controller": name, **labels}
+        )
+        return value
+
+    assert sample("workqueue_adds_total") == 3
+    assert sample("workqueue_depth", priority="") == 2
+    await q.get()
+    assert sample("workqueue_depth", priority="") == 1
+    assert sample("workqueue_queue_duration_seconds_count") == 1
+    assert (sample("workqueue_longest_running_processor_seconds") or 0) >= 0
+    q.done("a")
+    assert sample("workqueue_work_duration_seconds_count") == 1
+    q.add_after("c", 0.5)
+    assert sample("workqueue_retries_total") == 1
+    text = generate_latest(metrics.REGISTRY).decode()
+    assert f'workqueue_unfinished_work_seconds{{controller="{name}",name="{name}"}}' in text
+    q.shut_down()
