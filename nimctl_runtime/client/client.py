@@ -1,0 +1,653 @@
+"""The async Client: Kubernetes REST verbs on plain dicts over one aiohttp session.
+
+Objects go in and come out as ``dict`` in Kubernetes JSON shape; no generated models
+(their per-object deserialisation is the throughput killer of runtime.md §3.2.6).
+Every unary request has a total timeout; a watch has an idle (``sock_read``) timeout
+so a half-open connection cannot hang it. Reads, and any request answered 429 or
+5xx-with-Retry-After, are retried with jittered backoff honouring ``Retry-After``.
+The connection pool is sized for many concurrent watches (aiohttp speaks HTTP/1.1,
+so each open watch holds a connection). ``rest_client_requests_total`` and
+``rest_client_request_duration_seconds`` are recorded per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from nimctl_runtime.client.config import RestConfig
+from nimctl_runtime.client.errors import (
+    ApiConnectionError,
+    ApiError,
+    Gone,
+    ServerTimeout,
+    from_status,
+    is_retriable_status,
+)
+from nimctl_runtime.client.mapper import RESTMapper, RESTMapping
+from nimctl_runtime.client.ratelimit import Backoff, TokenBucket
+from nimctl_runtime.logsetup import get_logger
+
+PatchType = Literal["merge", "json", "strategic", "apply"]
+
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+LARGE_BODY_BYTES = 1 << 20
+READ_BUFSIZE = 1 << 21
+
+_log = get_logger("nimctl.client")
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause CPython's cyclic GC around a synchronous burst of allocations (runtime.md §4.2)."""
+    was_enabled = gc.isenabled()
+    if was_enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def decode_json(data: bytes) -> Any:
+    """``json.loads`` with the GC paused for large bodies (a 10k-item list parses ~4x faster)."""
+    if len(data) >= LARGE_BODY_BYTES:
+        with gc_paused():
+            return json.loads(data)
+    return json.loads(data)
+
+
+def encode_json(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def selector_text(selector: str | Mapping[str, str] | None) -> str | None:
+    """A label selector as query text: strings pass through, mappings become ``k=v,...``."""
+    if selector is None:
+        return None
+    if isinstance(selector, str):
+        return selector or None
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or None
+
+
+@dataclass(slots=True)
+class WatchEvent:
+    """One watch notification: ``type`` is ADDED, MODIFIED, DELETED or BOOKMARK."""
+
+    type: str
+    object: dict[str, Any]
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    value = headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        raise ValueError("object has no metadata")
+    return meta
+
+
+class Client:
+    """An API client on plain dicts (see the module docstring).
+
+    Use as ``async with Client(config) as client:`` or call :meth:`close`. *config*
+    may be a :class:`RestConfig` or a kubeconfig path.
+    """
+
+    def __init__(
+        self,
+        config: RestConfig | str,
+        *,
+        max_retries: int = 10,
+        connection_limit: int = 1024,
+        mapper: RESTMapper | None = None,
+    ) -> None:
+        if isinstance(config, str):
+            from nimctl_runtime.client.config import kubeconfig_config
+
+            config = kubeconfig_config(config)
+        self.config = config
+        self.max_retries = max_retries
+        self._connection_limit = connection_limit
+        self._session: aiohttp.ClientSession | None = None
+        self._session_lock = asyncio.Lock()
+        self._limiter: TokenBucket | None = (
+            TokenBucket(config.qps, config.burst) if config.qps and config.qps > 0 else None
+        )
+        self.mapper = mapper or RESTMapper(self._discovery_fetch)
+        self._host_label = ""
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        await self._get_session()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the connection pool (open watches end)."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is not None and not self._session.closed:
+            return self._session
+        async with self._session_lock:
+            if self._session is None or self._session.closed:
+                await self.config.resolve()
+                if not self.config.host:
+                    raise ApiConnectionError(0, "ConnectionFailed", "no API server host configured")
+                ssl_ctx = self.config.ssl_context()
+                connector = aiohttp.TCPConnector(
+                    limit=self._connection_limit, limit_per_host=0, ssl=ssl_ctx
+                )
+                self._session = aiohttp.ClientSession(
+                    connector=connector,
+                    read_bufsize=READ_BUFSIZE,
+                    timeout=aiohttp.ClientTimeout(total=self.config.timeout),
+                    headers={"User-Agent": self.config.user_agent},
+                )
+                self._host_label = urlsplit(self.config.host).netloc
+            return self._session
+
+    # -- transport ---------------------------------------------------------------
+
+    async def _headers(self, content_type: str | None = None) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        auth = await self.config.authorization()
+        if auth:
+            headers["Authorization"] = auth
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def _observe(self, method: str, code: int | str, seconds: float) -> None:
+        try:
+            from nimctl_runtime import metrics
+        except ImportError:
+            return
+        metrics.rest_client_requests_total.labels(
+            code=str(code), method=method, host=self._host_label
+        ).inc()
+        metrics.rest_client_request_duration_seconds.labels(
+            verb=method, host=self._host_label
+        ).observe(seconds)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        request_timeout: float | None = None,
+    ) -> Any:
+        """Send one request and return the decoded JSON body; raises :class:`ApiError`.
+
+        Retries: GETs on connection errors, timeouts, 429 and 5xx; other verbs on 429
+        and on 5xx that carry ``Retry-After`` (the server did not act on them).
+        """
+        session = await self._get_session()
+        data = None if body is None else encode_json(body)
+        is_read = method == "GET"
+        backoff = Backoff(initial=0.1, cap=10.0, jitter=1.0, reset_after=None)
+        client_timeout = aiohttp.ClientTimeout(total=request_timeout or self.config.timeout)
+        attempt = 0
+        while True:
+            attempt += 1
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            headers = await self._headers(content_type if data is not None else None)
+            started = time.monotonic()
+            try:
+                async with session.request(
+                    method,
+                    self.config.host + path,
+                    params=dict(params) if params else None,
+                    data=data,
+                    headers=headers,
+                    timeout=client_timeout,
+                    server_hostname=self.config.tls_server_name,
+                ) as resp:
+                    payload = await resp.read()
+                    status = resp.status
+                    retry_after = _retry_after(resp.headers)
+                    warnings = resp.headers.getall("Warning", [])
+            except (TimeoutError, aiohttp.ServerTimeoutError) as err:
+                self._observe(method, "<error>", time.monotonic() - started)
+                error: ApiError = ServerTimeout(
+                    504, "Timeout", f"{method} {path}: no answer within the client timeout"
+                )
+                if is_read and attempt <= self.max_retries:
+                    await asyncio.sleep(backoff.next_delay())
+                    continue
+                raise error from err
+            except aiohttp.ClientConnectorError as err:
+                self._observe(method, "<error>", time.monotonic() - started)
+                if attempt <= self.max_retries:
+                    # Nothing was sent: safe to retry any verb.
+                    await asyncio.sleep(backoff.next_delay())
+                    continue
+                raise ApiConnectionError(
+                    0, "ConnectionFailed", f"{method} {self.config.host}{path}: {err}"
+                ) from err
+            except aiohttp.ClientError as err:
+                self._observe(method, "<error>", time.monotonic() - started)
+                if is_read and attempt <= self.max_retries:
+                    await asyncio.sleep(backoff.next_delay())
+                    continue
+                raise ApiConnectionError(
+                    0, "ConnectionFailed", f"{method} {self.config.host}{path}: {err}"
+                ) from err
+            self._observe(method, status, time.monotonic() - started)
+            for warning in warnings:
+                _log.warning("api server warning", method=method, path=path, warning=warning)
+            if status < 400:
+                if not payload:
+                    return {}
+                return decode_json(payload)
+            retriable = status == 429 or (
+                is_retriable_status(status) and (is_read or retry_after is not None)
+            )
+            if retriable and attempt <= self.max_retries:
+                delay = retry_after if retry_after is not None else backoff.next_delay()
+                await asyncio.sleep(min(delay, 60.0))
+                continue
+            raise self._error(status, payload, retry_after, method, path)
+
+    @staticmethod
+    def _error(
+        status: int, payload: bytes, retry_after: float | None, method: str, path: str
+    ) -> ApiError:
+        body: dict[str, Any] | None = None
+        try:
+            decoded = json.loads(payload) if payload else None
+            if isinstance(decoded, dict):
+                body = decoded
+        except ValueError:
+            body = None
+        text = payload[:200].decode(errors="replace").strip()
+        fallback = f"{method} {path}: HTTP {status}" + (f": {text}" if text else "")
+        return from_status(status, body, retry_after=retry_after, fallback_message=fallback)
+
+    async def _discovery_fetch(self, path: str) -> dict[str, Any]:
+        result = await self.request("GET", path)
+        return result if isinstance(result, dict) else {}
+
+    # -- helpers -----------------------------------------------------------------
+
+    async def rest_mapping(self, api_version: str, kind: str) -> RESTMapping:
+        return await self.mapper.rest_mapping(api_version, kind)
+
+    async def _path(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> str:
+        mapping = await self.mapper.rest_mapping(api_version, kind)
+        if mapping.namespaced and name is not None and not namespace:
+            raise ValueError(f"{kind} {name!r} is namespaced: a namespace is required")
+        return mapping.path(namespace, name, subresource)
+
+    @staticmethod
+    def _write_params(
+        field_manager: str | None = None, dry_run: bool = False, force: bool | None = None
+    ) -> dict[str, str]:
+        params: dict[str, str] = {}
+        if field_manager:
+            params["fieldManager"] = field_manager
+        if dry_run:
+            params["dryRun"] = "All"
+        if force is not None:
+            params["force"] = "true" if force else "false"
+        return params
+
+    # -- verbs -------------------------------------------------------------------
+
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """GET one object; raises :class:`~nimctl_runtime.client.errors.NotFound`."""
+        result: dict[str, Any] = await self.request(
+            "GET", await self._path(api_version, kind, namespace, name)
+        )
+        return result
+
+    async def list_page(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | Mapping[str, str] | None = None,
+        field_selector: str | None = None,
+        limit: int | None = 500,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+        request_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """One page of a LIST (the raw ``*List`` object, ``metadata.continue`` included)."""
+        params: dict[str, str] = {}
+        selector = selector_text(label_selector)
+        if selector:
+            params["labelSelector"] = selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        if limit:
+            params["limit"] = str(limit)
+        if continue_:
+            params["continue"] = continue_
+        elif resource_version is not None:
+            params["resourceVersion"] = resource_version
+            if resource_version_match:
+                params["resourceVersionMatch"] = resource_version_match
+        path = await self._path(api_version, kind, namespace)
+        result: dict[str, Any] = await self.request(
+            "GET", path, params=params, request_timeout=request_timeout
+        )
+        return result
+
+    async def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | Mapping[str, str] | None = None,
+        field_selector: str | None = None,
+        limit: int = 500,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """LIST, following ``continue`` tokens; returns ``{"items": [...], "metadata": {...}}``.
+
+        If a continue token expires mid-way (410), the list restarts unpaginated, as
+        client-go's pager does (``FullListIfExpired``).
+        """
+        items: list[dict[str, Any]] = []
+        continue_: str | None = None
+        metadata: dict[str, Any] = {}
+        page_limit: int | None = limit
+        while True:
+            try:
+                page = await self.list_page(
+                    api_version,
+                    kind,
+                    namespace,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                    limit=page_limit,
+                    continue_=continue_,
+                    resource_version=resource_version,
+                )
+            except Gone:
+                if continue_ is None:
+                    raise
+                items, continue_, page_limit = [], None, None
+                continue
+            items.extend(page.get("items") or [])
+            metadata = dict(page.get("metadata") or {})
+            continue_ = metadata.get("continue") or None
+            if not continue_:
+                break
+        metadata.pop("continue", None)
+        metadata.pop("remainingItemCount", None)
+        return {"items": items, "metadata": metadata}
+
+    async def create(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """POST *obj* to its collection; ``metadata.generateName`` is honoured by the server."""
+        meta = _metadata(obj)
+        path = await self._path(obj["apiVersion"], obj["kind"], meta.get("namespace"))
+        result: dict[str, Any] = await self.request(
+            "POST", path, params=self._write_params(field_manager, dry_run), body=obj
+        )
+        return result
+
+    async def update(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """PUT *obj*; a stale ``metadata.resourceVersion`` is answered 409 Conflict."""
+        meta = _metadata(obj)
+        path = await self._path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
+        result: dict[str, Any] = await self.request(
+            "PUT", path, params=self._write_params(field_manager, dry_run), body=obj
+        )
+        return result
+
+    async def update_status(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """PUT *obj* to its ``status`` subresource."""
+        meta = _metadata(obj)
+        path = await self._path(
+            obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"], "status"
+        )
+        result: dict[str, Any] = await self.request(
+            "PUT", path, params=self._write_params(field_manager, dry_run), body=obj
+        )
+        return result
+
+    async def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        body: Any,
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = "merge",
+        field_manager: str | None = None,
+        force: bool | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """PATCH with a merge, JSON (RFC 6902), strategic-merge or server-side-apply body."""
+        if patch_type not in PATCH_CONTENT_TYPES:
+            raise ValueError(
+                f"unknown patch type {patch_type!r}: use merge, json, strategic or apply"
+            )
+        if patch_type == "apply" and not field_manager:
+            raise ValueError("server-side apply needs a field_manager")
+        path = await self._path(api_version, kind, namespace, name, subresource)
+        result: dict[str, Any] = await self.request(
+            "PATCH",
+            path,
+            params=self._write_params(field_manager, dry_run, force),
+            body=body,
+            content_type=PATCH_CONTENT_TYPES[patch_type],
+        )
+        return result
+
+    async def apply(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str,
+        force: bool = False,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply *obj* as *field_manager* (``force`` takes over conflicting fields)."""
+        meta = _metadata(obj)
+        return await self.patch(
+            obj["apiVersion"],
+            obj["kind"],
+            meta["name"],
+            obj,
+            namespace=meta.get("namespace"),
+            patch_type="apply",
+            field_manager=field_manager,
+            force=force,
+            subresource=subresource,
+            dry_run=dry_run,
+        )
+
+    async def delete(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+        preconditions: Mapping[str, str] | None = None,
+        grace_period_seconds: int | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """DELETE; returns the object (when finalizers keep it) or a ``Status``."""
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        if preconditions:
+            options["preconditions"] = dict(preconditions)
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if dry_run:
+            options["dryRun"] = ["All"]
+        path = await self._path(api_version, kind, namespace, name)
+        result: dict[str, Any] = await self.request("DELETE", path, body=options)
+        return result
+
+    async def watch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | Mapping[str, str] | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+    ) -> AsyncIterator[WatchEvent]:
+        """Stream watch events until the server ends the stream or it goes idle.
+
+        A clean end (server ``timeoutSeconds``, a dropped connection, no bytes for
+        ``config.watch_idle_timeout``) ends iteration: re-watch from the last seen
+        resourceVersion. An ``ERROR`` event or a failed request raises the typed
+        error (:class:`Gone` for an expired resourceVersion; 429 is
+        :class:`TooManyRequests`; an unreachable server is :class:`ApiConnectionError`).
+        """
+        path = await self._path(api_version, kind, namespace)
+        params: dict[str, str] = {"watch": "true"}
+        if allow_bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
+        selector = selector_text(label_selector)
+        if selector:
+            params["labelSelector"] = selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        if timeout_seconds:
+            params["timeoutSeconds"] = str(int(timeout_seconds))
+        async for event in self._watch_stream(path, params):
+            yield event
+
+    async def _watch_stream(
+        self, path: str, params: Mapping[str, str]
+    ) -> AsyncIterator[WatchEvent]:
+        session = await self._get_session()
+        if self._limiter is not None:
+            await self._limiter.acquire()
+        headers = await self._headers()
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=10.0, sock_read=self.config.watch_idle_timeout
+        )
+        started = time.monotonic()
+        try:
+            async with session.get(
+                self.config.host + path,
+                params=dict(params),
+                headers=headers,
+                timeout=timeout,
+                server_hostname=self.config.tls_server_name,
+            ) as resp:
+                self._observe("WATCH", resp.status, time.monotonic() - started)
+                if resp.status != 200:
+                    payload = await resp.read()
+                    raise self._error(
+                        resp.status, payload, _retry_after(resp.headers), "WATCH", path
+                    )
+                while True:
+                    try:
+                        line = await resp.content.readline()
+                    except (TimeoutError, aiohttp.ClientPayloadError, aiohttp.ClientOSError):
+                        return
+                    if not line:
+                        return
+                    line = line.strip()
+                    if not line:
+                        continue
+                    raw = json.loads(line)
+                    event_type = str(raw.get("type", ""))
+                    obj = raw.get("object")
+                    if not isinstance(obj, dict):
+                        continue
+                    if event_type == "ERROR":
+                        raise from_status(int(obj.get("code") or 500), obj)
+                    yield WatchEvent(event_type, obj)
+        except (TimeoutError, aiohttp.ServerTimeoutError) as err:
+            self._observe("WATCH", "<error>", time.monotonic() - started)
+            raise ServerTimeout(504, "Timeout", f"WATCH {path}: no response headers") from err
+        except aiohttp.ClientConnectorError as err:
+            self._observe("WATCH", "<error>", time.monotonic() - started)
+            raise ApiConnectionError(
+                0, "ConnectionFailed", f"WATCH {self.config.host}{path}: {err}"
+            ) from err
+        except aiohttp.ClientError as err:
+            raise ApiConnectionError(
+                0, "ConnectionFailed", f"WATCH {self.config.host}{path}: {err}"
+            ) from err
