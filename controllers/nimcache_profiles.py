@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
 
 MANIFEST_NOT_FOUND = "model_manifest.yaml not found"
 """What the extraction pod prints when the image carries no manifest."""
@@ -159,8 +161,23 @@ def _tags(raw: Any) -> dict[str, str]:
     return out
 
 
+class _ManifestConstructor(SafeConstructor):
+    """Safe loading that reads application tags (NIM's ``!workspace``) as plain data."""
+
+    def construct_undefined(self, node: Node) -> Any:
+        if isinstance(node, MappingNode):
+            return self.construct_mapping(node, deep=True)
+        if isinstance(node, SequenceNode):
+            return self.construct_sequence(node, deep=True)
+        return self.construct_scalar(node)
+
+
+_ManifestConstructor.add_constructor(None, _ManifestConstructor.construct_undefined)
+
+
 def _load(text: str) -> Any:
     yaml = YAML(typ="safe", pure=True)
+    yaml.Constructor = _ManifestConstructor
     try:
         return yaml.load(text)
     except YAMLError as exc:

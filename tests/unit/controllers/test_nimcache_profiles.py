@@ -212,3 +212,19 @@ def test_gpu_count_for_profile(config: dict[str, str], gpus: int) -> None:
 def test_gpu_count_rejects_non_numbers() -> None:
     with pytest.raises(ValueError, match="not a whole number"):
         gpu_count_for_profile({"tp": "two"})
+
+
+def test_real_nim_manifest_with_workspace_tags() -> None:
+    text = """
+abc:
+  model: meta/llama
+  release: 1.0.0
+  tags: {llm_engine: vllm, precision: bf16, tp: '1'}
+  workspace: !workspace
+    components:
+      - dst: ''
+        src: {repo_id: 'ngc://nim/meta/llama:1'}
+"""
+    manifest = parse_manifest(text)
+    assert [p.id for p in manifest.profiles] == ["abc"]
+    assert manifest.profiles[0].tags["llm_engine"] == "vllm"
