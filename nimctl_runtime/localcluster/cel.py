@@ -1,0 +1,636 @@
+"""``x-kubernetes-validations`` (CEL) evaluation for custom resources in localcluster.
+
+Rules are evaluated with cel-python (``celpy``) at every schema node that
+declares them, with ``self`` bound to the node's value (converted by schema
+type: ``number`` fields become doubles, ``integer`` fields ints). Transition
+rules (rules that mention ``oldSelf``) run only on update and only where an
+old value correlates with the new one: by property name through objects and
+``additionalProperties`` maps, and by key through ``x-kubernetes-list-type:
+map`` lists (atomic lists and sets do not correlate, as in Kubernetes). With
+``optionalOldSelf: true`` a transition rule also runs on create, ``oldSelf``
+then being an optional value (``hasValue()``, ``value()``, ``orValue(x)``).
+
+Failures become causes shaped like kube-apiserver's: ``Invalid value:
+"object": <message>`` (or Forbidden/Required/Duplicate per ``reason``), at the
+node's path plus ``fieldPath``. The message is ``messageExpression``'s result,
+else ``message``, else ``failed rule: <rule>``. A rule that cannot be compiled
+or evaluated is logged (with the rule text and path) and reported as a cause;
+it never passes silently.
+
+Kubernetes CEL library functions that celpy lacks and are bridged here:
+strings (``charAt``, ``indexOf``, ``lastIndexOf``, ``lowerAscii``,
+``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``, ``join``,
+``reverse``), lists (``isSorted``, ``sum``, ``min``, ``max``, ``indexOf``,
+``lastIndexOf``), regex (``find``, ``findAll``). Not bridged: ``url``,
+``quantity``, ``ip``/``cidr``, ``format``, the ``optional`` library beyond
+``oldSelf``, and cost limits.
+
+Compiled programs are cached per rule text.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import celpy
+import celpy.celtypes as ct
+from celpy.evaluation import CELEvalError
+
+from nimctl_runtime.localcluster.schema import (
+    Cause,
+    child_path,
+    duplicate,
+    forbidden,
+    index_path,
+    invalid,
+    map_list_key,
+    required,
+)
+from nimctl_runtime.logsetup import get_logger
+
+_OLD_SELF_RE = re.compile(r"\boldSelf\b")
+_ROOT_META_VISIBLE = ("name", "generateName")
+
+
+class CELError(Exception):
+    """A rule failed to compile or evaluate."""
+
+
+# --------------------------------------------------------------------------- optional oldSelf
+
+
+@dataclass(frozen=True)
+class OptionalValue:
+    """The CEL ``optional`` value bound to ``oldSelf`` under ``optionalOldSelf``."""
+
+    present: bool
+    inner: Any = None
+
+
+def _has_value(target: Any) -> ct.BoolType:
+    if isinstance(target, OptionalValue):
+        return ct.BoolType(target.present)
+    raise CELError("hasValue() applies to an optional value")
+
+
+def _value(target: Any) -> Any:
+    if isinstance(target, OptionalValue):
+        if not target.present:
+            raise CELError("optional.none() dereference")
+        return target.inner
+    raise CELError("value() applies to an optional value")
+
+
+def _or_value(target: Any, default: Any) -> Any:
+    if isinstance(target, OptionalValue):
+        return target.inner if target.present else default
+    raise CELError("orValue() applies to an optional value")
+
+
+# --------------------------------------------------------------------------- library bridge
+
+
+def _str(value: Any, fn: str) -> str:
+    if not isinstance(value, str):
+        raise CELError(f"no such overload: {fn}({type(value).__name__})")
+    return value
+
+
+def _char_at(target: Any, index: Any) -> ct.StringType:
+    text = _str(target, "charAt")
+    i = int(index)
+    if i < 0 or i > len(text):
+        raise CELError(f"index out of range: {i}")
+    return ct.StringType(text[i : i + 1])
+
+
+def _index_of(target: Any, needle: Any, start: Any = None) -> ct.IntType:
+    if isinstance(target, list):
+        for i, item in enumerate(target):
+            if item == needle:
+                return ct.IntType(i)
+        return ct.IntType(-1)
+    text = _str(target, "indexOf")
+    begin = 0 if start is None else int(start)
+    if begin < 0 or begin > len(text):
+        raise CELError(f"index out of range: {begin}")
+    return ct.IntType(text.find(str(needle), begin))
+
+
+def _last_index_of(target: Any, needle: Any, end: Any = None) -> ct.IntType:
+    if isinstance(target, list):
+        for i in range(len(target) - 1, -1, -1):
+            if target[i] == needle:
+                return ct.IntType(i)
+        return ct.IntType(-1)
+    text = _str(target, "lastIndexOf")
+    if end is None:
+        return ct.IntType(text.rfind(str(needle)))
+    stop = int(end)
+    if stop < 0 or stop >= len(text) + 1:
+        raise CELError(f"index out of range: {stop}")
+    return ct.IntType(text.rfind(str(needle), 0, stop + len(str(needle))))
+
+
+def _lower_ascii(target: Any) -> ct.StringType:
+    text = _str(target, "lowerAscii")
+    return ct.StringType("".join(c.lower() if c.isascii() else c for c in text))
+
+
+def _upper_ascii(target: Any) -> ct.StringType:
+    text = _str(target, "upperAscii")
+    return ct.StringType("".join(c.upper() if c.isascii() else c for c in text))
+
+
+def _replace(target: Any, old: Any, new: Any, count: Any = None) -> ct.StringType:
+    text = _str(target, "replace")
+    n = -1 if count is None else int(count)
+    return ct.StringType(text.replace(str(old), str(new), n))
+
+
+def _split(target: Any, sep: Any, count: Any = None) -> ct.ListType:
+    text = _str(target, "split")
+    n = -1 if count is None else int(count)
+    if n == 0:
+        return ct.ListType([])
+    if str(sep) == "":
+        chars = list(text)
+        if n > 0 and len(chars) > n:
+            chars = [*chars[: n - 1], "".join(chars[n - 1 :])]
+        return ct.ListType([ct.StringType(c) for c in chars])
+    parts = text.split(str(sep), n - 1 if n > 0 else -1)
+    return ct.ListType([ct.StringType(p) for p in parts])
+
+
+def _substring(target: Any, start: Any, end: Any = None) -> ct.StringType:
+    text = _str(target, "substring")
+    begin = int(start)
+    stop = len(text) if end is None else int(end)
+    if begin < 0 or stop > len(text) or begin > stop:
+        raise CELError(f"substring out of range: [{begin}, {stop})")
+    return ct.StringType(text[begin:stop])
+
+
+def _trim(target: Any) -> ct.StringType:
+    return ct.StringType(_str(target, "trim").strip())
+
+
+def _join(target: Any, sep: Any = None) -> ct.StringType:
+    if not isinstance(target, list):
+        raise CELError("join() applies to a list of strings")
+    return ct.StringType(("" if sep is None else str(sep)).join(str(x) for x in target))
+
+
+def _reverse(target: Any) -> ct.StringType:
+    return ct.StringType(_str(target, "reverse")[::-1])
+
+
+def _is_sorted(target: Any) -> ct.BoolType:
+    if not isinstance(target, list):
+        raise CELError("isSorted() applies to a list")
+    return ct.BoolType(all(target[i] <= target[i + 1] for i in range(len(target) - 1)))
+
+
+def _sum(target: Any) -> Any:
+    if not isinstance(target, list):
+        raise CELError("sum() applies to a list")
+    if not target:
+        return ct.IntType(0)
+    total = target[0]
+    for item in target[1:]:
+        total = total + item
+    return total
+
+
+def _min(target: Any, *rest: Any) -> Any:
+    items = list(target) if isinstance(target, list) and not rest else [target, *rest]
+    if not items:
+        raise CELError("min() called on an empty list")
+    return min(items)
+
+
+def _max(target: Any, *rest: Any) -> Any:
+    items = list(target) if isinstance(target, list) and not rest else [target, *rest]
+    if not items:
+        raise CELError("max() called on an empty list")
+    return max(items)
+
+
+def _find(target: Any, pattern: Any) -> ct.StringType:
+    match = re.search(str(pattern), _str(target, "find"))
+    return ct.StringType(match.group(0) if match else "")
+
+
+def _find_all(target: Any, pattern: Any, count: Any = None) -> ct.ListType:
+    found = [m.group(0) for m in re.finditer(str(pattern), _str(target, "findAll"))]
+    if count is not None and int(count) >= 0:
+        found = found[: int(count)]
+    return ct.ListType([ct.StringType(f) for f in found])
+
+
+def _library() -> dict[str, Callable[..., Any]]:
+    return {
+        "charAt": _char_at,
+        "indexOf": _index_of,
+        "lastIndexOf": _last_index_of,
+        "lowerAscii": _lower_ascii,
+        "upperAscii": _upper_ascii,
+        "replace": _replace,
+        "split": _split,
+        "substring": _substring,
+        "trim": _trim,
+        "join": _join,
+        "reverse": _reverse,
+        "isSorted": _is_sorted,
+        "sum": _sum,
+        "min": _min,
+        "max": _max,
+        "find": _find,
+        "findAll": _find_all,
+        "hasValue": _has_value,
+        "value": _value,
+        "orValue": _or_value,
+    }
+
+
+# --------------------------------------------------------------------------- compile cache
+
+
+@functools.lru_cache(maxsize=2048)
+def compile_rule(rule: str) -> celpy.Runner:
+    """Compile a CEL expression once per text; raises CELError on a syntax error."""
+    env = celpy.Environment()
+    try:
+        ast = env.compile(rule)
+        return env.program(ast, functions=_library())
+    except Exception as exc:  # celpy raises its own parse error classes
+        detail = " ".join(str(exc).split())
+        raise CELError(f"compilation failed: {detail}") from exc
+
+
+def evaluate(rule: str, activation: Mapping[str, Any]) -> Any:
+    """Evaluate ``rule`` with celpy values bound; raises CELError on failure."""
+    runner = compile_rule(rule)
+    try:
+        result = runner.evaluate(dict(activation))
+    except CELError:
+        raise
+    except Exception as exc:  # CELEvalError, TypeError, KeyError from the library
+        raise CELError(_eval_error_text(exc)) from exc
+    if isinstance(result, CELEvalError):
+        raise CELError(_eval_error_text(result))
+    return result
+
+
+def _eval_error_text(exc: BaseException) -> str:
+    if isinstance(exc, CELEvalError) and exc.args:
+        first = exc.args[0]
+        text = str(first)
+        if text.startswith("undeclared reference to"):
+            name = exc.args[2][0] if len(exc.args) > 2 and exc.args[2] else "?"
+            return f"undeclared reference to '{name}'"
+        if text.startswith("no such member in mapping"):
+            return text.replace("no such member in mapping", "no such key").replace("'", "")
+        return text
+    return str(exc)
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def to_cel(value: Any, schema: Mapping[str, Any] | None = None) -> Any:
+    """A decoded JSON value as celpy values, typed by ``schema`` where it says so."""
+    stype = schema.get("type") if isinstance(schema, Mapping) else None
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return ct.BoolType(value)
+    if isinstance(value, int):
+        return ct.DoubleType(value) if stype == "number" else ct.IntType(value)
+    if isinstance(value, float):
+        if stype == "integer" and value.is_integer():
+            return ct.IntType(int(value))
+        return ct.DoubleType(value)
+    if isinstance(value, str):
+        return ct.StringType(value)
+    if isinstance(value, Mapping):
+        props = schema.get("properties") if isinstance(schema, Mapping) else None
+        additional = schema.get("additionalProperties") if isinstance(schema, Mapping) else None
+        out: dict[Any, Any] = {}
+        for key, child in value.items():
+            sub = props.get(key) if isinstance(props, Mapping) else None
+            if sub is None and isinstance(additional, Mapping):
+                sub = additional
+            out[ct.StringType(key)] = to_cel(child, sub)
+        return ct.MapType(out)
+    if isinstance(value, list | tuple):
+        items = schema.get("items") if isinstance(schema, Mapping) else None
+        return ct.ListType([to_cel(v, items) for v in value])
+    return ct.StringType(str(value))
+
+
+def from_cel(value: Any) -> Any:
+    """celpy values back to plain Python (for messages and tests)."""
+    if isinstance(value, ct.BoolType):
+        return bool(value)
+    if isinstance(value, ct.IntType | ct.UintType):
+        return int(value)
+    if isinstance(value, ct.DoubleType):
+        return float(value)
+    if isinstance(value, ct.StringType):
+        return str(value)
+    if isinstance(value, ct.MapType):
+        return {str(k): from_cel(v) for k, v in value.items()}
+    if isinstance(value, ct.ListType):
+        return [from_cel(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------- walking
+
+
+def is_transition_rule(rule: str) -> bool:
+    """True when the rule refers to ``oldSelf``."""
+    return bool(_OLD_SELF_RE.search(rule))
+
+
+def validate_rules(
+    schema: Mapping[str, Any], obj: Any, old: Any | None, *, root: str = ""
+) -> list[Cause]:
+    """Evaluate every ``x-kubernetes-validations`` rule reachable in ``obj``.
+
+    ``old`` is the previous object on update, None on create.
+    """
+    causes: list[Cause] = []
+    _walk(schema, obj, old, has_old=old is not None, path=root, causes=causes, is_root=not root)
+    return causes
+
+
+def _walk(
+    schema: Any,
+    value: Any,
+    old: Any,
+    *,
+    has_old: bool,
+    path: str,
+    causes: list[Cause],
+    is_root: bool = False,
+) -> None:
+    if not isinstance(schema, Mapping) or value is None:
+        return
+    rules = schema.get("x-kubernetes-validations")
+    if isinstance(rules, list) and rules:
+        _run_rules(
+            schema, rules, value, old, has_old=has_old, path=path, causes=causes, is_root=is_root
+        )
+    if isinstance(value, Mapping):
+        props = schema.get("properties")
+        props = props if isinstance(props, Mapping) else {}
+        additional = schema.get("additionalProperties")
+        old_map = old if has_old and isinstance(old, Mapping) else None
+        for key, child in value.items():
+            if is_root and key == "metadata":
+                continue
+            sub = props.get(key)
+            if not isinstance(sub, Mapping):
+                sub = additional if isinstance(additional, Mapping) else None
+            if sub is None:
+                continue
+            child_has_old = old_map is not None and key in old_map
+            _walk(
+                sub,
+                child,
+                old_map.get(key) if old_map is not None else None,
+                has_old=child_has_old,
+                path=child_path(path, key),
+                causes=causes,
+            )
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if not isinstance(items, Mapping):
+            return
+        old_by_key: dict[str, Any] = {}
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        correlate = (
+            schema.get("x-kubernetes-list-type") == "map"
+            and bool(keys)
+            and has_old
+            and isinstance(old, list)
+        )
+        if correlate:
+            for old_item in old:
+                if isinstance(old_item, Mapping):
+                    key_obj = map_list_key(old_item, keys, items)
+                    if key_obj is not None:
+                        old_by_key[repr(sorted(key_obj.items()))] = old_item
+        for i, item in enumerate(value):
+            old_item = None
+            item_has_old = False
+            if correlate and isinstance(item, Mapping):
+                key_obj = map_list_key(item, keys, items)
+                if key_obj is not None:
+                    marker = repr(sorted(key_obj.items()))
+                    if marker in old_by_key:
+                        old_item = old_by_key[marker]
+                        item_has_old = True
+            _walk(
+                items,
+                item,
+                old_item,
+                has_old=item_has_old,
+                path=index_path(path, i),
+                causes=causes,
+            )
+
+
+def _root_view(value: Any) -> Any:
+    """At the root, CEL sees only metadata.name and metadata.generateName."""
+    if not isinstance(value, Mapping) or not isinstance(value.get("metadata"), Mapping):
+        return value
+    view = dict(value)
+    meta = value["metadata"]
+    view["metadata"] = {k: meta[k] for k in _ROOT_META_VISIBLE if k in meta}
+    return view
+
+
+def _schema_type_name(schema: Mapping[str, Any]) -> str:
+    stype = schema.get("type")
+    if isinstance(stype, str) and stype:
+        return stype
+    if schema.get("x-kubernetes-int-or-string"):
+        return "integer-or-string"
+    return "object"
+
+
+def _run_rules(
+    schema: Mapping[str, Any],
+    rules: list[Any],
+    value: Any,
+    old: Any,
+    *,
+    has_old: bool,
+    path: str,
+    causes: list[Cause],
+    is_root: bool,
+) -> None:
+    self_value = to_cel(_root_view(value) if is_root else value, schema)
+    old_value = to_cel(_root_view(old) if is_root else old, schema) if has_old else None
+    type_name = _schema_type_name(schema)
+    for index, spec in enumerate(rules):
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("rule"), str):
+            continue
+        rule: str = spec["rule"]
+        optional_old = bool(spec.get("optionalOldSelf"))
+        activation: dict[str, Any] = {"self": self_value}
+        if is_transition_rule(rule):
+            if optional_old:
+                activation["oldSelf"] = OptionalValue(has_old, old_value)
+            elif not has_old:
+                continue
+            else:
+                activation["oldSelf"] = old_value
+        error_path = _with_field_path(path, spec.get("fieldPath"))
+        try:
+            result = evaluate(rule, activation)
+        except CELError as exc:
+            get_logger(__name__).error(
+                "CEL rule could not be evaluated",
+                rule=rule,
+                path=path or "<root>",
+                rule_index=index,
+                error=str(exc),
+            )
+            detail = (
+                str(exc)
+                if str(exc).startswith("compilation failed")
+                else f"{exc} evaluating rule: {rule}"
+            )
+            causes.append(invalid(path, type_name, detail))
+            continue
+        if not isinstance(result, ct.BoolType | bool):
+            get_logger(__name__).error(
+                "CEL rule did not return a bool", rule=rule, path=path or "<root>"
+            )
+            causes.append(
+                invalid(path, type_name, f"rule did not evaluate to a bool: {rule}")
+            )
+            continue
+        if bool(result):
+            continue
+        message = _failure_message(spec, rule, activation, path)
+        causes.append(_cause_for_reason(spec.get("reason"), error_path, type_name, message))
+
+
+def _failure_message(
+    spec: Mapping[str, Any], rule: str, activation: Mapping[str, Any], path: str
+) -> str:
+    fallback = spec.get("message") if isinstance(spec.get("message"), str) else ""
+    if not fallback:
+        fallback = f"failed rule: {rule}"
+    expr = spec.get("messageExpression")
+    if not isinstance(expr, str) or not expr:
+        return fallback
+    try:
+        result = evaluate(expr, activation)
+    except CELError as exc:
+        get_logger(__name__).error(
+            "CEL messageExpression could not be evaluated",
+            rule=expr,
+            path=path or "<root>",
+            error=str(exc),
+        )
+        return fallback
+    if not isinstance(result, str):
+        get_logger(__name__).error(
+            "CEL messageExpression did not return a string", rule=expr, path=path or "<root>"
+        )
+        return fallback
+    text = str(result)
+    if not text.strip() or "\n" in text:
+        return fallback
+    return text
+
+
+def _cause_for_reason(reason: Any, path: str, type_name: str, message: str) -> Cause:
+    if reason == "FieldValueForbidden":
+        return forbidden(path, message)
+    if reason == "FieldValueRequired":
+        return required(path, message)
+    if reason == "FieldValueDuplicate":
+        return duplicate(path, type_name)
+    return invalid(path, type_name, message)
+
+
+_FIELD_PATH_TOKEN = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\['((?:[^'\\]|\\.)*)'\]")
+
+
+def _with_field_path(path: str, field_path: Any) -> str:
+    """Append a rule's ``fieldPath`` (``.a.b`` / ``['a.b']``) to the node path."""
+    if not isinstance(field_path, str) or not field_path:
+        return path
+    out = path
+    pos = 0
+    while pos < len(field_path):
+        match = _FIELD_PATH_TOKEN.match(field_path, pos)
+        if match is None:
+            return path
+        out = child_path(out, match.group(1) or match.group(2))
+        pos = match.end()
+    return out
+
+
+# --------------------------------------------------------------------------- registration check
+
+
+def check_rules(schema: Mapping[str, Any], *, root: str = "openAPIV3Schema") -> list[str]:
+    """Messages for rules that do not compile (CRD registration time)."""
+    errors: list[str] = []
+    _check(schema, root, errors)
+    return errors
+
+
+def _check(schema: Any, path: str, errors: list[str]) -> None:
+    if not isinstance(schema, Mapping):
+        return
+    rules = schema.get("x-kubernetes-validations")
+    if isinstance(rules, list):
+        for i, spec in enumerate(rules):
+            where = f"{path}.x-kubernetes-validations[{i}]"
+            if not isinstance(spec, Mapping) or not isinstance(spec.get("rule"), str):
+                errors.append(f"{where}.rule: Required value")
+                continue
+            for key in ("rule", "messageExpression"):
+                text = spec.get(key)
+                if not isinstance(text, str) or not text:
+                    continue
+                try:
+                    compile_rule(text)
+                except CELError as exc:
+                    errors.append(f"{where}.{key}: Invalid value: {text!r}: {exc}")
+            if spec.get("optionalOldSelf") and not is_transition_rule(spec["rule"]):
+                errors.append(
+                    f"{where}.optionalOldSelf: Forbidden: may not be set if oldSelf is not "
+                    "used in rule"
+                )
+            reason = spec.get("reason")
+            if reason is not None and reason not in (
+                "FieldValueInvalid",
+                "FieldValueForbidden",
+                "FieldValueRequired",
+                "FieldValueDuplicate",
+            ):
+                errors.append(
+                    f'{where}.reason: Unsupported value: "{reason}": supported values: '
+                    '"FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", '
+                    '"FieldValueRequired"'
+                )
+    props = schema.get("properties")
+    if isinstance(props, Mapping):
+        for key, sub in props.items():
+            _check(sub, f"{path}.properties[{key}]", errors)
+    _check(schema.get("items"), f"{path}.items", errors)
+    _check(schema.get("additionalProperties"), f"{path}.additionalProperties", errors)
