@@ -1,0 +1,455 @@
+"""The kubelet's view of a bound pod, as a pure function of simulated time.
+
+Given when the pod was bound, the image catalog's behaviour of each container
+and the current time, :func:`pod_status` computes the pod's ``status`` exactly
+as kubelet would report it (phase, conditions, container states, restart
+counts, crash-loop back-off) and :func:`next_change` says when it will next
+change, so the engine can sleep until then. Nothing is stored between calls:
+the same inputs always give the same status.
+
+A pod (or its template) can be told how to misbehave with the annotation
+``localcluster.nimctl.io/simulate``: ``fail`` (containers exit 1 at once),
+``crash-loop`` (they exit 1 after running briefly, so restartable pods back off)
+or ``never-ready`` (they run but never pass readiness).
+``localcluster.nimctl.io/ready-after`` overrides the readiness delay (seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nimctl_runtime.localcluster.catalog import RUN_FOREVER, ContainerBehavior, ImageCatalog
+from nimctl_runtime.localcluster.simulator.quantity import parse_quantity
+
+SIMULATE_ANNOTATION = "localcluster.nimctl.io/simulate"
+READY_AFTER_ANNOTATION = "localcluster.nimctl.io/ready-after"
+MAX_BACKOFF = 300.0
+BASE_BACKOFF = 10.0
+
+Obj = dict[str, Any]
+WallAt = Callable[[float], str]
+
+
+@dataclass(frozen=True)
+class KubeletTiming:
+    """Delays in simulated seconds."""
+
+    start_delay: float = 0.1
+    ready_delay: float = 0.2
+    crash_run_seconds: float = 0.5
+
+
+@dataclass(frozen=True)
+class PodPlan:
+    """Everything that fixes a pod's timeline."""
+
+    bound_at: float
+    pod_ip: str
+    host_ip: str
+    timing: KubeletTiming
+
+
+def _mode(pod: Mapping[str, Any]) -> str:
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(SIMULATE_ANNOTATION, ""))
+
+
+def container_behavior(
+    pod: Mapping[str, Any], container: Mapping[str, Any], catalog: ImageCatalog, *, init: bool
+) -> ContainerBehavior:
+    """The catalog's behaviour, overridden by the pod's ``simulate`` annotation."""
+    mode = _mode(pod)
+    behavior = catalog.resolve(
+        str(container.get("image", "")), container.get("command") or (), container.get("args") or ()
+    )
+    if init and behavior is RUN_FOREVER:
+        # Unknown init containers finish at once: otherwise no pod with an
+        # uncatalogued init container could ever start.
+        behavior = ContainerBehavior(exit_code=0)
+    if mode == "fail":
+        return ContainerBehavior(logs=behavior.logs, exit_code=1, run_seconds=0.0)
+    if mode == "crash-loop":
+        return ContainerBehavior(logs=behavior.logs, exit_code=1, run_seconds=0.5)
+    if mode == "never-ready":
+        return ContainerBehavior(
+            logs=behavior.logs,
+            exit_code=behavior.exit_code,
+            run_seconds=behavior.run_seconds,
+            ready=False,
+        )
+    return behavior
+
+
+@dataclass
+class _Run:
+    """One container's computed state at time t."""
+
+    state: Obj
+    last_state: Obj
+    restarts: int
+    started_at: float | None
+    running: bool
+    terminated_code: int | None
+    waiting: bool
+    next_event: float | None
+
+
+def _simulate_container(
+    behavior: ContainerBehavior,
+    start: float,
+    restart_policy: str,
+    *,
+    now: float,
+    wall_at: WallAt,
+    container: str,
+    pod: str,
+) -> _Run:
+    if now < start:
+        return _Run(
+            {"waiting": {"reason": "ContainerCreating"}}, {}, 0, None, False, None, True, start
+        )
+    restarts = 0
+    current = start
+    last_state: Obj = {}
+    for _ in range(10_000):
+        if behavior.exit_code is None:
+            return _Run(
+                {"running": {"startedAt": wall_at(current)}},
+                last_state,
+                restarts,
+                current,
+                True,
+                None,
+                False,
+                None,
+            )
+        end = current + behavior.run_seconds
+        if now < end:
+            return _Run(
+                {"running": {"startedAt": wall_at(current)}},
+                last_state,
+                restarts,
+                current,
+                True,
+                None,
+                False,
+                end,
+            )
+        code = behavior.exit_code
+        terminated: Obj = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": wall_at(current),
+            "finishedAt": wall_at(end),
+            "containerID": f"containerd://{container}-{restarts}",
+        }
+        restart = restart_policy == "Always" or (restart_policy == "OnFailure" and code != 0)
+        if not restart:
+            return _Run(
+                {"terminated": terminated}, last_state, restarts, current, False, code, False, None
+            )
+        backoff = min(BASE_BACKOFF * 2**restarts, MAX_BACKOFF)
+        if now < end + backoff:
+            message = f"back-off {int(backoff)}s restarting failed container={container} pod={pod}"
+            return _Run(
+                {"waiting": {"reason": "CrashLoopBackOff", "message": message}},
+                {"terminated": terminated},
+                restarts + 1,
+                current,
+                False,
+                None,
+                True,
+                end + backoff,
+            )
+        last_state = {"terminated": terminated}
+        restarts += 1
+        current = end + backoff
+    return _Run(
+        {"waiting": {"reason": "CrashLoopBackOff"}},
+        last_state,
+        restarts,
+        current,
+        False,
+        None,
+        True,
+        None,
+    )
+
+
+def _qos_class(pod: Mapping[str, Any]) -> str:
+    containers = [
+        *((pod.get("spec") or {}).get("containers") or []),
+        *((pod.get("spec") or {}).get("initContainers") or []),
+    ]
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = c.get("resources") or {}
+        requests, limits = res.get("requests") or {}, res.get("limits") or {}
+        if requests or limits:
+            any_set = True
+        for name in ("cpu", "memory"):
+            limit = limits.get(name)
+            request = requests.get(name, limit)
+            if limit is None or parse_quantity(str(request)) != parse_quantity(str(limit)):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _condition(
+    type_: str, ok: bool, since: float, wall_at: WallAt, *, reason: str = "", message: str = ""
+) -> Obj:
+    cond: Obj = {
+        "type": type_,
+        "status": "True" if ok else "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": wall_at(since),
+    }
+    if reason:
+        cond["reason"] = reason
+    if message:
+        cond["message"] = message
+    return cond
+
+
+def _container_status(
+    container: Mapping[str, Any], run: _Run, ready: bool, behavior: ContainerBehavior
+) -> Obj:
+    status: Obj = {
+        "name": container.get("name", ""),
+        "image": container.get("image", ""),
+        "imageID": f"{container.get('image', '')}@sha256:{'0' * 64}",
+        "ready": ready,
+        "restartCount": run.restarts,
+        "started": run.running,
+        "state": run.state,
+        "lastState": run.last_state,
+    }
+    if run.started_at is not None:
+        status["containerID"] = f"containerd://{container.get('name', '')}-{run.restarts}"
+    del behavior
+    return status
+
+
+def pod_status(
+    pod: Mapping[str, Any],
+    plan: PodPlan,
+    catalog: ImageCatalog,
+    now: float,
+    wall_at: WallAt,
+) -> tuple[Obj, float | None]:
+    """The pod's status at *now* and the next simulated time it changes (``None``: never)."""
+    spec = pod.get("spec") or {}
+    name = (pod.get("metadata") or {}).get("name", "")
+    restart_policy = spec.get("restartPolicy") or "Always"
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    timing = plan.timing
+    ready_delay = timing.ready_delay
+    if READY_AFTER_ANNOTATION in annotations:
+        try:
+            ready_delay = float(annotations[READY_AFTER_ANNOTATION])
+        except ValueError:
+            ready_delay = timing.ready_delay
+    wake: list[float] = []
+
+    # Init containers run one after the other; a restarting init container holds the rest.
+    t = plan.bound_at + timing.start_delay
+    init_statuses: list[Obj] = []
+    initialized_at: float | None = t
+    init_blocked_by: list[str] = []
+    init_failed = False
+    for container in spec.get("initContainers") or []:
+        behavior = container_behavior(pod, container, catalog, init=True)
+        if initialized_at is None:
+            init_statuses.append(
+                _container_status(
+                    container,
+                    _Run(
+                        {"waiting": {"reason": "PodInitializing"}},
+                        {},
+                        0,
+                        None,
+                        False,
+                        None,
+                        True,
+                        None,
+                    ),
+                    False,
+                    behavior,
+                )
+            )
+            init_blocked_by.append(container.get("name", ""))
+            continue
+        init_policy = "OnFailure" if restart_policy == "Always" else restart_policy
+        run = _simulate_container(
+            behavior,
+            t,
+            init_policy,
+            now=now,
+            wall_at=wall_at,
+            container=container.get("name", ""),
+            pod=name,
+        )
+        if run.next_event is not None:
+            wake.append(run.next_event)
+        init_statuses.append(_container_status(container, run, False, behavior))
+        if run.terminated_code == 0:
+            t = t + behavior.run_seconds
+            initialized_at = t
+        else:
+            if run.terminated_code is not None:
+                init_failed = True
+            initialized_at = None
+            init_blocked_by.append(container.get("name", ""))
+
+    statuses: list[Obj] = []
+    running_any = False
+    all_terminated = True
+    failed_any = init_failed
+    ready_all = True
+    ready_since = plan.bound_at
+    not_ready: list[str] = []
+    for container in spec.get("containers") or []:
+        behavior = container_behavior(pod, container, catalog, init=False)
+        cname = container.get("name", "")
+        if initialized_at is None:
+            run = _Run(
+                {"waiting": {"reason": "PodInitializing"}}, {}, 0, None, False, None, True, None
+            )
+        else:
+            run = _simulate_container(
+                behavior,
+                initialized_at,
+                restart_policy,
+                now=now,
+                wall_at=wall_at,
+                container=cname,
+                pod=name,
+            )
+        if run.next_event is not None:
+            wake.append(run.next_event)
+        ready = False
+        if run.running and behavior.ready and run.started_at is not None:
+            ready_at = run.started_at + ready_delay
+            if now >= ready_at:
+                ready = True
+                ready_since = max(ready_since, ready_at)
+            else:
+                wake.append(ready_at)
+        if not ready:
+            ready_all = False
+            not_ready.append(cname)
+        running_any = running_any or run.running or (run.waiting and run.restarts > 0)
+        if run.terminated_code is None:
+            all_terminated = False
+        elif run.terminated_code != 0:
+            failed_any = True
+        statuses.append(_container_status(container, run, ready, behavior))
+
+    if init_failed:
+        phase = "Failed"
+    elif initialized_at is None or not statuses:
+        phase = "Pending"
+    elif all_terminated:
+        phase = "Failed" if failed_any else "Succeeded"
+    elif running_any:
+        phase = "Running"
+    else:
+        phase = "Pending"
+
+    bound = plan.bound_at
+    init_ok = initialized_at is not None
+    conditions = [
+        _condition(
+            "PodReadyToStartContainers",
+            now >= bound + timing.start_delay,
+            bound + timing.start_delay if now >= bound + timing.start_delay else bound,
+            wall_at,
+        ),
+        _condition(
+            "Initialized",
+            init_ok,
+            initialized_at if initialized_at is not None else bound,
+            wall_at,
+            reason="" if init_ok else "ContainersNotInitialized",
+            message=""
+            if init_ok
+            else f"containers with incomplete status: [{' '.join(init_blocked_by)}]",
+        ),
+    ]
+    if phase in ("Succeeded", "Failed"):
+        conditions += [
+            _condition("Ready", False, bound, wall_at, reason="PodCompleted"),
+            _condition("ContainersReady", False, bound, wall_at, reason="PodCompleted"),
+        ]
+    elif ready_all:
+        conditions += [
+            _condition("Ready", True, ready_since, wall_at),
+            _condition("ContainersReady", True, ready_since, wall_at),
+        ]
+    else:
+        message = f"containers with unready status: [{' '.join(not_ready)}]"
+        conditions += [
+            _condition(
+                "Ready", False, bound, wall_at, reason="ContainersNotReady", message=message
+            ),
+            _condition(
+                "ContainersReady",
+                False,
+                bound,
+                wall_at,
+                reason="ContainersNotReady",
+                message=message,
+            ),
+        ]
+    conditions.append(_condition("PodScheduled", True, bound, wall_at))
+    status: Obj = {
+        "phase": phase,
+        "conditions": conditions,
+        "hostIP": plan.host_ip,
+        "hostIPs": [{"ip": plan.host_ip}],
+        "podIP": plan.pod_ip,
+        "podIPs": [{"ip": plan.pod_ip}],
+        "startTime": wall_at(bound),
+        "qosClass": _qos_class(pod),
+        "containerStatuses": statuses,
+    }
+    if init_statuses:
+        status["initContainerStatuses"] = init_statuses
+    future = [w for w in wake if w > now]
+    return status, (min(future) if future else None)
+
+
+def container_logs(
+    pod: Mapping[str, Any], container: str, catalog: ImageCatalog, started: bool
+) -> str:
+    """What *container* of *pod* has printed (nothing until it has started)."""
+    if not started:
+        return ""
+    spec = pod.get("spec") or {}
+    for init, key in ((False, "containers"), (True, "initContainers")):
+        for c in spec.get(key) or []:
+            if c.get("name") == container:
+                return container_behavior(pod, c, catalog, init=init).logs
+    return ""
+
+
+def is_pod_ready(pod: Mapping[str, Any]) -> bool:
+    """The pod's Ready condition is True."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False
+
+
+def ready_since(pod: Mapping[str, Any]) -> str | None:
+    """The Ready condition's lastTransitionTime when the pod is ready."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready" and cond.get("status") == "True":
+            value = cond.get("lastTransitionTime")
+            return str(value) if value else None
+    return None
