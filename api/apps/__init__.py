@@ -1,0 +1,1 @@
+"""The apps.nvidia.com API group (NIM Operator kinds)."""
