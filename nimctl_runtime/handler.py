@@ -137,7 +137,9 @@ class EnqueueRequestForOwner:
     References match on the owner's group and kind (the version is ignored).
     With ``only_controller`` (the ``owns`` default) only the reference with
     ``controller: true`` counts. The request's namespace is the object's own,
-    or none when the owner kind is cluster-scoped (``owner_namespaced=False``).
+    or none when the owner kind is cluster-scoped (``owner_namespaced=False``;
+    ``None`` means not known yet: the controller asks the REST mapper at start,
+    and until then the owner is taken as namespaced).
     """
 
     def __init__(
@@ -146,8 +148,9 @@ class EnqueueRequestForOwner:
         owner_kind: str,
         *,
         only_controller: bool = True,
-        owner_namespaced: bool = True,
+        owner_namespaced: bool | None = None,
     ) -> None:
+        self.owner_api_version = owner_api_version
         self.owner_group = group_of(owner_api_version)
         self.owner_kind = owner_kind
         self.only_controller = only_controller
@@ -164,7 +167,7 @@ class EnqueueRequestForOwner:
                 continue
             if self.only_controller and not ref.get("controller"):
                 continue
-            namespace = meta.get("namespace") if self.owner_namespaced else None
+            namespace = meta.get("namespace") if self.owner_namespaced is not False else None
             req = Request(namespace or None, str(ref.get("name", "")))
             if req not in out:
                 out.append(req)

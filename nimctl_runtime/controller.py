@@ -1,0 +1,449 @@
+"""A controller: watches feeding a workqueue, drained by reconcile workers.
+
+controller-runtime's ``pkg/internal/controller`` on asyncio. Each watch takes
+informer callbacks for one kind from the shared ``Cache``, filters them through
+its predicates and hands them, in order, to its ``EventHandler``, which puts
+``Request`` keys on the controller's ``WorkQueue``. ``max_concurrent_reconciles``
+worker tasks take keys off the queue; the queue guarantees a key is never
+reconciled by two workers at once.
+
+What happens after a reconcile (runtime.md §1.6):
+
+=========================  ==========================  ==================
+outcome                    queue                       ``result`` label
+=========================  ==========================  ==================
+exception (not terminal)   ``add_rate_limited``        ``error``
+``TerminalError``          nothing                     ``error``
+``Result(requeue_after)``  ``forget`` + ``add_after``  ``requeue_after``
+``Result(requeue=True)``   ``add_rate_limited``        ``requeue``
+``Result()``               ``forget``                  ``success``
+=========================  ==========================  ==================
+
+An exception never kills a worker: it is logged with its traceback, counted
+(``controller_runtime_reconcile_errors_total``; programming errors such as
+``KeyError`` or ``TypeError`` also in ``..._panics_total``) and retried with
+backoff. An optional ``reconcile_timeout`` bounds each call and counts into
+``controller_runtime_reconcile_timeouts_total``.
+
+A controller is a manager Runnable that needs leader election: its informers
+start when the controller starts, and ``run`` returns once ``stop`` is set,
+after in-flight reconciles finished (the manager bounds that wait by
+cancelling the task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+
+from nimctl_runtime import metrics
+from nimctl_runtime.handler import (
+    CreateEvent,
+    DeleteEvent,
+    EnqueueRequestForOwner,
+    EventHandler,
+    GenericEvent,
+    UpdateEvent,
+    unwrap_object,
+)
+from nimctl_runtime.logsetup import get_logger
+from nimctl_runtime.predicate import Predicate
+from nimctl_runtime.reconcile import Reconciler, Request, Result, is_terminal
+from nimctl_runtime.workqueue import RateLimiter, ShutDown, WorkQueue
+
+__all__ = [
+    "CacheSyncTimeoutError",
+    "Controller",
+    "InformerSource",
+    "ReconcileTimeoutError",
+    "Watch",
+]
+
+Obj = dict[str, Any]
+Event = CreateEvent | UpdateEvent | DeleteEvent | GenericEvent
+
+#: Exceptions that mean a bug in the reconciler rather than a failed call:
+#: counted as "panics" too (controller-runtime recovers panics into errors).
+_PANIC_TYPES: tuple[type[BaseException], ...] = (
+    AssertionError,
+    AttributeError,
+    IndexError,
+    KeyError,
+    NameError,
+    RecursionError,
+    TypeError,
+    UnboundLocalError,
+    ZeroDivisionError,
+)
+
+
+class ReconcileTimeoutError(TimeoutError):
+    """A reconcile ran longer than the controller's ``reconcile_timeout``."""
+
+
+class CacheSyncTimeoutError(Exception):
+    """The controller's informers did not sync within ``cache_sync_timeout``."""
+
+
+class InformerSource(Protocol):
+    """What a controller needs from the cache: an informer per kind and a sync wait."""
+
+    async def get_informer(self, api_version: str, kind: str) -> Any: ...
+
+    async def wait_for_sync(self, timeout: float) -> bool: ...  # noqa: ASYNC109
+
+
+ScopeResolver = Callable[[str, str], Awaitable[bool]]
+
+
+@dataclass
+class Watch:
+    """One event source of a controller: a kind, its predicates and its handler."""
+
+    api_version: str
+    kind: str
+    handler: EventHandler
+    predicates: Sequence[Predicate] = field(default_factory=tuple)
+
+
+class _EventPump:
+    """Ordered, non-blocking hand-off from informer callbacks to an async handler.
+
+    Informer callbacks are synchronous and must not block the cache; the pump
+    buffers events and one task awaits the handler for each, in order (so map
+    functions may read the cache asynchronously).
+    """
+
+    def __init__(self, watch: Watch, queue: WorkQueue[Request], log: Any) -> None:
+        self.watch = watch
+        self.queue = queue
+        self.log = log
+        self._events: deque[Event] = deque()
+        self._wake = asyncio.Event()
+        self._closed = False
+
+    # informer callbacks ------------------------------------------------------------
+
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
+        self._offer(CreateEvent(unwrap_object(obj), is_in_initial_list))
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._offer(UpdateEvent(unwrap_object(old), unwrap_object(new)))
+
+    def on_delete(self, obj: Any) -> None:
+        unknown = not isinstance(obj, dict)
+        self._offer(DeleteEvent(unwrap_object(obj), delete_state_unknown=unknown))
+
+    def offer_generic(self, obj: Obj) -> None:
+        self._offer(GenericEvent(obj))
+
+    def _offer(self, event: Event) -> None:
+        if self._closed:
+            return
+        try:
+            if not self._passes(event):
+                return
+        except Exception:
+            self.log.exception("predicate failed; event dropped", kind=self.watch.kind)
+            return
+        self._events.append(event)
+        self._wake.set()
+
+    def _passes(self, event: Event) -> bool:
+        for p in self.watch.predicates:
+            if isinstance(event, CreateEvent):
+                ok = p.create(event)
+            elif isinstance(event, UpdateEvent):
+                ok = p.update(event)
+            elif isinstance(event, DeleteEvent):
+                ok = p.delete(event)
+            else:
+                ok = p.generic(event)
+            if not ok:
+                return False
+        return True
+
+    async def run(self) -> None:
+        handler = self.watch.handler
+        while True:
+            while not self._events:
+                if self._closed:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+            event = self._events.popleft()
+            try:
+                if isinstance(event, CreateEvent):
+                    await handler.create(event, self.queue)
+                elif isinstance(event, UpdateEvent):
+                    await handler.update(event, self.queue)
+                elif isinstance(event, DeleteEvent):
+                    await handler.delete(event, self.queue)
+                else:
+                    await handler.generic(event, self.queue)
+            except Exception:
+                self.log.exception("event handler failed; event dropped", kind=self.watch.kind)
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+
+class Controller:
+    """Watches + workqueue + workers around one ``Reconciler``.
+
+    Build it with ``builder.Builder``; or construct it, call ``watch`` for each
+    source, and hand it to ``Manager.add``.
+    """
+
+    needs_leader_election = True
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        cache: InformerSource,
+        *,
+        max_concurrent_reconciles: int = 1,
+        rate_limiter: RateLimiter[Request] | None = None,
+        reconcile_timeout: float | None = None,
+        cache_sync_timeout: float = 120.0,
+        scope_resolver: ScopeResolver | None = None,
+        needs_leader_election: bool = True,
+    ) -> None:
+        if max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be at least 1")
+        if reconcile_timeout is not None and reconcile_timeout <= 0:
+            raise ValueError("reconcile_timeout must be positive")
+        self.name = name
+        self.reconciler = reconciler
+        self.cache = cache
+        self.max_concurrent_reconciles = max_concurrent_reconciles
+        self.reconcile_timeout = reconcile_timeout
+        self.cache_sync_timeout = cache_sync_timeout
+        self.scope_resolver = scope_resolver
+        self.needs_leader_election = needs_leader_election
+        self.queue: WorkQueue[Request] = WorkQueue(name, rate_limiter=rate_limiter)
+        self.watches: list[Watch] = []
+        self.log = get_logger("controller").bind(controller=name)
+        self._pumps: list[_EventPump] = []
+        self._started = False
+        self._stopping = False
+        self._synced = False
+        self._in_flight = 0
+        self._m_total = {
+            r: metrics.controller_runtime_reconcile_total.labels(name, r)
+            for r in metrics.RECONCILE_RESULTS
+        }
+        self._m_errors = metrics.controller_runtime_reconcile_errors_total.labels(name)
+        self._m_terminal = metrics.controller_runtime_terminal_reconcile_errors_total.labels(name)
+        self._m_panics = metrics.controller_runtime_reconcile_panics_total.labels(name)
+        self._m_timeouts = metrics.controller_runtime_reconcile_timeouts_total.labels(name)
+        self._m_time = metrics.controller_runtime_reconcile_time_seconds.labels(name)
+        self._m_active = metrics.controller_runtime_active_workers.labels(name)
+        metrics.controller_runtime_max_concurrent_reconciles.labels(name).set(
+            max_concurrent_reconciles
+        )
+        self._m_active.set(0)
+
+    # -- configuration -------------------------------------------------------------
+
+    def watch(
+        self,
+        api_version: str,
+        kind: str,
+        handler: EventHandler,
+        *predicates: Predicate,
+    ) -> None:
+        """Add an event source; only before ``run``."""
+        if self._started:
+            raise RuntimeError(f"controller {self.name!r}: watches must be added before it starts")
+        self.watches.append(Watch(api_version, kind, handler, tuple(predicates)))
+
+    # -- state -----------------------------------------------------------------------
+
+    def has_synced(self) -> bool:
+        """True once every watch's informer has synced and the workers run."""
+        return self._synced
+
+    def in_flight(self) -> int:
+        """Reconciles running right now."""
+        return self._in_flight
+
+    # -- run ---------------------------------------------------------------------------
+
+    async def _resolve_owner_scopes(self) -> None:
+        if self.scope_resolver is None:
+            return
+        for w in self.watches:
+            h = w.handler
+            if isinstance(h, EnqueueRequestForOwner) and h.owner_namespaced is None:
+                with contextlib.suppress(Exception):
+                    h.owner_namespaced = await self.scope_resolver(
+                        h.owner_api_version, h.owner_kind
+                    )
+
+    async def _start_sources(self) -> None:
+        for w in self.watches:
+            pump = _EventPump(w, self.queue, self.log)
+            informer = await self.cache.get_informer(w.api_version, w.kind)
+            informer.add_event_handler(pump.on_add, pump.on_update, pump.on_delete)
+            self._pumps.append(pump)
+        synced = await self.cache.wait_for_sync(self.cache_sync_timeout)
+        if not synced:
+            kinds = ", ".join(f"{w.api_version}/{w.kind}" for w in self.watches)
+            raise CacheSyncTimeoutError(
+                f"controller {self.name!r}: timed out after {self.cache_sync_timeout:g}s "
+                f"waiting for the caches of {kinds} to sync; check the API server is "
+                "reachable and the operator may list and watch these kinds"
+            )
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Start the watches, wait for their caches, run workers until ``stop`` is set.
+
+        On stop the controller takes no new keys, waits for in-flight reconciles
+        to return, and returns. Cancelling the task cancels in-flight reconciles.
+        """
+        if self._started:
+            raise RuntimeError(f"controller {self.name!r} was already started")
+        self._started = True
+        self.log.info("starting controller", workers=self.max_concurrent_reconciles)
+        pump_tasks: list[asyncio.Task[None]] = []
+        workers: list[asyncio.Task[None]] = []
+        try:
+            await self._resolve_owner_scopes()
+            sync = asyncio.ensure_future(self._start_sources())
+            stopped = asyncio.ensure_future(stop.wait())
+            try:
+                await asyncio.wait({sync, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not sync.done():
+                    sync.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await sync
+                stopped.cancel()
+            if sync.cancelled():
+                return  # stopped while waiting for the caches
+            sync.result()  # raise CacheSyncTimeoutError
+            pump_tasks = [
+                asyncio.create_task(p.run(), name=f"{self.name}-events-{i}")
+                for i, p in enumerate(self._pumps)
+            ]
+            workers = [
+                asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+                for i in range(self.max_concurrent_reconciles)
+            ]
+            self._synced = True
+            self.log.info("controller started workers", workers=len(workers))
+            await stop.wait()
+            self.log.info("stopping controller: no new work, waiting for in-flight reconciles")
+            self._stopping = True
+            for p in self._pumps:
+                p.close()
+            self.queue.shut_down()
+            await asyncio.gather(*workers)
+            self.log.info("all workers finished")
+        finally:
+            self._stopping = True
+            self.queue.shut_down()
+            for p in self._pumps:
+                p.close()
+            for t in [*workers, *pump_tasks]:
+                t.cancel()
+            await asyncio.gather(*workers, *pump_tasks, return_exceptions=True)
+
+    def enqueue(self, request: Request) -> None:
+        """Queue a key directly (a ``GenericEvent`` without an object)."""
+        self.queue.add(request)
+
+    # -- workers -----------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while not self._stopping:
+            try:
+                req = await self.queue.get()
+            except ShutDown:
+                return
+            if self._stopping:
+                self.queue.done(req)
+                return
+            self._in_flight += 1
+            self._m_active.inc()
+            try:
+                await self._reconcile_handler(req)
+            finally:
+                self._in_flight -= 1
+                self._m_active.dec()
+                self.queue.done(req)
+
+    async def _reconcile_handler(self, req: Request) -> None:
+        reconcile_id = str(uuid.uuid4())
+        log = self.log.bind(namespace=req.namespace or "", name=req.name, reconcileID=reconcile_id)
+        started = time.monotonic()
+        try:
+            with structlog.contextvars.bound_contextvars(
+                controller=self.name,
+                namespace=req.namespace or "",
+                name=req.name,
+                reconcileID=reconcile_id,
+            ):
+                result = await self._call_reconcile(req)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._m_time.observe(time.monotonic() - started)
+            self._m_total["error"].inc()
+            self._m_errors.inc()
+            if isinstance(exc, ReconcileTimeoutError):
+                self._m_timeouts.inc()
+                log.error("reconcile timed out", timeout=self.reconcile_timeout)
+                self.queue.add_rate_limited(req)
+                return
+            if isinstance(exc, _PANIC_TYPES):
+                self._m_panics.inc()
+            if is_terminal(exc):
+                self._m_terminal.inc()
+                log.error("reconciler error (terminal, not requeued)", exc_info=exc)
+                return
+            log.error("reconciler error", exc_info=exc)
+            self.queue.add_rate_limited(req)
+            return
+        self._m_time.observe(time.monotonic() - started)
+        if not isinstance(result, Result):
+            log.error(
+                "reconciler returned a non-Result value; treating it as Result()",
+                returned=type(result).__name__,
+            )
+            result = Result()
+        if result.requeue_after:
+            self.queue.forget(req)
+            self.queue.add_after(req, result.requeue_after)
+            self._m_total["requeue_after"].inc()
+        elif result.requeue:
+            self.queue.add_rate_limited(req)
+            self._m_total["requeue"].inc()
+        else:
+            self.queue.forget(req)
+            self._m_total["success"].inc()
+
+    async def _call_reconcile(self, req: Request) -> Result:
+        if self.reconcile_timeout is None:
+            return await self.reconciler.reconcile(req)
+        cm = asyncio.timeout(self.reconcile_timeout)
+        try:
+            async with cm:
+                return await self.reconciler.reconcile(req)
+        except TimeoutError as exc:
+            if cm.expired():
+                raise ReconcileTimeoutError(
+                    f"reconcile of {req} took longer than {self.reconcile_timeout:g}s"
+                ) from exc
+            raise
