@@ -1,0 +1,1 @@
+"""Admission rule tables for NIMService and NIMCache."""
