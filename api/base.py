@@ -313,6 +313,16 @@ class ApiModel(BaseModel):
         return self
 
     @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        if cls.validations:
+            target = handler.resolve_ref_schema(json_schema)
+            target["x-kubernetes-validations"] = [r.to_schema() for r in cls.validations]
+        return json_schema
+
+    @classmethod
     def _json_name(cls, name: str) -> str:
         info = cls.model_fields[name]
         return info.alias or name
