@@ -1,0 +1,219 @@
+"""Create-or-update of rendered objects by desired-object hash, shared by the controllers.
+
+A rendered object carries ``nvidia.com/last-applied-hash``; the live object is
+written only when its hash differs (or, for a Deployment not under an HPA,
+when someone changed its replica count). Reads come from the cache; when the
+cache may lag behind one of our own writes, the live object is read through
+the uncached reader before writing again, so a reconcile that finds nothing
+changed writes nothing even under load.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION, desired_hash, stamp_hash
+from nimctl_runtime.client.errors import AlreadyExists, NotFound
+
+Obj = dict[str, Any]
+
+# Fields the API server allocates on create that an update must carry over.
+_SERVICE_ALLOCATED = (
+    "clusterIP",
+    "clusterIPs",
+    "ipFamilies",
+    "ipFamilyPolicy",
+    "healthCheckNodePort",
+)
+
+
+class ObjectReader(Protocol):
+    """What the controllers read through: the cache, or the uncached reader."""
+
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> Obj: ...
+
+
+class ObjectWriter(Protocol):
+    """The writing half of the client."""
+
+    async def create(self, obj: Obj) -> Obj: ...
+
+    async def update(self, obj: Obj) -> Obj: ...
+
+    async def delete(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> Any: ...
+
+
+def hash_of(obj: Mapping[str, Any] | None) -> str | None:
+    if not obj:
+        return None
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(LAST_APPLIED_HASH_ANNOTATION)
+    return str(value) if value is not None else None
+
+
+def key_of(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    meta = obj.get("metadata") or {}
+    return (
+        str(obj.get("apiVersion", "")),
+        str(obj.get("kind", "")),
+        str(meta.get("namespace") or ""),
+        str(meta.get("name", "")),
+    )
+
+
+def ensure_hash(obj: Obj) -> Obj:
+    """Stamp the desired-object hash when the renderer did not."""
+    if hash_of(obj) is None:
+        stamp_hash(obj)
+    return obj
+
+
+def without_replicas(obj: Obj) -> Obj:
+    """A Deployment whose replica count belongs to an HPA: drop it and re-hash."""
+    out = copy.deepcopy(obj)
+    (out.get("spec") or {}).pop("replicas", None)
+    (out.get("metadata") or {}).get("annotations", {}).pop(LAST_APPLIED_HASH_ANNOTATION, None)
+    stamp_hash(out)
+    return out
+
+
+def needs_write(desired: Mapping[str, Any], live: Mapping[str, Any] | None) -> bool:
+    """Whether the live object differs from what we want (hash or replica drift)."""
+    if live is None:
+        return True
+    if hash_of(live) != hash_of(desired):
+        return True
+    if desired.get("kind") == "Deployment":
+        want = (desired.get("spec") or {}).get("replicas")
+        have = (live.get("spec") or {}).get("replicas")
+        if want is not None and want != have:
+            return True
+    return False
+
+
+def update_body(desired: Mapping[str, Any], live: Mapping[str, Any]) -> Obj:
+    """The object to PUT: ours, on the live object's identity and server-owned fields."""
+    body = copy.deepcopy(dict(desired))
+    live_meta = live.get("metadata") or {}
+    meta = body.setdefault("metadata", {})
+    meta["resourceVersion"] = live_meta.get("resourceVersion")
+    for keep in ("uid", "finalizers", "creationTimestamp"):
+        if keep in live_meta and keep not in meta:
+            meta[keep] = copy.deepcopy(live_meta[keep])
+    if body.get("kind") == "Service":
+        spec = body.setdefault("spec", {})
+        live_spec = live.get("spec") or {}
+        for f in _SERVICE_ALLOCATED:
+            if f in live_spec and f not in spec:
+                spec[f] = copy.deepcopy(live_spec[f])
+        live_ports = {p.get("name"): p for p in live_spec.get("ports") or ()}
+        keeps_node_ports = spec.get("type") in ("NodePort", "LoadBalancer")
+        for p in spec.get("ports") or ():
+            node_port = (live_ports.get(p.get("name")) or {}).get("nodePort")
+            if node_port and "nodePort" not in p and keeps_node_ports:
+                p["nodePort"] = node_port
+    if body.get("kind") == "Deployment" and "replicas" not in (body.get("spec") or {}):
+        replicas = (live.get("spec") or {}).get("replicas")
+        if replicas is not None:
+            body.setdefault("spec", {})["replicas"] = replicas
+    return body
+
+
+@dataclass
+class WriteLog:
+    """Hashes of what this process last wrote, to tell cache lag from a real change."""
+
+    written: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+
+    def record(self, obj: Mapping[str, Any]) -> None:
+        h = hash_of(obj)
+        if h is not None:
+            self.written[key_of(obj)] = h
+
+    def forget(self, key: tuple[str, str, str, str]) -> None:
+        self.written.pop(key, None)
+
+    def forget_namespace_name(self, namespace: str, name: str) -> None:
+        for k in [k for k in self.written if k[2] == namespace and k[3] == name]:
+            del self.written[k]
+
+    def wrote_key(self, key: tuple[str, str, str, str]) -> bool:
+        return key in self.written
+
+    def wrote(self, desired: Mapping[str, Any]) -> bool:
+        return self.written.get(key_of(desired)) == hash_of(desired)
+
+
+@dataclass
+class SyncOutcome:
+    """What ``sync_object`` did."""
+
+    live: Obj
+    action: str  # "none" | "created" | "updated"
+
+
+async def sync_object(
+    desired: Obj,
+    *,
+    cached: Obj | None,
+    reader: ObjectReader,
+    writer: ObjectWriter,
+    log: WriteLog,
+    create_only: bool = False,
+) -> SyncOutcome:
+    """Bring one object to ``desired``; no request when the cached/live object matches."""
+    api_version, kind, namespace, name = key_of(desired)
+    live = cached
+    if needs_write(desired, live) and log.wrote(desired):
+        # We wrote exactly this already; the cache has not caught up. Look at the server.
+        try:
+            live = await reader.get(api_version, kind, name, namespace or None)
+        except NotFound:
+            live = None
+    if live is not None and (create_only or not needs_write(desired, live)):
+        return SyncOutcome(live, "none")
+    if live is None:
+        try:
+            created = await writer.create(desired)
+        except AlreadyExists:
+            live = await reader.get(api_version, kind, name, namespace or None)
+            if create_only or not needs_write(desired, live):
+                log.record(desired)
+                return SyncOutcome(live, "none")
+        else:
+            log.record(desired)
+            return SyncOutcome(created, "created")
+    updated = await writer.update(update_body(desired, live))
+    log.record(desired)
+    return SyncOutcome(updated, "updated")
+
+
+def owned_by(obj: Mapping[str, Any], owner_uid: str) -> bool:
+    """Whether ``obj``'s controller ownerReference points at ``owner_uid``."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("uid") == owner_uid:
+            return True
+    return False
+
+
+__all__ = [
+    "ObjectReader",
+    "ObjectWriter",
+    "SyncOutcome",
+    "WriteLog",
+    "desired_hash",
+    "ensure_hash",
+    "hash_of",
+    "needs_write",
+    "owned_by",
+    "sync_object",
+    "update_body",
+    "without_replicas",
+]
