@@ -1,23 +1,64 @@
 """apps.nvidia.com/v1alpha1: NIMService, NIMCache, NIMPipeline, NIMBuild and the NeMo
-kinds, as typed models. Import kinds and shared shapes from here."""
+kinds, as typed models. Import kinds and shared shapes from here; kind-specific
+constants (states, condition types, reasons) live in each kind's module."""
 
 from api.apps.v1alpha1.common import *  # noqa: F403
+from api.apps.v1alpha1.common import __all__ as _common_all
+from api.apps.v1alpha1.nimbuild import NIMBuild, NIMBuildSpec, NIMBuildStatus
 from api.apps.v1alpha1.nimcache import (
+    HuggingFaceHubSource,
+    ModelSpec,
+    NemoDataStoreSource,
+    NGCSource,
     NIMCache,
     NIMCacheSpec,
     NIMCacheStatus,
+    NimCacheStorage,
+    NIMProfile,
+    NIMSource,
+)
+from api.apps.v1alpha1.nimpipeline import (
+    NIMPipeline,
+    NIMPipelineSpec,
+    NIMPipelineStatus,
+    NIMServicePipelineSpec,
+    ServiceDependency,
 )
 from api.apps.v1alpha1.nimservice import (
+    DRAResource,
+    NIMCacheVolSpec,
     NIMService,
+    NIMServiceMultiNodeConfig,
     NIMServiceSpec,
     NIMServiceStatus,
+    NIMServiceStorage,
 )
 
-__all__ = [
+__all__ = [  # noqa: PLE0604
+    *_common_all,
+    "DRAResource",
+    "HuggingFaceHubSource",
+    "ModelSpec",
+    "NGCSource",
+    "NIMBuild",
+    "NIMBuildSpec",
+    "NIMBuildStatus",
     "NIMCache",
     "NIMCacheSpec",
     "NIMCacheStatus",
+    "NIMCacheVolSpec",
+    "NIMPipeline",
+    "NIMPipelineSpec",
+    "NIMPipelineStatus",
+    "NIMProfile",
     "NIMService",
+    "NIMServiceMultiNodeConfig",
+    "NIMServicePipelineSpec",
     "NIMServiceSpec",
     "NIMServiceStatus",
+    "NIMServiceStorage",
+    "NIMSource",
+    "NemoDataStoreSource",
+    "NimCacheStorage",
+    "ServiceDependency",
 ]
