@@ -48,6 +48,8 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
-    """Return a logger bound to a component name (``logger=<name>``)."""
-    logger: structlog.typing.FilteringBoundLogger = structlog.get_logger().bind(logger=name)
+    """Return a logger bound to a component name (``component=<name>``)."""
+    # Initial values keep the proxy lazy: a module-level logger made at import
+    # time still follows the configuration done later in main().
+    logger: structlog.typing.FilteringBoundLogger = structlog.get_logger(component=name)
     return logger

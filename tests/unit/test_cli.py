@@ -39,3 +39,16 @@ def test_logs_are_json_lines_by_default() -> None:
     assert line["event"] == "hello"
     assert line["namespace"] == "ns"
     assert line["level"] == "info"
+
+
+def test_module_level_loggers_follow_later_configuration() -> None:
+    code = (
+        "from nimctl_runtime.logsetup import configure_logging, get_logger;"
+        "log = get_logger('early');"
+        "configure_logging('json', 'warning');"
+        "log.info('hidden'); log.warning('shown')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lines = [json.loads(line) for line in out.stderr.strip().splitlines()]
+    assert [line["event"] for line in lines] == ["shown"]
+    assert lines[0]["component"] == "early"
