@@ -1,0 +1,503 @@
+"""Patch algorithms for localcluster's PATCH verb: pure functions on plain dicts.
+
+- :func:`merge_patch`: JSON merge patch (RFC 7386,
+  ``application/merge-patch+json``).
+- :func:`json_patch`: JSON patch (RFC 6902, ``application/json-patch+json``);
+  failures raise :class:`PatchError` whose ``status`` is 400 for a malformed
+  patch document and 422 for a patch that does not apply to the object.
+- :func:`strategic_merge_patch`: strategic merge patch for built-in kinds
+  (``application/strategic-merge-patch+json``), driven by the
+  ``x-kubernetes-patch-merge-key`` / ``x-kubernetes-patch-strategy``
+  annotations in kubernetes-validate's shipped v1.32 schemas (loaded once,
+  lazily). Directives: ``$patch: replace|delete|merge`` on maps and list
+  elements, ``$retainKeys``, ``$deleteFromPrimitiveList/<field>`` and
+  ``$setElementOrder/<field>``. Lists without a ``merge`` strategy are
+  replaced, as in Kubernetes. Simplification: ``$setElementOrder`` puts the
+  listed elements first in the given order, followed by the remaining ones in
+  their existing order (Kubernetes interleaves server-only elements).
+- Server-side apply lives in :mod:`nimctl_runtime.localcluster.patch_apply`
+  and is re-exported here as :func:`apply`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from nimctl_runtime.localcluster.patch_apply import (
+    ApplyConflict,
+    apply,
+    fields_v1_for,
+    track_update,
+)
+
+__all__ = [
+    "ApplyConflict",
+    "PatchError",
+    "apply",
+    "fields_v1_for",
+    "has_strategic_schema",
+    "json_patch",
+    "merge_patch",
+    "strategic_merge_patch",
+    "strategic_schema",
+    "track_update",
+]
+
+KUBERNETES_SCHEMA_VERSION = "v1.32.0"
+
+
+class PatchError(ValueError):
+    """A patch that is malformed (``status`` 400) or does not apply (422)."""
+
+    def __init__(self, message: str, status: int = 422) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# --------------------------------------------------------------------------- RFC 7386
+
+
+def merge_patch(orig: Any, patch: Any) -> Any:
+    """Apply a JSON merge patch; returns a new value (inputs are not modified)."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    result: dict[str, Any] = copy.deepcopy(dict(orig)) if isinstance(orig, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def create_merge_patch(orig: Any, target: Any) -> Any:
+    """The merge patch that turns ``orig`` into ``target`` (for clients and tests)."""
+    if not isinstance(orig, Mapping) or not isinstance(target, Mapping):
+        return copy.deepcopy(target)
+    patch: dict[str, Any] = {}
+    for key in orig:
+        if key not in target:
+            patch[key] = None
+    for key, value in target.items():
+        if key not in orig:
+            patch[key] = copy.deepcopy(value)
+        elif isinstance(value, Mapping) and isinstance(orig[key], Mapping):
+            sub = create_merge_patch(orig[key], value)
+            if sub:
+                patch[key] = sub
+        elif orig[key] != value or type(orig[key]) is not type(value):
+            patch[key] = copy.deepcopy(value)
+    return patch
+
+
+# --------------------------------------------------------------------------- RFC 6902
+
+
+def _parse_pointer(pointer: Any) -> list[str]:
+    if not isinstance(pointer, str):
+        raise PatchError(f"invalid JSON pointer: {pointer!r}", 400)
+    if pointer == "":
+        return []
+    if not pointer.startswith("/"):
+        raise PatchError(f'JSON pointer must be empty or start with a "/": {pointer!r}', 400)
+    return [part.replace("~1", "/").replace("~0", "~") for part in pointer[1:].split("/")]
+
+
+def _index(token: str, length: int, *, allow_end: bool, pointer: str) -> int:
+    if token == "-" and allow_end:
+        return length
+    if not token.isdigit() or (len(token) > 1 and token.startswith("0")):
+        raise PatchError(f"invalid array index {token!r} in {pointer}")
+    index = int(token)
+    limit = length if allow_end else length - 1
+    if index > limit:
+        raise PatchError(f"array index {index} out of bounds in {pointer}")
+    return index
+
+
+def _resolve_parent(doc: Any, parts: list[str], pointer: str) -> Any:
+    node = doc
+    for part in parts[:-1]:
+        if isinstance(node, dict):
+            if part not in node:
+                raise PatchError(f"doc is missing path: {pointer!r}: missing value")
+            node = node[part]
+        elif isinstance(node, list):
+            node = node[_index(part, len(node), allow_end=False, pointer=pointer)]
+        else:
+            raise PatchError(f"doc is missing path: {pointer!r}: missing value")
+    return node
+
+
+def _get(doc: Any, pointer: str) -> Any:
+    parts = _parse_pointer(pointer)
+    if not parts:
+        return doc
+    parent = _resolve_parent(doc, parts, pointer)
+    last = parts[-1]
+    if isinstance(parent, dict):
+        if last not in parent:
+            raise PatchError(f"doc is missing path: {pointer!r}: missing value")
+        return parent[last]
+    if isinstance(parent, list):
+        return parent[_index(last, len(parent), allow_end=False, pointer=pointer)]
+    raise PatchError(f"doc is missing path: {pointer!r}: missing value")
+
+
+def _add(doc: Any, pointer: str, value: Any) -> Any:
+    parts = _parse_pointer(pointer)
+    if not parts:
+        return value
+    parent = _resolve_parent(doc, parts, pointer)
+    last = parts[-1]
+    if isinstance(parent, dict):
+        parent[last] = value
+    elif isinstance(parent, list):
+        parent.insert(_index(last, len(parent), allow_end=True, pointer=pointer), value)
+    else:
+        raise PatchError(f"doc is missing path: {pointer!r}: missing value")
+    return doc
+
+
+def _remove(doc: Any, pointer: str) -> tuple[Any, Any]:
+    parts = _parse_pointer(pointer)
+    if not parts:
+        raise PatchError("unable to remove the whole document", 422)
+    parent = _resolve_parent(doc, parts, pointer)
+    last = parts[-1]
+    if isinstance(parent, dict):
+        if last not in parent:
+            raise PatchError(
+                f"error in remove for path: {pointer!r}: "
+                f"Unable to remove nonexistent key: {last}: missing value"
+            )
+        return doc, parent.pop(last)
+    if isinstance(parent, list):
+        return doc, parent.pop(_index(last, len(parent), allow_end=False, pointer=pointer))
+    raise PatchError(f"doc is missing path: {pointer!r}: missing value")
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
+
+
+def json_patch(orig: Any, ops: Any) -> Any:
+    """Apply an RFC 6902 JSON patch; returns a new document."""
+    if not isinstance(ops, list):
+        raise PatchError("json patch must be a list of operations", 400)
+    doc = copy.deepcopy(orig)
+    for number, op in enumerate(ops):
+        if not isinstance(op, Mapping):
+            raise PatchError(f"operation {number} is not an object", 400)
+        kind = op.get("op")
+        if "path" not in op:
+            raise PatchError(f"operation {number} ({kind}) is missing path", 400)
+        path = op["path"]
+        if kind in ("add", "replace", "test") and "value" not in op:
+            raise PatchError(f"operation {number} ({kind}) is missing value", 400)
+        if kind == "add":
+            doc = _add(doc, path, copy.deepcopy(op["value"]))
+        elif kind == "remove":
+            doc, _ = _remove(doc, path)
+        elif kind == "replace":
+            _get(doc, path)
+            parts = _parse_pointer(path)
+            if not parts:
+                doc = copy.deepcopy(op["value"])
+                continue
+            parent = _resolve_parent(doc, parts, path)
+            if isinstance(parent, dict):
+                parent[parts[-1]] = copy.deepcopy(op["value"])
+            else:
+                parent[_index(parts[-1], len(parent), allow_end=False, pointer=path)] = (
+                    copy.deepcopy(op["value"])
+                )
+        elif kind in ("move", "copy"):
+            if "from" not in op:
+                raise PatchError(f"operation {number} ({kind}) is missing from", 400)
+            source = op["from"]
+            if kind == "move":
+                if isinstance(path, str) and path.startswith(f"{source}/"):
+                    raise PatchError(f"cannot move {source} into its own child {path}")
+                doc, value = _remove(doc, source)
+            else:
+                value = copy.deepcopy(_get(doc, source))
+            doc = _add(doc, path, value)
+        elif kind == "test":
+            if not _json_equal(_get(doc, path), op["value"]):
+                raise PatchError(f"testing value {path} failed: test failed")
+        else:
+            raise PatchError(f"Unexpected kind: {kind}", 400)
+    return doc
+
+
+# --------------------------------------------------------------------------- strategic merge
+
+
+def _schema_file() -> Path:
+    base = resources.files("kubernetes_validate") / "kubernetes-json-schema"
+    return Path(str(base / f"{KUBERNETES_SCHEMA_VERSION}-local" / "_definitions.json"))
+
+
+@functools.lru_cache(maxsize=1)
+def _definitions() -> tuple[dict[str, Any], dict[tuple[str, str], str]]:
+    """Kubernetes' definitions and an (apiVersion, kind) -> definition-name index."""
+    with _schema_file().open(encoding="utf-8") as fh:
+        data = json.load(fh)
+    defs: dict[str, Any] = data.get("$defs") or data.get("definitions") or {}
+    index: dict[tuple[str, str], str] = {}
+    for name, definition in defs.items():
+        for gvk in definition.get("x-kubernetes-group-version-kind") or []:
+            group, version = gvk.get("group", ""), gvk.get("version", "")
+            api_version = f"{group}/{version}" if group else version
+            index.setdefault((api_version, gvk.get("kind", "")), name)
+    return defs, index
+
+
+def _resolve(node: Any) -> dict[str, Any]:
+    """Follow ``$ref`` (keeping the referring node's own annotations)."""
+    if not isinstance(node, Mapping):
+        return {}
+    out = dict(node)
+    if "$ref" not in out and "allOf" not in out:
+        return out
+    defs, _ = _definitions()
+    seen = 0
+    while isinstance(out.get("$ref"), str) and seen < 32:
+        ref = out.pop("$ref")
+        target = defs.get(ref.rsplit("/", 1)[-1], {})
+        merged = dict(target)
+        merged.update(out)
+        out = merged
+        seen += 1
+    for junctor in ("allOf",):
+        subs = out.get(junctor)
+        if isinstance(subs, list) and len(subs) == 1 and isinstance(subs[0], Mapping):
+            merged = _resolve(subs[0])
+            merged.update({k: v for k, v in out.items() if k != junctor})
+            out = merged
+    return out
+
+
+def _kind_key(kind_key: Any) -> tuple[str, str] | None:
+    if isinstance(kind_key, tuple) and len(kind_key) == 2:
+        return str(kind_key[0]), str(kind_key[1])
+    if isinstance(kind_key, tuple) and len(kind_key) == 3:
+        group, version, kind = (str(x) for x in kind_key)
+        return (f"{group}/{version}" if group else version), kind
+    if isinstance(kind_key, str):
+        if ", Kind=" in kind_key:
+            api_version, kind = kind_key.split(", Kind=", 1)
+            return api_version, kind
+        if "/" in kind_key:
+            api_version, kind = kind_key.rsplit("/", 1)
+            return api_version, kind
+    return None
+
+
+def strategic_schema(kind_key: Any) -> dict[str, Any] | None:
+    """The resolved v1.32 schema of a built-in kind, or None.
+
+    ``kind_key`` is ``(apiVersion, kind)``, ``(group, version, kind)``,
+    ``"apps/v1/Deployment"``, ``"apps/v1, Kind=Deployment"`` or a definition
+    name such as ``"io.k8s.api.apps.v1.Deployment"``.
+    """
+    defs, index = _definitions()
+    if isinstance(kind_key, str) and kind_key in defs:
+        return _resolve(defs[kind_key])
+    key = _kind_key(kind_key)
+    if key is None or key not in index:
+        return None
+    return _resolve(defs[index[key]])
+
+
+def has_strategic_schema(api_version: str, kind: str) -> bool:
+    """True for built-in kinds (strategic merge patch is not allowed on CRs)."""
+    return strategic_schema((api_version, kind)) is not None
+
+
+_DIRECTIVE = "$patch"
+_RETAIN_KEYS = "$retainKeys"
+_DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"
+_SET_ORDER = "$setElementOrder/"
+
+
+def strategic_merge_patch(orig: Any, patch: Any, kind_key: Any) -> dict[str, Any]:
+    """Apply a strategic merge patch to a built-in object; returns a new dict.
+
+    Unknown kinds are patched with map merging and atomic lists (JSON merge
+    patch semantics plus directive handling).
+    """
+    if not isinstance(patch, Mapping):
+        raise PatchError("strategic merge patch must be a JSON object", 400)
+    schema = strategic_schema(kind_key) or {}
+    base = copy.deepcopy(dict(orig)) if isinstance(orig, Mapping) else {}
+    result = _merge_map(base, patch, schema)
+    return result
+
+
+def _sub_schema(schema: Mapping[str, Any], key: str) -> dict[str, Any]:
+    props = schema.get("properties")
+    if isinstance(props, Mapping) and key in props:
+        return _resolve(props[key])
+    additional = schema.get("additionalProperties")
+    if isinstance(additional, Mapping):
+        return _resolve(additional)
+    return {}
+
+
+def _strategy(schema: Mapping[str, Any]) -> set[str]:
+    text = schema.get("x-kubernetes-patch-strategy")
+    return set(text.split(",")) if isinstance(text, str) else set()
+
+
+def _merge_map(
+    original: dict[str, Any], patch: Mapping[str, Any], schema: Mapping[str, Any]
+) -> dict[str, Any]:
+    directive = patch.get(_DIRECTIVE)
+    if directive == "replace":
+        replaced: dict[str, Any] = _strip_directives(
+            {k: v for k, v in patch.items() if k != _DIRECTIVE}, schema
+        )
+        return replaced
+    if directive == "delete":
+        return {}
+    if directive not in (None, "merge"):
+        raise PatchError(f"Unknown patch type: {directive}", 422)
+    retain = patch.get(_RETAIN_KEYS)
+    if retain is not None:
+        if not isinstance(retain, list):
+            raise PatchError("$retainKeys must be a list", 422)
+        keep = set(retain)
+        for key in list(original):
+            if key not in keep:
+                del original[key]
+    order_directives: dict[str, list[Any]] = {}
+    for key, value in patch.items():
+        if key in (_DIRECTIVE, _RETAIN_KEYS):
+            continue
+        if key.startswith(_DELETE_PRIMITIVE):
+            field = key[len(_DELETE_PRIMITIVE) :]
+            if isinstance(value, list) and isinstance(original.get(field), list):
+                original[field] = [x for x in original[field] if x not in value]
+            continue
+        if key.startswith(_SET_ORDER):
+            if isinstance(value, list):
+                order_directives[key[len(_SET_ORDER) :]] = value
+            continue
+        if value is None:
+            original.pop(key, None)
+            continue
+        sub = _sub_schema(schema, key)
+        current = original.get(key)
+        if isinstance(value, Mapping):
+            if isinstance(current, dict):
+                original[key] = _merge_map(current, value, sub)
+            else:
+                merged = _merge_map({}, value, sub)
+                if value.get(_DIRECTIVE) == "delete":
+                    original.pop(key, None)
+                else:
+                    original[key] = merged
+        elif isinstance(value, list):
+            original[key] = _merge_list(current if isinstance(current, list) else [], value, sub)
+        else:
+            original[key] = copy.deepcopy(value)
+    for field, order in order_directives.items():
+        if isinstance(original.get(field), list):
+            original[field] = _apply_order(
+                original[field], order, _sub_schema(schema, field).get(
+                    "x-kubernetes-patch-merge-key"
+                )
+            )
+    return original
+
+
+def _strip_directives(value: Any, schema: Mapping[str, Any]) -> Any:
+    if isinstance(value, Mapping):
+        return _merge_map({}, value, schema)
+    if isinstance(value, list):
+        return _merge_list([], value, schema)
+    return copy.deepcopy(value)
+
+
+def _merge_list(original: list[Any], patch: list[Any], schema: Mapping[str, Any]) -> list[Any]:
+    item_schema = _resolve(schema.get("items")) if isinstance(schema, Mapping) else {}
+    if "merge" not in _strategy(schema):
+        # Atomic list: the patch replaces it (directive elements dropped).
+        return [
+            _strip_directives(item, item_schema)
+            for item in patch
+            if not (isinstance(item, Mapping) and _DIRECTIVE in item and len(item) == 1)
+        ]
+    merge_key = schema.get("x-kubernetes-patch-merge-key")
+    if any(isinstance(item, Mapping) and item.get(_DIRECTIVE) == "replace" for item in patch):
+        return [
+            _strip_directives(item, item_schema)
+            for item in patch
+            if not (isinstance(item, Mapping) and _DIRECTIVE in item)
+        ]
+    if not isinstance(merge_key, str) or not merge_key:
+        # Merge of a primitive list: union, keeping order.
+        result = list(original)
+        for item in patch:
+            if isinstance(item, Mapping):
+                continue
+            if item not in result:
+                result.append(copy.deepcopy(item))
+        return result
+    result = list(original)
+    for item in patch:
+        if not isinstance(item, Mapping):
+            raise PatchError(
+                f"unable to merge a primitive {item!r} into a list merged by {merge_key}", 422
+            )
+        if merge_key not in item:
+            raise PatchError(f"map: {dict(item)} does not contain declared merge key: {merge_key}")
+        position = next(
+            (
+                i
+                for i, existing in enumerate(result)
+                if isinstance(existing, Mapping) and existing.get(merge_key) == item[merge_key]
+            ),
+            None,
+        )
+        if item.get(_DIRECTIVE) == "delete":
+            result = [
+                x
+                for x in result
+                if not (isinstance(x, Mapping) and x.get(merge_key) == item[merge_key])
+            ]
+            continue
+        if position is None:
+            result.append(_merge_map({}, item, item_schema))
+        else:
+            result[position] = _merge_map(dict(result[position]), item, item_schema)
+    return result
+
+
+def _apply_order(items: list[Any], order: list[Any], merge_key: Any) -> list[Any]:
+    def ident(item: Any) -> Any:
+        if isinstance(merge_key, str) and isinstance(item, Mapping):
+            return json.dumps(item.get(merge_key), sort_keys=True)
+        return json.dumps(item, sort_keys=True)
+
+    wanted = [ident(x) for x in order]
+    rank = {w: i for i, w in enumerate(wanted)}
+    listed = sorted((x for x in items if ident(x) in rank), key=lambda x: rank[ident(x)])
+    rest = [x for x in items if ident(x) not in rank]
+    return listed + rest
