@@ -9,6 +9,8 @@ read and raise :class:`FactUnavailable` with a clear message when they cannot.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -69,3 +71,92 @@ async def kserve_deployment_mode(facts: ClusterFacts, nimservice: dict[str, Any]
 
 def is_knative(mode: str) -> bool:
     return mode in ("Knative", "Serverless")
+
+
+class FactsClient(Protocol):
+    """The slice of :class:`nimctl_runtime.client.Client` the facts reader uses."""
+
+    async def request(self, method: str, path: str) -> Any: ...
+
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+    async def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: Any = None,
+    ) -> dict[str, Any]: ...
+
+
+class ClientClusterFacts:
+    """Reads the facts through the runtime's client and caches them.
+
+    The server version is read once (as NVIDIA's validator does at start-up, but
+    lazily, so a slow API server does not block the webhook server). KServe's
+    default mode is cached for ``ttl`` seconds: ConfigMap ``inferenceservice-config``
+    key ``deploy`` in ``KSERVE_NAMESPACE`` (else the namespace of the Deployment
+    labelled ``control-plane=kserve-controller-manager``); no KServe means
+    KServe's own default, ``Standard``.
+    """
+
+    def __init__(
+        self, client: FactsClient, *, kserve_namespace: str | None = None, ttl: float = 60.0
+    ) -> None:
+        self.client = client
+        self.kserve_namespace = kserve_namespace
+        self.ttl = ttl
+        self._version: str | None = None
+        self._mode: tuple[float, str] | None = None
+
+    async def server_version(self) -> str:
+        if self._version is None:
+            try:
+                info = await self.client.request("GET", "/version")
+            except Exception as e:  # the client's typed errors and connection failures
+                raise FactUnavailable(f"cannot read the API server version: {e}") from e
+            version = info.get("gitVersion") if isinstance(info, dict) else None
+            if not isinstance(version, str):
+                raise FactUnavailable("the API server's /version answer has no gitVersion")
+            self._version = version
+        return self._version
+
+    async def _kserve_namespace(self) -> str | None:
+        if self.kserve_namespace:
+            return self.kserve_namespace
+        found = await self.client.list(
+            "apps/v1", "Deployment", label_selector="control-plane=kserve-controller-manager"
+        )
+        items = found.get("items") or []
+        if len(items) != 1:
+            return None
+        ns = items[0].get("metadata", {}).get("namespace")
+        return str(ns) if ns else None
+
+    async def kserve_default_deployment_mode(self) -> str:
+        loop = asyncio.get_running_loop()
+        if self._mode is not None and loop.time() - self._mode[0] < self.ttl:
+            return self._mode[1]
+        from nimctl_runtime.client.errors import NotFound
+
+        try:
+            namespace = await self._kserve_namespace()
+            if namespace is None:
+                mode = "Standard"
+            else:
+                cm = await self.client.get("v1", "ConfigMap", "inferenceservice-config", namespace)
+                deploy = json.loads((cm.get("data") or {}).get("deploy") or "{}")
+                mode = str(deploy.get("defaultDeploymentMode") or "Standard")
+        except NotFound:
+            mode = "Standard"
+        except (ValueError, TypeError) as e:
+            raise FactUnavailable(
+                f"KServe's inferenceservice-config has an unreadable deploy key: {e}"
+            ) from e
+        except Exception as e:  # the client's typed errors and connection failures
+            raise FactUnavailable(f"cannot read KServe's deployment mode: {e}") from e
+        self._mode = (loop.time(), mode)
+        return mode
