@@ -14,6 +14,7 @@ controller-runtime ``pkg/internal/controller/metrics``, ``pkg/metrics``,
 
 from __future__ import annotations
 
+from aiohttp import web
 from prometheus_client import (
     GC_COLLECTOR,
     PLATFORM_COLLECTOR,
@@ -25,6 +26,8 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from nimctl_runtime.health import HTTPRunnable
 
 __all__ = [
     "ACTIVE_WORKERS",
@@ -46,6 +49,7 @@ __all__ = [
     "WORKQUEUE_RETRIES",
     "WORKQUEUE_UNFINISHED_WORK",
     "WORKQUEUE_WORK_DURATION",
+    "MetricsServer",
     "controller_runtime_active_workers",
     "controller_runtime_max_concurrent_reconciles",
     "controller_runtime_reconcile_errors_total",
@@ -276,3 +280,24 @@ LEADER_ELECTION_SLOWPATH_TOTAL = leader_election_slowpath_total
 def exposition() -> bytes:
     """Render ``REGISTRY`` in the Prometheus text format (``CONTENT_TYPE_LATEST``)."""
     return generate_latest(REGISTRY)
+
+
+class MetricsServer(HTTPRunnable):
+    """Serves ``REGISTRY`` at ``/metrics`` on every replica (controller-runtime's metrics server).
+
+    ``bind_address`` follows ``--metrics-bind-address``: ``":8080"``, or
+    ``"0"`` to disable (the manager then does not create the server).
+    """
+
+    def __init__(self, bind_address: str, *, path: str = "/metrics") -> None:
+        super().__init__(bind_address, component="metrics")
+        self.path = path
+
+    def build_app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get(self.path, self._serve)
+        return app
+
+    async def _serve(self, request: web.Request) -> web.Response:
+        body = exposition()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
