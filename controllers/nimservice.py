@@ -25,6 +25,7 @@ from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.reconcile import Request, Result
 from platforms.standalone.context import Capabilities
+from platforms.standalone.errors import RenderError
 
 Obj = dict[str, Any]
 
@@ -344,8 +345,9 @@ class NIMServiceReconciler:
         )
         try:
             desired = [copy.deepcopy(o) for o in self.render(obj, inputs)]
-        except Exception as exc:  # a render error is a spec problem the user must fix
-            raise SyncError(nss.REASON_FAILED, f"failed to render objects: {exc}") from exc
+        except (RenderError, ValueError) as exc:  # a spec problem the user must fix
+            reason = str(getattr(exc, "reason", nss.REASON_FAILED))
+            raise SyncError(reason, str(getattr(exc, "message", exc))) from exc
 
         deployment: Obj | None = None
         rendered: set[tuple[str, str, str]] = set()
