@@ -185,7 +185,7 @@ async def test_missing_nimcache_fails_then_recovers() -> None:
     assert result.is_zero()  # no requeue: the NIMCache watch brings it back
     st = status(api)
     assert st["state"] == "Failed"
-    failed = [c for c in st["conditions"] if c["type"] == "Failed"][0]
+    failed = next(c for c in st["conditions"] if c["type"] == "Failed")
     assert (failed["status"], failed["reason"], failed["message"]) == (
         "True",
         "NIMCacheNotFound",
@@ -200,7 +200,7 @@ async def test_missing_nimcache_fails_then_recovers() -> None:
     api.put(nimcache("InProgress"))
     await r.reconcile(REQ)
     assert status(api)["state"] == "NotReady"
-    ready = [c for c in status(api)["conditions"] if c["type"] == "Ready"][0]
+    ready = next(c for c in status(api)["conditions"] if c["type"] == "Ready")
     assert ready["reason"] == "NIMCacheNotReady"
     api.set_status(API, "NIMCache", "cache", nimcache()["status"])
     await r.reconcile(REQ)
@@ -265,7 +265,7 @@ async def test_persistent_failure_writes_status_once() -> None:
     with pytest.raises(Exception, match="forbidden"):
         await r.reconcile(REQ)
     st = status(api)
-    failed = [c for c in st["conditions"] if c["type"] == "Failed"][0]
+    failed = next(c for c in st["conditions"] if c["type"] == "Failed")
     assert st["state"] == "Failed" and failed["reason"] == "ServiceFailed"
     status_writes = [w for w in api.writes if w[0] == "patch/status"]
     assert len(status_writes) == 1 and len(rec.events) == 1
