@@ -1,0 +1,232 @@
+"""Cache: one shared informer per resource, read by reconcilers instead of the API server.
+
+controller-runtime's informer cache (runtime.md §1.8). ``get``/``list`` are served
+from memory and never touch the API server; an informer is started the first time a
+kind is asked for (and waited on until synced). ``by_object`` gives a kind its own
+label/field selector or namespace (the filtered cache): the selector goes into the
+LIST/WATCH query, so objects without the label are neither cached nor delivered, and
+an object that loses the label leaves the cache (the server sends DELETED) and reads
+of it answer NotFound. Read such objects through :attr:`Cache.api_reader`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from nimctl_runtime.cache.informer import SharedInformer
+from nimctl_runtime.cache.reflector import ClientListerWatcher
+from nimctl_runtime.cache.store import NAMESPACE_INDEX, Obj, Transform, strip_managed_fields
+from nimctl_runtime.client.client import Client, selector_text
+from nimctl_runtime.client.errors import NotFound
+from nimctl_runtime.labels import Selector
+
+GVK = tuple[str, str]
+IndexFn = Callable[[Obj], "Iterable[str] | str | None"]
+
+
+@dataclass(frozen=True)
+class ByObject:
+    """Per-kind cache options (controller-runtime's ``cache.ByObject``)."""
+
+    label_selector: str | Mapping[str, str] | None = None
+    field_selector: str | None = None
+    namespace: str | None = None
+    transform: Transform | None = strip_managed_fields
+    resync_period: float | None = None
+
+
+class CacheNotStartedError(RuntimeError):
+    """The cache was stopped; start it (or the manager) before reading."""
+
+
+class Cache:
+    """Informer-backed reads (see the module docstring). A manager Runnable."""
+
+    needs_leader_election = False
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        by_object: Mapping[GVK, ByObject] | None = None,
+        namespace: str | None = None,
+        resync_period: float | None = None,
+    ) -> None:
+        self.client = client
+        self.by_object = dict(by_object or {})
+        self.namespace = namespace
+        self.resync_period = resync_period
+        self._informers: dict[GVK, SharedInformer] = {}
+        self._indexers: dict[GVK, dict[str, IndexFn]] = {}
+        self._lock = asyncio.Lock()
+        self._started = False
+        self._stopped = False
+
+    @property
+    def api_reader(self) -> Client:
+        """The uncached reader: reads go straight to the API server."""
+        return self.client
+
+    # -- configuration ---------------------------------------------------------------
+
+    def add_index(self, api_version: str, kind: str, name: str, fn: IndexFn) -> None:
+        """Index *kind* by *fn* (returns a value, values, or None); query with ``index=``."""
+        gvk = (api_version, kind)
+        indexers = self._indexers.setdefault(gvk, {})
+        if name in indexers:
+            raise ValueError(f"index {name!r} already exists for {kind}")
+        indexers[name] = fn
+        informer = self._informers.get(gvk)
+        if informer is not None:
+            informer.add_indexers({name: fn})
+
+    # -- informers -------------------------------------------------------------------
+
+    async def get_informer(self, api_version: str, kind: str) -> SharedInformer:
+        """The shared informer for a kind, created (and started, if the cache runs) on demand."""
+        gvk = (api_version, kind)
+        informer = self._informers.get(gvk)
+        if informer is not None:
+            return informer
+        async with self._lock:
+            informer = self._informers.get(gvk)
+            if informer is not None:
+                return informer
+            await self.client.mapper.rest_mapping(api_version, kind)
+            options = self.by_object.get(gvk, ByObject())
+            lister_watcher = ClientListerWatcher(
+                self.client,
+                api_version,
+                kind,
+                namespace=options.namespace or self.namespace,
+                label_selector=options.label_selector,
+                field_selector=options.field_selector,
+            )
+            informer = SharedInformer(
+                lister_watcher,
+                name=f"{api_version}/{kind}",
+                api_version=api_version,
+                kind=kind,
+                indexers=dict(self._indexers.get(gvk, {})),
+                transform=options.transform,
+                resync_period=options.resync_period or self.resync_period,
+            )
+            self._informers[gvk] = informer
+            if self._started:
+                informer.start()
+            return informer
+
+    async def _synced_informer(self, api_version: str, kind: str) -> SharedInformer:
+        if self._stopped:
+            raise CacheNotStartedError("the cache is stopped")
+        informer = await self.get_informer(api_version, kind)
+        if not self._started:
+            await self.start()
+        if not informer.has_synced():
+            await informer.wait_for_sync()
+        return informer
+
+    # -- reads -----------------------------------------------------------------------
+
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> Obj:
+        """The cached object (a private copy); NotFound if the cache does not hold it."""
+        informer = await self._synced_informer(api_version, kind)
+        mapping = await self.client.mapper.rest_mapping(api_version, kind)
+        key = f"{namespace}/{name}" if namespace and mapping.namespaced else name
+        obj = informer.store.get(key)
+        if obj is None:
+            group = mapping.group
+            qualified = f"{mapping.resource}.{group}" if group else mapping.resource
+            raise NotFound(
+                404,
+                "NotFound",
+                f'{qualified} "{name}" not found',
+                {"name": name, "group": group, "kind": mapping.resource},
+            )
+        return obj
+
+    async def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | Mapping[str, str] | Selector | None = None,
+        index: tuple[str, str] | None = None,
+    ) -> list[Obj]:
+        """Cached objects (private copies), by namespace, label selector and/or an index."""
+        informer = await self._synced_informer(api_version, kind)
+        store = informer.store
+        if index is not None:
+            items = store.by_index(index[0], index[1])
+            if namespace:
+                items = [
+                    o for o in items if (o.get("metadata") or {}).get("namespace") == namespace
+                ]
+        elif namespace:
+            items = store.by_index(NAMESPACE_INDEX, namespace)
+        else:
+            items = store.objects()
+        selector = _selector(label_selector)
+        if selector is not None:
+            items = [
+                o for o in items if selector.matches((o.get("metadata") or {}).get("labels") or {})
+            ]
+        items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
+        return items
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every informer known so far (later ones start as they are asked for)."""
+        if self._started:
+            return
+        self._started = True
+        self._stopped = False
+        for informer in self._informers.values():
+            informer.start()
+
+    async def stop(self) -> None:
+        self._started = False
+        self._stopped = True
+        for informer in list(self._informers.values()):
+            await informer.stop()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Runnable: start, serve until *stop* is set, then stop the informers."""
+        await self.start()
+        try:
+            await stop.wait()
+        finally:
+            await self.stop()
+
+    def has_synced(self) -> bool:
+        return all(informer.has_synced() for informer in self._informers.values())
+
+    async def wait_for_sync(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109
+        """True when every informer started so far has synced within *timeout* seconds."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    pending = [i for i in self._informers.values() if not i.has_synced()]
+                    if not pending:
+                        return True
+                    await asyncio.gather(*(i.wait_for_sync() for i in pending))
+        except TimeoutError:
+            return False
+
+    def informers(self) -> dict[GVK, SharedInformer]:
+        return dict(self._informers)
+
+
+def _selector(selector: str | Mapping[str, str] | Selector | None) -> Selector | None:
+    if selector is None:
+        return None
+    if isinstance(selector, Selector):
+        return None if selector.empty() else selector
+    text = selector_text(selector)
+    return Selector.parse(text) if text else None

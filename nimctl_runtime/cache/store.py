@@ -1,0 +1,289 @@
+"""The indexed object store behind an informer (client-go's ``Indexer``), kept compact.
+
+Objects are keyed ``namespace/name`` (``name`` for cluster-scoped objects) and held as
+compact JSON bytes, after a transform that drops ``metadata.managedFields``: about
+the JSON size per object, where live dicts cost ~7x (runtime.md §4.2), and bytes are
+invisible to the cyclic GC. Every read decodes a fresh dict, so a caller may mutate
+what it gets without corrupting the cache.
+
+Secondary indexes map an index value to the set of keys: ``namespace`` and
+``ownerUID`` (the controller owner's UID) always exist; callers add field indexes
+(e.g. ``spec.storage.nimCache.name``) with a function returning the values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+IndexFunc = Callable[[Obj], "Iterable[str] | str | None"]
+Transform = Callable[[Obj], Obj]
+
+NAMESPACE_INDEX = "namespace"
+OWNER_UID_INDEX = "ownerUID"
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name``, or ``name`` for a cluster-scoped object (``MetaNamespaceKeyFunc``)."""
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    namespace = meta.get("namespace")
+    return f"{namespace}/{name}" if namespace else name
+
+
+def split_key(key: str) -> tuple[str | None, str]:
+    namespace, sep, name = key.partition("/")
+    return (namespace, name) if sep else (None, key)
+
+
+def strip_managed_fields(obj: Obj) -> Obj:
+    """controller-runtime's ``TransformStripManagedFields``: drop ``metadata.managedFields``."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+def namespace_index(obj: Obj) -> list[str]:
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return [str(namespace)] if namespace else []
+
+
+def controller_owner_uid_index(obj: Obj) -> list[str]:
+    """The UID of the ``controller: true`` ownerReference, if any."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("uid"):
+            return [str(ref["uid"])]
+    return []
+
+
+def default_indexers() -> dict[str, IndexFunc]:
+    return {NAMESPACE_INDEX: namespace_index, OWNER_UID_INDEX: controller_owner_uid_index}
+
+
+def _index_values(fn: IndexFunc, obj: Obj) -> tuple[str, ...]:
+    result = fn(obj)
+    if result is None:
+        return ()
+    if isinstance(result, str):
+        return (result,)
+    return tuple(str(v) for v in result)
+
+
+def _rv_older(new_rv: str, old_rv: str) -> bool:
+    """True when both RVs are decimal and *new_rv* is strictly older (never serve stale data)."""
+    if new_rv.isdigit() and old_rv.isdigit():
+        return int(new_rv) < int(old_rv)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedFinalStateUnknown:
+    """Tombstone for an object found missing on a relist: its deletion was not observed.
+
+    ``obj`` is the last state the cache knew.
+    """
+
+    key: str
+    obj: Obj
+
+
+@dataclass(slots=True)
+class _Entry:
+    data: bytes
+    resource_version: str
+    uid: str
+    index_values: tuple[tuple[str, ...], ...]
+
+
+class Store:
+    """Thread-free, event-loop-only indexed store (see the module docstring)."""
+
+    def __init__(
+        self,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        *,
+        transform: Transform | None = strip_managed_fields,
+    ) -> None:
+        self._indexers: dict[str, IndexFunc] = default_indexers()
+        self._indexers.update(indexers or {})
+        self._transform = transform
+        self._items: dict[str, _Entry] = {}
+        self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+
+    # -- indexes -----------------------------------------------------------------
+
+    @property
+    def index_names(self) -> list[str]:
+        return list(self._indexers)
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add indexes; existing objects are indexed at once."""
+        clash = set(indexers) & set(self._indexers)
+        if clash:
+            raise ValueError(f"index {sorted(clash)[0]!r} already exists")
+        self._indexers.update(indexers)
+        for name in indexers:
+            self._indices[name] = {}
+        for key, entry in list(self._items.items()):
+            self._unindex(key, entry)
+            entry.index_values = self._compute(json.loads(entry.data))
+            self._index(key, entry)
+
+    def _compute(self, obj: Obj) -> tuple[tuple[str, ...], ...]:
+        return tuple(_index_values(fn, obj) for fn in self._indexers.values())
+
+    def _index(self, key: str, entry: _Entry) -> None:
+        for name, values in zip(self._indexers, entry.index_values, strict=True):
+            index = self._indices[name]
+            for value in values:
+                index.setdefault(value, set()).add(key)
+
+    def _unindex(self, key: str, entry: _Entry) -> None:
+        for name, values in zip(self._indexers, entry.index_values, strict=False):
+            index = self._indices[name]
+            for value in values:
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
+
+    # -- writes ------------------------------------------------------------------
+
+    def _prepare(self, obj: Obj) -> tuple[Obj, _Entry]:
+        if self._transform is not None:
+            obj = self._transform(obj)
+        meta = obj.get("metadata") or {}
+        entry = _Entry(
+            data=json.dumps(obj, separators=(",", ":")).encode(),
+            resource_version=str(meta.get("resourceVersion") or ""),
+            uid=str(meta.get("uid") or ""),
+            index_values=self._compute(obj),
+        )
+        return obj, entry
+
+    def upsert(self, obj: Obj) -> tuple[Obj | None, Obj] | None:
+        """Add or replace *obj*; returns ``(old, new)`` (old None when new), or None if stale.
+
+        An update carrying an older resourceVersion of the same object (same UID) than
+        the one stored is ignored, so the cache never goes back in time. *obj* is
+        transformed in place and returned as ``new``.
+        """
+        key = object_key(obj)
+        obj, entry = self._prepare(obj)
+        current = self._items.get(key)
+        old: Obj | None = None
+        if current is not None:
+            if current.uid == entry.uid and _rv_older(
+                entry.resource_version, current.resource_version
+            ):
+                return None
+            old = json.loads(current.data)
+            self._unindex(key, current)
+        self._items[key] = entry
+        self._index(key, entry)
+        return old, obj
+
+    def delete(self, key: str) -> Obj | None:
+        """Remove *key*; returns the last stored object (None if it was absent)."""
+        entry = self._items.pop(key, None)
+        if entry is None:
+            return None
+        self._unindex(key, entry)
+        result: Obj = json.loads(entry.data)
+        return result
+
+    def replace(
+        self, items: Iterable[Obj]
+    ) -> tuple[list[Obj], list[tuple[Obj, Obj]], list[DeletedFinalStateUnknown]]:
+        """Make the store hold exactly *items* (a relist).
+
+        Returns ``(added, updated, deleted)``: objects that are new, ``(old, new)``
+        pairs whose resourceVersion changed, and a tombstone for every key that was
+        stored but is absent from *items*. Unchanged objects are in none of the lists.
+        """
+        added: list[Obj] = []
+        updated: list[tuple[Obj, Obj]] = []
+        seen: set[str] = set()
+        for obj in items:
+            key = object_key(obj)
+            seen.add(key)
+            current = self._items.get(key)
+            if current is not None:
+                rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                uid = str((obj.get("metadata") or {}).get("uid") or "")
+                if rv == current.resource_version and uid == current.uid:
+                    continue
+            result = self.upsert(obj)
+            if result is None:
+                continue
+            old, new = result
+            if old is None:
+                added.append(new)
+            else:
+                updated.append((old, new))
+        deleted: list[DeletedFinalStateUnknown] = []
+        for key in [k for k in self._items if k not in seen]:
+            last = self.delete(key)
+            if last is not None:
+                deleted.append(DeletedFinalStateUnknown(key, last))
+        return added, updated, deleted
+
+    def clear(self) -> None:
+        self._items.clear()
+        for index in self._indices.values():
+            index.clear()
+
+    # -- reads -------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._items))
+
+    def keys(self) -> list[str]:
+        return list(self._items)
+
+    def get(self, key: str) -> Obj | None:
+        """A fresh copy of the object stored under *key*."""
+        entry = self._items.get(key)
+        if entry is None:
+            return None
+        result: Obj = json.loads(entry.data)
+        return result
+
+    def resource_version(self, key: str) -> str | None:
+        entry = self._items.get(key)
+        return None if entry is None else entry.resource_version
+
+    def objects(self) -> list[Obj]:
+        """Fresh copies of every stored object."""
+        return [json.loads(entry.data) for entry in self._items.values()]
+
+    def iter_items(self) -> Iterator[tuple[str, Obj]]:
+        for key in list(self._items):
+            obj = self.get(key)
+            if obj is not None:
+                yield key, obj
+
+    def index_keys(self, index_name: str, value: str) -> list[str]:
+        index = self._indices.get(index_name)
+        if index is None:
+            raise KeyError(f"index {index_name!r} does not exist")
+        return sorted(index.get(value, ()))
+
+    def by_index(self, index_name: str, value: str) -> list[Obj]:
+        """Fresh copies of the objects whose *index_name* values include *value*."""
+        return [json.loads(self._items[key].data) for key in self.index_keys(index_name, value)]
+
+    def size_bytes(self) -> int:
+        """Total bytes of stored JSON (for the memory benchmark and debugging)."""
+        return sum(len(entry.data) for entry in self._items.values())
