@@ -232,7 +232,28 @@ def _find_all(target: Any, pattern: Any, count: Any = None) -> ct.ListType:
     return ct.ListType([ct.StringType(f) for f in found])
 
 
+def _errors_as_values(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn a CELError into a CEL error value so ``||``/``&&`` can absorb it."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except CELError as exc:
+            return CELEvalError(str(exc))
+        except (TypeError, ValueError) as exc:
+            return CELEvalError(f"no such overload: {fn.__name__.strip('_')}: {exc}")
+
+    return wrapper
+
+
 def _library() -> dict[str, Callable[..., Any]]:
+    return {
+        name: _errors_as_values(fn) for name, fn in _raw_library().items()
+    }
+
+
+def _raw_library() -> dict[str, Callable[..., Any]]:
     return {
         "charAt": _char_at,
         "indexOf": _index_of,

@@ -1,0 +1,1 @@
+"""Unit tests for localcluster structural schemas and CEL rules."""
