@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from nimctl_runtime.client.client import PatchType
 from nimctl_runtime.logsetup import get_logger
 
 __all__ = [
@@ -59,7 +60,7 @@ class EventClient(Protocol):
         body: Any,
         *,
         namespace: str | None = None,
-        patch_type: str = "merge",
+        patch_type: PatchType = "merge",
         field_manager: str | None = None,
         force: bool | None = None,
         subresource: str | None = None,
