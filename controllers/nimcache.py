@@ -27,6 +27,7 @@ from controllers.sync import ObjectReader, WriteLog, ensure_hash, sync_object
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.reconcile import Request, Result
+from platforms.standalone.errors import RenderError
 
 Obj = dict[str, Any]
 
@@ -63,6 +64,54 @@ class NIMCacheBuilders(Protocol):
 
 class BuildError(Exception):
     """A builder refused the spec (e.g. deprecated certConfig, no profiles selected)."""
+
+
+class StandaloneNIMCacheBuilders:
+    """``NIMCacheBuilders`` backed by ``platforms.standalone.nimcache``."""
+
+    def service_account(self, nimcache: Obj) -> Obj:
+        from platforms.standalone import nimcache as b
+
+        return b.service_account(_name_ns(nimcache)[1])
+
+    def role(self, nimcache: Obj) -> Obj:
+        from platforms.standalone import nimcache as b
+
+        proxy = bool((nimcache.get("spec") or {}).get("proxy"))
+        return b.role(_name_ns(nimcache)[1], proxy=proxy)
+
+    def role_binding(self, nimcache: Obj) -> Obj:
+        from platforms.standalone import nimcache as b
+
+        return b.role_binding(_name_ns(nimcache)[1])
+
+    def pvc(self, nimcache: Obj) -> Obj:
+        from platforms.standalone import nimcache as b
+
+        built = b.build_pvc(nimcache)
+        if built is None:
+            raise BuildError(f"NIMCache {_name_ns(nimcache)[0]}: no PVC to create")
+        return built
+
+    def pvc_name(self, nimcache: Obj) -> str:
+        from platforms.standalone import nimcache as b
+
+        return b.pvc_name(nimcache)
+
+    def manifest_pod(self, nimcache: Obj, orchestrator: str) -> Obj:
+        from platforms.standalone import nimcache as b
+
+        return b.manifest_pod(nimcache, orchestrator=orchestrator)
+
+    def manifest_configmap(self, nimcache: Obj, manifest_yaml: str) -> Obj:
+        from platforms.standalone import nimcache as b
+
+        return b.manifest_config_map(nimcache, manifest_yaml)
+
+    def job(self, nimcache: Obj, profiles: list[str], orchestrator: str) -> Obj:
+        from platforms.standalone import nimcache as b
+
+        return b.caching_job(nimcache, selected_profiles=profiles, orchestrator=orchestrator)
 
 
 def _name_ns(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -157,13 +206,14 @@ class NIMCacheReconciler:
 
         old_status = copy.deepcopy(obj.get("status") or {})
         name = str(meta.get("name", ""))
+        progress: list[Obj] = [old_status]
         try:
-            status, result = await self._sync(obj, old_status)
+            status, result = await self._sync(obj, old_status, progress)
         except Conflict:
             return Result(requeue=True)
         except (ApiError, BuildError, profiles_mod.ManifestError) as exc:
             message = exc.message if isinstance(exc, ApiError) and exc.message else str(exc)
-            status = ncs.reconcile_failed(old_status, message)
+            status = ncs.reconcile_failed(progress[-1], message)
             if await self._write_status(obj, status):
                 self.recorder.event(
                     obj,
@@ -184,8 +234,8 @@ class NIMCacheReconciler:
     def _build(self, fn: Callable[..., Obj], *args: Any) -> Obj:
         try:
             return ensure_hash(copy.deepcopy(fn(*args)))
-        except (ValueError, KeyError) as exc:
-            raise BuildError(str(exc)) from exc
+        except (RenderError, ValueError) as exc:
+            raise BuildError(str(getattr(exc, "message", exc))) from exc
 
     async def _cached(self, api_version: str, kind: str, name: str, namespace: str) -> Obj | None:
         try:
@@ -207,7 +257,8 @@ class NIMCacheReconciler:
         )
         return out.live, out.action
 
-    async def _sync(self, obj: Obj, status: Obj) -> tuple[Obj, Result]:
+    async def _sync(self, obj: Obj, status: Obj, progress: list[Obj]) -> tuple[Obj, Result]:
+        """One pass; ``progress[-1]`` holds the status reached so far (for the error path)."""
         name, namespace = _name_ns(obj)
         shared = (
             (self.builders.service_account, "SA"),
@@ -246,6 +297,7 @@ class NIMCacheReconciler:
             _, action = await self._ensure(desired_pvc, create_only=True)
             if action == "created":
                 status = ncs.pvc_created(status)
+                progress.append(status)
 
         # Model manifest: read once from the NIM image, kept in a ConfigMap.
         manifest: profiles_mod.Manifest | None = None
@@ -265,6 +317,7 @@ class NIMCacheReconciler:
                 if kind_ == "model-free":
                     status = copy.deepcopy(status)
                     status["type"] = ncs.TYPE_MODEL_FREE
+                    progress.append(status)
                 else:
                     manifest = profiles_mod.parse_manifest(text)
                     cm_obj = self._build(

@@ -17,7 +17,7 @@ import asyncio
 import copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from controllers import nimservice_status as nss
 from controllers.sync import ObjectReader, WriteLog, owned_by, sync_object, without_replicas
@@ -104,7 +104,7 @@ class Writer(Protocol):
         body: Any,
         *,
         namespace: str | None = None,
-        patch_type: str = "merge",
+        patch_type: Literal["merge", "json", "strategic", "apply"] = "merge",
         subresource: str | None = None,
     ) -> Obj: ...
 
