@@ -10,22 +10,24 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from pydantic import BaseModel
 
-@runtime_checkable
-class SupportsModelDump(Protocol):
-    """A pydantic v2 model (what ``api.apps.v1alpha1`` provides)."""
+from api.base import CustomResource
+from api.serialize import dump
 
-    def model_dump(self, **kwargs: Any) -> dict[str, Any]: ...
-
-
-CRInput = SupportsModelDump | Mapping[str, Any]
+CRInput = BaseModel | Mapping[str, Any]
+"""A typed CR from ``api`` (or any pydantic model) or a JSON-shaped dict."""
 
 
 def as_dict(obj: CRInput) -> dict[str, Any]:
     """A deep, JSON-shaped copy of ``obj`` with camelCase keys and no null fields."""
-    if isinstance(obj, SupportsModelDump):
+    if isinstance(obj, CustomResource):
+        # What the API server would hold: the user's fields plus CRD defaults.
+        served: dict[str, Any] = _drop_none(dump(obj, defaults=True))
+        return served
+    if isinstance(obj, BaseModel):
         out: dict[str, Any] = _drop_none(
             obj.model_dump(by_alias=True, exclude_none=True, mode="json")
         )

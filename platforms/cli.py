@@ -1,0 +1,193 @@
+"""``nimctl render -f FILE [--cache FILE]``: the objects a CR would produce, offline.
+
+Reads NIMService, NIMPipeline and NIMCache manifests (several per file, ``-``
+for stdin) and prints, as a YAML stream, what the operator would create for
+them on the standalone platform. Nothing is contacted: a NIMCache that a
+NIMService names is taken from ``--cache`` or from the same file and treated
+as Ready; when there is none, a Ready cache on PVC ``<cache>-pvc`` is assumed
+and a note says so on stderr. Errors name the file and the field.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from ruamel.yaml import YAML
+
+from api.serialize import LoadError, load_all
+from platforms.objects import as_dict, dig
+from platforms.standalone import RenderContext, RenderError, render, sources
+from platforms.standalone import nimcache as cache_objects
+
+GROUP_VERSION = "apps.nvidia.com/v1alpha1"
+
+
+def main(filename: str, cache: str | None, *, out: TextIO | None = None) -> int:
+    """Render ``filename`` (and resolve caches from ``cache``); 0 on success, 1 on error."""
+    out = out or sys.stdout
+    try:
+        docs = _read(filename)
+        caches = {
+            dig(d, "metadata", "name"): d
+            for d in (_read(cache) if cache else []) + docs
+            if d.get("kind") == "NIMCache"
+        }
+        objects: list[dict[str, Any]] = []
+        for doc in docs:
+            objects.extend(_render_doc(doc, caches, filename))
+    except _CliError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    yaml = YAML()
+    yaml.default_flow_style = False
+    buf = io.StringIO()
+    yaml.dump_all(objects, buf)
+    out.write(buf.getvalue())
+    return 0
+
+
+class _CliError(Exception):
+    """An input problem, already worded for the user."""
+
+
+def _read(filename: str) -> list[dict[str, Any]]:
+    try:
+        text = sys.stdin.read() if filename == "-" else Path(filename).read_text()
+    except OSError as err:
+        raise _CliError(f"{filename}: {err.strerror or err}") from None
+    try:
+        models = load_all(text)
+    except LoadError as err:
+        raise _CliError(f"{filename}: {err}") from None
+    except Exception as err:  # YAML syntax errors carry their own line/column
+        raise _CliError(f"{filename}: not valid YAML: {err}") from None
+    return [as_dict(m) for m in models]
+
+
+def _ready(cache: Mapping[str, Any]) -> dict[str, Any]:
+    """The cache as it would look once cached (status kept when the file has one)."""
+    out = dict(cache)
+    status = dict(out.get("status") or {})
+    status.setdefault("state", "Ready")
+    status.setdefault("pvc", sources.cache_pvc_name(cache))
+    out["status"] = status
+    return out
+
+
+def _assumed_cache(name: str, namespace: str) -> dict[str, Any]:
+    pvc = f"{name}-pvc"
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": "NIMCache",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"storage": {"pvc": {"name": pvc}}},
+        "status": {"state": "Ready", "pvc": pvc},
+    }
+
+
+def _render_doc(
+    doc: dict[str, Any], caches: Mapping[str, dict[str, Any]], filename: str
+) -> list[dict[str, Any]]:
+    kind = doc.get("kind")
+    where = f"{filename}: {kind} {dig(doc, 'metadata', 'name', default='<unnamed>')}"
+    try:
+        if kind == "NIMService":
+            return _render_service(doc, caches)
+        if kind == "NIMPipeline":
+            out: list[dict[str, Any]] = []
+            for svc in pipeline_services(doc):
+                out.extend(_render_service(svc, caches))
+            return out
+        if kind == "NIMCache":
+            return _render_cache(doc)
+    except RenderError as err:
+        raise _CliError(f"{where}: {err.message}") from None
+    raise _CliError(f"{where}: nimctl render handles NIMService, NIMPipeline and NIMCache")
+
+
+def _render_service(
+    svc: dict[str, Any], caches: Mapping[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    cache_name = dig(svc, "spec", "storage", "nimCache", "name")
+    cache = None
+    if cache_name:
+        if cache_name in caches:
+            cache = _ready(caches[cache_name])
+        else:
+            namespace = dig(svc, "metadata", "namespace", default="default")
+            cache = _assumed_cache(cache_name, namespace)
+            print(
+                f"note: NIMCache {cache_name} not given (--cache); assuming it is Ready "
+                f"on PVC {cache_name}-pvc",
+                file=sys.stderr,
+            )
+    return render(svc, RenderContext(nimcache=cache))
+
+
+def _render_cache(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    namespace = dig(doc, "metadata", "namespace", default="default")
+    out = [
+        cache_objects.service_account(namespace),
+        cache_objects.role(namespace, proxy=bool(dig(doc, "spec", "proxy"))),
+        cache_objects.role_binding(namespace),
+    ]
+    claim = cache_objects.build_pvc(doc)
+    if claim is not None:
+        out.append(claim)
+    kind, src = sources.source_of(doc)
+    explicit = dig(src, "model", "profiles", default=[])
+    if kind == "ngc" and not src.get("modelEndpoint"):
+        out.append(cache_objects.manifest_pod(doc))
+        if not explicit:
+            print(
+                f"note: NIMCache {dig(doc, 'metadata', 'name')}: the profiles to cache are "
+                "matched against the NIM's model manifest at run time; the Job is not shown",
+                file=sys.stderr,
+            )
+            return out
+    out.append(cache_objects.caching_job(doc))
+    return out
+
+
+def pipeline_services(pipeline: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The NIMServices a NIMPipeline deploys: enabled ones only, dependency env merged in."""
+    name = dig(pipeline, "metadata", "name", default="")
+    namespace = dig(pipeline, "metadata", "namespace", default="default")
+    owner = {
+        "apiVersion": pipeline.get("apiVersion", GROUP_VERSION),
+        "kind": "NIMPipeline",
+        "name": name,
+        "uid": dig(pipeline, "metadata", "uid", default=""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    out = []
+    for entry in dig(pipeline, "spec", "services", default=[]):
+        if entry.get("enabled") is not True:
+            continue
+        spec = dict(entry.get("spec") or {})
+        extra = [
+            {"name": d["envName"], "value": d["envValue"]}
+            for d in entry.get("dependencies") or []
+            if d.get("envName") and d.get("envValue")
+        ]
+        if extra:
+            names = {e["name"] for e in extra}
+            spec["env"] = extra + [e for e in spec.get("env") or [] if e["name"] not in names]
+        out.append(
+            {
+                "apiVersion": GROUP_VERSION,
+                "kind": "NIMService",
+                "metadata": {
+                    "name": entry["name"],
+                    "namespace": namespace,
+                    "ownerReferences": [owner],
+                },
+                "spec": spec,
+            }
+        )
+    return out

@@ -1,0 +1,449 @@
+"""Pure builders of the objects a NIMCache needs (nim-operator.md §3.2-§3.3).
+
+The NIMCache reconciler decides *when* each is needed (state machine, what
+already exists) and calls these for *what* to create:
+
+- ``service_account``/``role``/``role_binding``: shared per namespace
+  (``nim-cache-sa``, ``nim-cache-role``, ``nim-cache-rolebinding``), no owner.
+- ``pvc``: the cache PVC when ``storage.pvc.create`` is true.
+- ``manifest_pod``: ``<name>-pod``, prints the NIM's model manifest and sleeps;
+  ``manifest_config_map``: ``<name>-manifest`` holding what it printed.
+- ``caching_job``: ``<name>-job`` for the active source (NGC optimized or
+  universal, Hugging Face, NeMo DataStore, native).
+
+Every builder takes the NIMCache as a model or dict (status included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from manifests import configmap, job, pod, pvc, rolebinding, serviceaccount
+from manifests import role as role_builder
+from manifests.hashing import stamp_hash
+from manifests.labels import (
+    APP_LABEL,
+    APP_LABEL_OPERATOR_VALUE,
+    INSTANCE_LABEL,
+    ISTIO_INJECT_ANNOTATION,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    NAME_LABEL,
+    PART_OF_LABEL,
+    PART_OF_NIM_CACHE,
+    REQUIRED_SCC_ANNOTATION,
+    SCC_ANNOTATION,
+    managed_by,
+)
+from manifests.meta import object_meta, owner_reference
+from platforms.objects import CRInput, as_dict, dig
+from platforms.standalone import sources
+from platforms.standalone.context import ORCHESTRATOR_OPENSHIFT, ORCHESTRATOR_TKGS
+from platforms.standalone.errors import RenderError
+from platforms.standalone.nimservice import CA_INIT_CONTAINER, CA_INIT_SCRIPT, image_of, proxy_env
+
+API_VERSION = "apps.nvidia.com/v1alpha1"
+KIND = "NIMCache"
+
+SERVICE_ACCOUNT = "nim-cache-sa"
+ROLE = "nim-cache-role"
+ROLE_BINDING = "nim-cache-rolebinding"
+CONTAINER = "nim-cache-ctr"
+MODEL_STORE = "/model-store"
+MANIFEST_KEY = "model_manifest.yaml"
+MANIFEST_NOT_FOUND = "model_manifest.yaml not found"
+DEFAULT_NODE_SELECTOR = {"feature.node.kubernetes.io/pci-10de.present": "true"}
+JOB_BACKOFF_LIMIT = 5
+JOB_TTL_SECONDS = 600
+PROFILES_ALL = "all"
+
+MANIFEST_COMMAND = [
+    "sh",
+    "-c",
+    "if [ -f /opt/nim/etc/default/model_manifest.yaml ]; then "
+    "cat /opt/nim/etc/default/model_manifest.yaml; "
+    "elif [ -f /etc/nim/config/model_manifest.yaml ]; then "
+    "cat /etc/nim/config/model_manifest.yaml; "
+    f'else echo "{MANIFEST_NOT_FOUND}"; fi; sleep infinity',
+]
+
+
+def job_name(name: str) -> str:
+    return f"{name}-job"
+
+
+def manifest_pod_name(name: str) -> str:
+    return f"{name}-pod"
+
+
+def manifest_config_map_name(name: str) -> str:
+    return f"{name}-manifest"
+
+
+def standard_labels(name: str) -> dict[str, str]:
+    """Labels of a NIMCache's PVC and manifest ConfigMap."""
+    return {
+        APP_LABEL: APP_LABEL_OPERATOR_VALUE,
+        NAME_LABEL: name,
+        INSTANCE_LABEL: name,
+        PART_OF_LABEL: PART_OF_NIM_CACHE,
+        MANAGED_BY_LABEL: MANAGED_BY_VALUE,
+    }
+
+
+def pod_labels(name: str) -> dict[str, str]:
+    """Labels of the manifest pod and the caching Job's pods (the filtered cache's key)."""
+    return {
+        APP_LABEL: APP_LABEL_OPERATOR_VALUE,
+        NAME_LABEL: name,
+        MANAGED_BY_LABEL: MANAGED_BY_VALUE,
+    }
+
+
+# -- shared RBAC ----------------------------------------------------------------------
+
+
+def service_account(namespace: str) -> dict[str, Any]:
+    """The caching pods' ServiceAccount, shared by every NIMCache in ``namespace``."""
+    return stamp_hash(
+        serviceaccount.build(object_meta(SERVICE_ACCOUNT, namespace, labels=managed_by()))
+    )
+
+
+def role(namespace: str, *, proxy: bool = False) -> dict[str, Any]:
+    """The shared Role: ``use`` of SCC ``anyuid`` when a proxy CA is installed, else ``nonroot``."""
+    labels = {APP_LABEL: APP_LABEL_OPERATOR_VALUE, **managed_by()}
+    rules = [role_builder.scc_rule("anyuid" if proxy else "nonroot")]
+    return stamp_hash(role_builder.build(object_meta(ROLE, namespace, labels=labels), rules))
+
+
+def role_binding(namespace: str) -> dict[str, Any]:
+    labels = {APP_LABEL: APP_LABEL_OPERATOR_VALUE, **managed_by()}
+    return stamp_hash(
+        rolebinding.build(
+            object_meta(ROLE_BINDING, namespace, labels=labels),
+            role_name=ROLE,
+            service_account=SERVICE_ACCOUNT,
+            namespace=namespace,
+        )
+    )
+
+
+# -- storage --------------------------------------------------------------------------
+
+
+def pvc_name(nimcache: CRInput) -> str:
+    return sources.cache_pvc_name(as_dict(nimcache))
+
+
+def build_pvc(nimcache: CRInput) -> dict[str, Any] | None:
+    """The cache PVC to create, or None when the user brings their own."""
+    cache = as_dict(nimcache)
+    spec = dig(cache, "spec", "storage", "pvc", default={})
+    if not spec.get("create"):
+        return None
+    name = sources.cache_pvc_name(cache)
+    if not spec.get("size"):
+        raise RenderError(
+            f"failed to parse size for pvc creation {name}, err quantities must match the "
+            "regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        )
+    cache_name = dig(cache, "metadata", "name", default="")
+    return stamp_hash(
+        pvc.build(
+            object_meta(
+                name,
+                _namespace(cache),
+                labels=standard_labels(cache_name),
+                annotations=spec.get("annotations"),
+                owner_references=[_owner(cache)],
+            ),
+            access_modes=[spec.get("volumeAccessMode") or "ReadWriteOnce"],
+            size=str(spec["size"]),
+            storage_class=spec.get("storageClass") or None,
+        )
+    )
+
+
+# -- model manifest -------------------------------------------------------------------
+
+
+def manifest_pod(nimcache: CRInput, *, orchestrator: str = "Kubernetes") -> dict[str, Any]:
+    """``<name>-pod``: cats the NIM's model manifest to its log, then sleeps."""
+    cache = as_dict(nimcache)
+    name = dig(cache, "metadata", "name", default="")
+    spec = cache.get("spec") or {}
+    _, src = sources.source_of(cache)
+    annotations = (
+        {REQUIRED_SCC_ANNOTATION: "nonroot"} if orchestrator == ORCHESTRATOR_OPENSHIFT else None
+    )
+    ctr = pod.container(
+        CONTAINER,
+        str(src.get("modelPuller", "")),
+        command=list(MANIFEST_COMMAND),
+        resources=_resources(spec),
+        security_context=_container_security_context(spec, orchestrator),
+    )
+    pod_spec = pod.pod_spec(
+        [ctr],
+        service_account_name=SERVICE_ACCOUNT,
+        security_context=_pod_security_context(spec, orchestrator),
+        image_pull_secrets=[src["pullSecret"]] if src.get("pullSecret") else None,
+        node_selector=_node_selector(spec),
+        tolerations=spec.get("tolerations"),
+        runtime_class_name=spec.get("runtimeClassName"),
+        restart_policy="Never",
+    )
+    meta = object_meta(
+        manifest_pod_name(name),
+        _namespace(cache),
+        labels=pod_labels(name),
+        annotations=annotations,
+        owner_references=[_owner(cache)],
+    )
+    return stamp_hash(pod.build(meta, pod_spec))
+
+
+def manifest_config_map(nimcache: CRInput, manifest_yaml: str) -> dict[str, Any]:
+    """``<name>-manifest``: the parsed model manifest, for profile matching later."""
+    cache = as_dict(nimcache)
+    name = dig(cache, "metadata", "name", default="")
+    meta = object_meta(
+        manifest_config_map_name(name),
+        _namespace(cache),
+        labels=standard_labels(name),
+        owner_references=[_owner(cache)],
+    )
+    return stamp_hash(configmap.build(meta, {MANIFEST_KEY: manifest_yaml}))
+
+
+# -- the caching Job ------------------------------------------------------------------
+
+
+def caching_job(
+    nimcache: CRInput,
+    *,
+    selected_profiles: Sequence[str] = (),
+    orchestrator: str = "Kubernetes",
+) -> dict[str, Any]:
+    """``<name>-job`` that fills the cache PVC from the NIMCache's source.
+
+    ``selected_profiles`` is what profile matching chose for an optimized NGC
+    cache (``["all"]`` caches every profile); explicit ``model.profiles`` are
+    used when it is empty. Raises ``RenderError`` for the deprecated
+    ``certConfig`` and for an optimized NGC cache with no profile to cache.
+    """
+    cache = as_dict(nimcache)
+    name = dig(cache, "metadata", "name", default="")
+    spec = cache.get("spec") or {}
+    if spec.get("certConfig"):
+        raise RenderError(
+            "Deprecated field 'CertConfig' is used. Please migrate to 'Proxy' field on NIMCache.",
+            reason="ReconcileFailed",
+        )
+    kind, src = sources.source_of(cache)
+    cache_type = dig(cache, "status", "type", default="")
+    native = cache_type == sources.CACHE_TYPE_NATIVE
+    sub_path = dig(spec, "storage", "pvc", "subPath")
+    volumes = [
+        pod.pvc_volume("nim-cache-volume", sources.cache_pvc_name(cache)),
+        pod.empty_dir_volume("scratch"),
+    ]
+    if native:
+        mounts = [
+            pod.volume_mount("nim-cache-volume", "/model", sub_path=sub_path),
+            pod.volume_mount("nim-cache-volume", "/opt/cache", sub_path=sub_path),
+        ]
+    else:
+        mounts = [pod.volume_mount("nim-cache-volume", MODEL_STORE, sub_path=sub_path)]
+    mounts.append(pod.volume_mount("scratch", "/scratch"))
+
+    command: list[str] | None = None
+    args: list[str] | None = None
+    operator_env: list[dict[str, Any]] = [pod.env_var("NIM_CACHE_PATH", MODEL_STORE)]
+    termination: dict[str, str] = {}
+    if native:
+        operator_env = [
+            pod.env_var("NIM_ENGINE_MODEL_DOWNLOAD_ONLY", "1"),
+            pod.env_var("NIM_ENGINE_MODEL_PATH", f"/model/{name}"),
+        ]
+    elif kind == "ngc" and src.get("modelEndpoint"):
+        command = ["create-model-store"]
+        args = ["--model-repo", str(src["modelEndpoint"]), "--model-store", MODEL_STORE]
+    elif kind == "ngc":
+        profiles = list(selected_profiles) or list(dig(src, "model", "profiles", default=[]))
+        if not profiles:
+            raise RenderError("no profiles are selected for caching", reason="ReconcileFailed")
+        command = ["download-to-cache"]
+        args = ["--all"] if PROFILES_ALL in profiles else ["--profiles", *profiles]
+        termination = {"path": "/dev/termination-log", "policy": "FallbackToLogsOnError"}
+    elif kind in ("hf", "dataStore"):
+        operator_env = [
+            pod.env_var("HF_ENDPOINT", str(src.get("endpoint", ""))),
+            pod.env_var("HF_HUB_OFFLINE", "0"),
+            pod.env_var("NIM_CACHE_PATH", MODEL_STORE),
+            pod.env_var("HF_HOME", f"{MODEL_STORE}/huggingface/hub"),
+        ]
+        repo = f"{src.get('namespace', 'default')}/{src.get('modelName') or src.get('datasetName')}"
+        if cache_type == sources.CACHE_TYPE_MODEL_FREE:
+            command = [
+                "download-to-cache",
+                "--model-uri",
+                sources.hf_uri(cache),
+                "--manifest-file",
+                f"{MODEL_STORE}/model_manifest.json",
+            ]
+        else:
+            repo_type = "model" if src.get("modelName") else "dataset"
+            command = ["huggingface-cli", "download", repo, "--local-dir", MODEL_STORE]
+            command += ["--repo-type", repo_type]
+            if src.get("revision"):
+                command += ["--revision", str(src["revision"])]
+    else:
+        raise RenderError("spec.source: Exactly one of ngc, dataStore, or hf must be defined")
+
+    env = pod.merge_env_vars(operator_env, spec.get("env") or [])
+    if native:
+        # The download-only switches are the operator's, whatever the user set.
+        env = pod.merge_env_vars(env, operator_env)
+    proxy = spec.get("proxy") or {}
+    if proxy:
+        env = pod.merge_env_vars(env, proxy_env(proxy))
+    ca_config_map = proxy.get("certConfigMap")
+    if ca_config_map:
+        mounts.append(pod.volume_mount("ca-cert-volume", "/etc/ssl"))
+        volumes.append(pod.empty_dir_volume("ca-cert-volume"))
+        volumes.append(pod.config_map_volume("custom-ca", ca_config_map))
+
+    image = str(src.get("modelPuller", ""))
+    auth = src.get("authSecret")
+    main = pod.container(
+        CONTAINER,
+        image,
+        command=command,
+        args=args,
+        env=env,
+        env_from=[{"secretRef": {"name": auth}}] if auth else None,
+        resources=_resources(spec),
+        volume_mounts=mounts,
+        security_context=_container_security_context(spec, orchestrator),
+        termination_message_path=termination.get("path"),
+        termination_message_policy=termination.get("policy"),
+    )
+    init_containers: list[dict[str, Any]] = []
+    if ca_config_map:
+        init_containers.append(
+            pod.container(
+                CA_INIT_CONTAINER,
+                image,
+                command=["/bin/sh", "-c", CA_INIT_SCRIPT],
+                security_context={"runAsUser": 0, "runAsNonRoot": False},
+                volume_mounts=[
+                    pod.volume_mount("ca-cert-volume", "/ca-certs"),
+                    pod.volume_mount("custom-ca", "/custom"),
+                ],
+            )
+        )
+    for user in spec.get("initContainers") or []:
+        if not user:
+            continue
+        init_containers.append(
+            pod.container(
+                user["name"],
+                image_of(user.get("image")),
+                image_pull_policy=dig(user, "image", "pullPolicy"),
+                command=user.get("command"),
+                args=user.get("args"),
+                working_dir=user.get("workingDir"),
+                # The caching container's env wins here (as in NVIDIA's operator).
+                env=pod.merge_env_vars(user.get("env") or [], env),
+                volume_mounts=[dict(m) for m in mounts],
+            )
+        )
+
+    template_annotations = {ISTIO_INJECT_ANNOTATION: "false"}
+    if orchestrator == ORCHESTRATOR_OPENSHIFT:
+        template_annotations[SCC_ANNOTATION] = "anyuid" if proxy else "nonroot"
+    pod_spec = pod.pod_spec(
+        [main],
+        init_containers=init_containers,
+        volumes=volumes,
+        service_account_name=SERVICE_ACCOUNT,
+        security_context=_pod_security_context(spec, orchestrator),
+        image_pull_secrets=[src["pullSecret"]] if src.get("pullSecret") else None,
+        node_selector=_node_selector(spec),
+        tolerations=spec.get("tolerations"),
+        runtime_class_name=spec.get("runtimeClassName"),
+        restart_policy="Never",
+    )
+    # NVIDIA leaves the Job's own labels to API-server defaulting; set them
+    # explicitly so the operator's label-filtered cache always sees the Job.
+    meta = object_meta(
+        job_name(name), _namespace(cache), labels=pod_labels(name), owner_references=[_owner(cache)]
+    )
+    return stamp_hash(
+        job.build(
+            meta,
+            template=pod.pod_template(
+                pod_spec, labels=pod_labels(name), annotations=template_annotations
+            ),
+            backoff_limit=JOB_BACKOFF_LIMIT,
+            ttl_seconds_after_finished=JOB_TTL_SECONDS,
+        )
+    )
+
+
+# -- helpers --------------------------------------------------------------------------
+
+
+def _namespace(cache: Mapping[str, Any]) -> str:
+    return str(dig(cache, "metadata", "namespace", default="default"))
+
+
+def _owner(cache: Mapping[str, Any]) -> dict[str, Any]:
+    return owner_reference(
+        {
+            "apiVersion": cache.get("apiVersion", API_VERSION),
+            "kind": cache.get("kind", KIND),
+            "metadata": cache.get("metadata") or {},
+        }
+    )
+
+
+def _node_selector(spec: Mapping[str, Any]) -> dict[str, str]:
+    selector = spec.get("nodeSelector")
+    return dict(DEFAULT_NODE_SELECTOR) if selector is None else dict(selector)
+
+
+def _resources(spec: Mapping[str, Any]) -> dict[str, Any] | None:
+    wanted = {
+        k: v for k, v in (spec.get("resources") or {}).items() if k in ("cpu", "memory") and v
+    }
+    if not wanted:
+        return None
+    return {"requests": dict(wanted), "limits": dict(wanted)}
+
+
+def _pod_security_context(spec: Mapping[str, Any], orchestrator: str) -> dict[str, Any]:
+    ctx: dict[str, Any] = {
+        "runAsUser": int(spec.get("userID", 1000)),
+        "fsGroup": int(spec.get("groupID", 2000)),
+        "runAsNonRoot": True,
+    }
+    if orchestrator == ORCHESTRATOR_TKGS:
+        ctx["seccompProfile"] = {"type": "RuntimeDefault"}
+    return ctx
+
+
+def _container_security_context(spec: Mapping[str, Any], orchestrator: str) -> dict[str, Any]:
+    ctx: dict[str, Any] = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "runAsGroup": int(spec.get("groupID", 2000)),
+        "runAsUser": int(spec.get("userID", 1000)),
+    }
+    if orchestrator == ORCHESTRATOR_TKGS:
+        ctx["seccompProfile"] = {"type": "RuntimeDefault"}
+    return ctx
