@@ -10,6 +10,7 @@ rule, or the Kubernetes wording fragment for a bound, enum or pattern.
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -87,7 +88,7 @@ def set_path(obj: dict[str, Any], path: str, value: Any) -> None:
         int(m.group(2)) if m.group(2) is not None else m.group(1) for m in _TOKEN.finditer(path)
     ]
     node: Any = obj
-    for here, nxt in zip(parts, parts[1:], strict=False):
+    for here, nxt in itertools.pairwise(parts):
         if isinstance(here, int):
             while len(node) <= here:
                 node.append({})
