@@ -405,14 +405,12 @@ def _merge_map(
         sub = _sub_schema(schema, key)
         current = original.get(key)
         if isinstance(value, Mapping):
-            if isinstance(current, dict):
-                original[key] = _merge_map(current, value, sub)
+            if value.get(_DIRECTIVE) == "delete":
+                original.pop(key, None)
             else:
-                merged = _merge_map({}, value, sub)
-                if value.get(_DIRECTIVE) == "delete":
-                    original.pop(key, None)
-                else:
-                    original[key] = merged
+                original[key] = _merge_map(
+                    current if isinstance(current, dict) else {}, value, sub
+                )
         elif isinstance(value, list):
             original[key] = _merge_list(current if isinstance(current, list) else [], value, sub)
         else:

@@ -1,0 +1,1 @@
+"""Unit tests for localcluster patch algorithms and server-side apply."""
