@@ -15,11 +15,20 @@ Sub-commands:
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from nimctl_runtime.logsetup import configure_logging
+from nimctl_runtime.logsetup import configure_logging, get_logger
+
+if TYPE_CHECKING:
+    from nimctl_runtime.client import Client
+    from nimctl_runtime.manager import Manager
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -53,15 +62,304 @@ def _cmd_localcluster(args: argparse.Namespace) -> int:
 
 
 def _cmd_local(args: argparse.Namespace) -> int:
-    from nimctl_runtime.operator import run_local
-
-    return run_local(args)
+    kubeconfig = Path(args.kubeconfig).absolute()
+    kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+    return asyncio.run(_run_local(args, kubeconfig))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from nimctl_runtime.operator import run_operator
+    return asyncio.run(_run_operator(args))
 
-    return run_operator(args)
+
+# -- the operator ------------------------------------------------------------------
+
+OPERATOR_VERSION = os.environ.get("OPERATOR_VERSION", "")
+DEFAULT_WEBHOOK_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
+
+
+async def compose_operator(
+    client: Client,
+    args: argparse.Namespace,
+    *,
+    model_query: Any = "http",
+    webhook_server: Any = None,
+    **manager_overrides: Any,
+) -> Manager:
+    """A Manager running the NIMCache and NIMService controllers (and webhooks when enabled).
+
+    ``model_query`` is how the NIMService controller asks a NIM for its model
+    name (``"http"``: ``GET /v1/models``; ``None``: never ask). When webhooks
+    are enabled, ``webhook_server`` may be a ready ``WebhookServer``; otherwise
+    one is built from ``--webhook-port`` / ``--webhook-cert-dir``.
+    """
+    from controllers import nimservice as nimservice_ctrl
+    from controllers.nimcache import StandaloneNIMCacheBuilders
+    from controllers.setup import (
+        discover_capabilities,
+        filtered_cache_options,
+        nimcache_controller,
+        nimservice_controller,
+    )
+    from nimctl_runtime.manager import Manager, ManagerOptions
+
+    capabilities = await discover_capabilities(client)
+    options = ManagerOptions.from_args(
+        args, cache_by_object=filtered_cache_options(capabilities), **manager_overrides
+    )
+    manager = Manager(client, options)
+    query = nimservice_ctrl.http_model_query if model_query == "http" else model_query
+    manager.add(
+        nimcache_controller(
+            cache=manager.cache,
+            client=client,
+            recorder=manager.event_recorder("nimcache-controller"),
+            builders=StandaloneNIMCacheBuilders(),
+        )
+    )
+    manager.add(
+        nimservice_controller(
+            cache=manager.cache,
+            client=client,
+            recorder=manager.event_recorder("nimservice-controller"),
+            capabilities=capabilities,
+            model_query=query,
+            operator_version=OPERATOR_VERSION,
+        )
+    )
+    if getattr(args, "enable_webhooks", False):
+        from nimctl_runtime.webhook import WebhookServer
+        from webhooks.facts import ClientClusterFacts
+        from webhooks.setup import register
+
+        server = webhook_server or WebhookServer(
+            cert_dir=args.webhook_cert_dir or DEFAULT_WEBHOOK_CERT_DIR, port=args.webhook_port
+        )
+        register(server, ClientClusterFacts(client))
+        manager.add(server)
+    return manager
+
+
+async def _run_operator(args: argparse.Namespace) -> int:
+    from nimctl_runtime.client import Client, ConfigError, load_config
+    from nimctl_runtime.manager import LeaderElectionLostError
+
+    log = get_logger("nimctl.run")
+    try:
+        config = load_config(args.kubeconfig)
+    except ConfigError as exc:
+        print(f"nimctl run: {exc}", file=sys.stderr)
+        return 1
+    async with Client(config) as client:
+        manager = await compose_operator(client, args)
+        try:
+            await manager.start()
+        except LeaderElectionLostError:
+            log.error("leader election lost; exiting")
+            return 1
+    return 0
+
+
+# -- nimctl local --------------------------------------------------------------------
+
+DEMO_NAMESPACE = "nim-demo"
+DEMO_NAME = "meta-llama-3-1-8b-instruct"
+DEMO_IMAGE = "nvcr.io/nim/meta/llama-3.1-8b-instruct"
+DEMO_TAG = "1.3.3"
+
+
+def demo_objects(namespace: str = DEMO_NAMESPACE) -> list[dict[str, Any]]:
+    """The Namespace, Secrets, NIMCache and NIMService ``nimctl local --demo`` applies."""
+    import base64
+    import json
+
+    dockercfg = json.dumps({"auths": {"nvcr.io": {"username": "$oauthtoken", "password": "x"}}})
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "ngc-secret", "namespace": namespace},
+            "type": "kubernetes.io/dockerconfigjson",
+            "data": {".dockerconfigjson": base64.b64encode(dockercfg.encode()).decode()},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "ngc-api-secret", "namespace": namespace},
+            "stringData": {"NGC_API_KEY": "simulated"},
+        },
+        {
+            "apiVersion": "apps.nvidia.com/v1alpha1",
+            "kind": "NIMCache",
+            "metadata": {"name": DEMO_NAME, "namespace": namespace},
+            "spec": {
+                "source": {
+                    "ngc": {
+                        "modelPuller": f"{DEMO_IMAGE}:{DEMO_TAG}",
+                        "pullSecret": "ngc-secret",
+                        "authSecret": "ngc-api-secret",
+                        "model": {"engine": "tensorrt_llm", "tensorParallelism": "1"},
+                    }
+                },
+                "storage": {
+                    "pvc": {"create": True, "size": "50Gi", "volumeAccessMode": "ReadWriteOnce"}
+                },
+            },
+        },
+        {
+            "apiVersion": "apps.nvidia.com/v1alpha1",
+            "kind": "NIMService",
+            "metadata": {"name": DEMO_NAME, "namespace": namespace},
+            "spec": {
+                "image": {
+                    "repository": DEMO_IMAGE,
+                    "tag": DEMO_TAG,
+                    "pullPolicy": "IfNotPresent",
+                    "pullSecrets": ["ngc-secret"],
+                },
+                "authSecret": "ngc-api-secret",
+                "storage": {"nimCache": {"name": DEMO_NAME}},
+                "replicas": 1,
+                "resources": {"limits": {"nvidia.com/gpu": 1}},
+                "expose": {"service": {"type": "ClusterIP", "port": 8000}},
+            },
+        },
+    ]
+
+
+async def install_crds(client: Client, *, wait_seconds: float = 30.0) -> None:
+    """Create (or replace) the CRDs generated from ``api/`` and wait until they are served."""
+    from api.crdgen import generate_crds
+    from nimctl_runtime.client import AlreadyExists, ApiError
+
+    crds = generate_crds()
+    for crd in crds:
+        try:
+            await client.create(crd)
+        except AlreadyExists:
+            name = crd["metadata"]["name"]
+            live = await client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+            rv = live["metadata"]["resourceVersion"]
+            await client.update({**crd, "metadata": {**crd["metadata"], "resourceVersion": rv}})
+    async with asyncio.timeout(wait_seconds):
+        for crd in crds:
+            group = crd["spec"]["group"]
+            kind = crd["spec"]["names"]["kind"]
+            versions = [v["name"] for v in crd["spec"]["versions"] if v.get("served", True)]
+            while True:
+                try:
+                    await client.mapper.rest_mapping(f"{group}/{versions[0]}", kind)
+                    break
+                except ApiError:
+                    await asyncio.sleep(0.1)
+
+
+async def apply_objects(client: Client, objects: Sequence[dict[str, Any]]) -> None:
+    """Create each object; an existing one is left as it is."""
+    from nimctl_runtime.client import AlreadyExists
+
+    for obj in objects:
+        with contextlib.suppress(AlreadyExists):
+            await client.create(obj)
+
+
+async def watch_demo(
+    client: Client,
+    out: Any,
+    *,
+    namespace: str = DEMO_NAMESPACE,
+    name: str = DEMO_NAME,
+    interval: float = 0.5,
+) -> None:
+    """Show the demo objects' progress until both are Ready."""
+    from nimctl_runtime.client import NotFound
+    from nimctl_runtime.statustable import LiveTable, row_for
+
+    table = LiveTable(out)
+    while True:
+        rows = []
+        states = []
+        for kind in ("NIMCache", "NIMService"):
+            try:
+                obj = await client.get("apps.nvidia.com/v1alpha1", kind, name, namespace)
+            except NotFound:
+                obj = {"kind": kind, "metadata": {"name": name}}
+            workload = None
+            if kind == "NIMService":
+                with contextlib.suppress(NotFound):
+                    workload = await client.get("apps/v1", "Deployment", name, namespace)
+            rows.append(row_for(obj, workload))
+            states.append((obj.get("status") or {}).get("state"))
+        table.update(rows)
+        if states == ["Ready", "Ready"]:
+            return
+        await asyncio.sleep(interval)
+
+
+def _usage(kubeconfig: Path, demo: bool) -> str:
+    lines = [
+        f"nimctl local: cluster is up; kubeconfig written to {kubeconfig}",
+        "",
+        "Look around with kubectl:",
+        f"  export KUBECONFIG={kubeconfig}",
+        "  kubectl get nodes",
+        "  kubectl get nimcaches,nimservices -A",
+    ]
+    if demo:
+        lines += [
+            f"  kubectl -n {DEMO_NAMESPACE} get nimcache,nimservice,deployment,service,pods",
+            f"  kubectl -n {DEMO_NAMESPACE} describe nimservice {DEMO_NAME}",
+        ]
+    else:
+        lines += ["  kubectl apply -f docs/examples/nim-minimal.yaml"]
+    lines += ["", "Press Ctrl-C to stop."]
+    return "\n".join(lines) + "\n"
+
+
+async def _run_local(args: argparse.Namespace, kubeconfig: Path) -> int:
+    from nimctl_runtime.client import Client
+    from nimctl_runtime.localcluster import LocalCluster
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signame in ("SIGINT", "SIGTERM"):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(getattr(signal, signame), stop.set)
+    async with LocalCluster(port=args.port) as cluster:
+        cluster.write_kubeconfig(kubeconfig)
+        async with Client(str(kubeconfig)) as client:
+            await install_crds(client)
+            manager = await compose_operator(client, args, model_query=None, leader_election=False)
+            manager_task = asyncio.create_task(manager.start(stop), name="manager")
+            sys.stdout.write(_usage(kubeconfig, args.demo))
+            sys.stdout.flush()
+            demo_task: asyncio.Task[None] | None = None
+            if args.demo:
+                await apply_objects(client, demo_objects())
+                demo_task = asyncio.create_task(watch_demo(client, sys.stdout), name="demo")
+            stop_task = asyncio.create_task(stop.wait())
+            waiting: set[asyncio.Task[Any]] = {manager_task, stop_task}
+            if demo_task is not None:
+                waiting.add(demo_task)
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if demo_task is not None and demo_task in done and demo_task.exception() is None:
+                sys.stdout.write(f"\nDemo ready: NIMCache and NIMService {DEMO_NAME} are Ready.\n")
+                sys.stdout.flush()
+                if getattr(args, "exit_when_ready", False):
+                    stop.set()
+                done, _ = await asyncio.wait(
+                    {manager_task, stop_task}, return_when=asyncio.FIRST_COMPLETED
+                )
+            stop.set()
+            if demo_task is not None and not demo_task.done():
+                demo_task.cancel()
+            stop_task.cancel()
+            try:
+                await manager_task
+            except Exception as exc:
+                print(f"nimctl local: operator stopped with an error: {exc}", file=sys.stderr)
+                return 1
+    return 0
 
 
 def _cmd_crds(args: argparse.Namespace) -> int:
@@ -95,8 +393,12 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_argument("--kubeconfig", default=".nimctl/kubeconfig", help="where to write it")
     local.add_argument("--port", type=int, default=0)
     local.add_argument("--demo", action="store_true", help="apply a NIMCache + NIMService")
+    local.add_argument(
+        "--exit-when-ready", action="store_true", help="with --demo: stop once both are Ready"
+    )
     _add_operator_flags(local)
-    local.set_defaults(handler=_cmd_local)
+    # An embedded dev cluster needs no probe or metrics ports unless asked for.
+    local.set_defaults(handler=_cmd_local, metrics_bind_address="0", health_probe_bind_address="0")
 
     run = sub.add_parser("run", help="run the operator against a cluster")
     run.add_argument("--kubeconfig", default=None)
