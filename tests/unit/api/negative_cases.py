@@ -130,7 +130,7 @@ LE = "should be less than or equal to"
 ENUM = "Unsupported value"
 PATTERN = "should match"
 MIN_LEN = "should be at least"
-MAX_LEN = "may not be more than"
+MAX_LEN = "Too long"
 REQUIRED = "Required value"
 
 CASES: Final[tuple[Case, ...]] = (
