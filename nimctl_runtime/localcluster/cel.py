@@ -45,6 +45,7 @@ from nimctl_runtime.localcluster.schema import (
     child_path,
     duplicate,
     forbidden,
+    go_quote,
     index_path,
     invalid,
     map_list_key,
@@ -631,7 +632,7 @@ def _check(schema: Any, path: str, errors: list[str]) -> None:
                 try:
                     compile_rule(text)
                 except CELError as exc:
-                    errors.append(f"{where}.{key}: Invalid value: {text!r}: {exc}")
+                    errors.append(f"{where}.{key}: Invalid value: {go_quote(text)}: {exc}")
             if spec.get("optionalOldSelf") and not is_transition_rule(spec["rule"]):
                 errors.append(
                     f"{where}.optionalOldSelf: Forbidden: may not be set if oldSelf is not "

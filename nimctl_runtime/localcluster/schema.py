@@ -812,16 +812,46 @@ def check_structural(schema: Mapping[str, Any], *, root: str = "openAPIV3Schema"
     """Reasons ``schema`` is not a structural schema (empty when it is).
 
     Each message is ``<path>: <error body>`` in apimachinery's wording. CEL
-    rules that do not compile are reported too.
+    rules are checked separately by ``cel.check_rules`` (both together, as
+    causes: :func:`crd_schema_causes`).
     """
     errors: list[str] = []
     if not isinstance(schema, Mapping):
         return [f"{root}: Required value: must be an object"]
     _check_node(schema, root, errors, is_root=True, in_junctor=False)
+    return errors
+
+
+_REASON_BY_BODY = (
+    ("Required value", REASON_REQUIRED),
+    ("Forbidden", REASON_FORBIDDEN),
+    ("Unsupported value", REASON_NOT_SUPPORTED),
+    ("Invalid value", REASON_INVALID),
+)
+
+
+def crd_schema_causes(
+    schema: Mapping[str, Any], *, root: str = "spec.validation.openAPIV3Schema"
+) -> list[Cause]:
+    """Structural and CEL problems of a CRD version's schema as 422 causes.
+
+    ``root`` is the schema's path in the CRD, e.g.
+    ``spec.versions[0].schema.openAPIV3Schema``; each cause's ``field`` is the
+    offending node's path below it.
+    """
     from nimctl_runtime.localcluster import cel
 
-    errors.extend(cel.check_rules(schema, root=root))
-    return errors
+    problems = check_structural(schema, root=root)
+    if isinstance(schema, Mapping):
+        problems.extend(cel.check_rules(schema, root=root))
+    causes: list[Cause] = []
+    for problem in problems:
+        field, sep, body = problem.partition(": ")
+        if not sep:
+            field, body = root, problem
+        reason = next((r for prefix, r in _REASON_BY_BODY if body.startswith(prefix)), "")
+        causes.append({"reason": reason or REASON_INVALID, "message": body, "field": field})
+    return causes
 
 
 def _check_node(

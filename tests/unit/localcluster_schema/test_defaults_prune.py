@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from nimctl_runtime.localcluster.schema import apply_defaults, check_structural, prune
+from nimctl_runtime.localcluster.schema import (
+    apply_defaults,
+    check_structural,
+    crd_schema_causes,
+    prune,
+)
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -180,12 +185,25 @@ def test_structural_check_reports_bad_cel() -> None:
             "spec": {"type": "object", "x-kubernetes-validations": [{"rule": "self.a =="}]}
         },
     }
-    errors = check_structural(schema)
-    assert len(errors) == 1
-    assert errors[0].startswith(
-        "openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value"
+    assert check_structural(schema) == []
+    causes = crd_schema_causes(schema, root="spec.versions[0].schema.openAPIV3Schema")
+    assert len(causes) == 1
+    assert causes[0]["reason"] == "FieldValueInvalid"
+    assert causes[0]["field"] == (
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
     )
-    assert "compilation failed" in errors[0]
+    assert "compilation failed" in causes[0]["message"]
+
+
+def test_crd_schema_causes_split_field_and_message() -> None:
+    causes = crd_schema_causes({"type": "object", "properties": {"a": {}}}, root="r")
+    assert causes == [
+        {
+            "reason": "FieldValueRequired",
+            "message": "Required value: must not be empty for specified object fields",
+            "field": "r.properties[a].type",
+        }
+    ]
 
 
 def test_int_or_string_and_preserve_unknown_need_no_type() -> None:
