@@ -74,3 +74,105 @@ class FakeCache:
 
     def informer(self, api_version: str, kind: str) -> FakeInformer:
         return self.informers.setdefault((api_version, kind), FakeInformer())
+
+
+class FakeObjectClient:
+    """An in-memory API for a few objects: get/create/update/patch with resourceVersions.
+
+    ``fail`` makes every call raise that exception; ``hang`` makes calls block
+    (to simulate a partitioned leader). ``writes`` records (identity-of-writer, verb, obj).
+    """
+
+    def __init__(self) -> None:
+        from nimctl_runtime.client.errors import ApiError
+
+        self.objects: dict[tuple[str, str | None, str], Obj] = {}
+        self.rv = 0
+        self.fail: ApiError | None = None
+        self.hang = False
+        self.calls: list[tuple[str, str]] = []
+
+    def _key(self, kind: str, namespace: str | None, name: str) -> tuple[str, str | None, str]:
+        return (kind, namespace, name)
+
+    async def _gate(self, verb: str, name: str) -> None:
+        self.calls.append((verb, name))
+        if self.hang:
+            await asyncio.Event().wait()
+        if self.fail is not None:
+            raise self.fail
+
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> Obj:
+        from nimctl_runtime.client.errors import NotFound
+
+        await self._gate("get", name)
+        o = self.objects.get(self._key(kind, namespace, name))
+        if o is None:
+            raise NotFound(404, "NotFound", f'{kind} "{name}" not found')
+        import copy
+
+        return copy.deepcopy(o)
+
+    async def create(self, obj: Obj, *, field_manager: str | None = None, dry_run: bool = False) -> Obj:
+        import copy
+
+        from nimctl_runtime.client.errors import AlreadyExists
+
+        meta = obj["metadata"]
+        await self._gate("create", meta["name"])
+        key = self._key(obj["kind"], meta.get("namespace"), meta["name"])
+        if key in self.objects:
+            raise AlreadyExists(409, "AlreadyExists", "exists")
+        self.rv += 1
+        stored = copy.deepcopy(obj)
+        stored["metadata"]["resourceVersion"] = str(self.rv)
+        self.objects[key] = stored
+        return copy.deepcopy(stored)
+
+    async def update(self, obj: Obj) -> Obj:
+        import copy
+
+        from nimctl_runtime.client.errors import Conflict, NotFound
+
+        meta = obj["metadata"]
+        await self._gate("update", meta["name"])
+        key = self._key(obj["kind"], meta.get("namespace"), meta["name"])
+        cur = self.objects.get(key)
+        if cur is None:
+            raise NotFound(404, "NotFound", "gone")
+        if meta.get("resourceVersion") not in (None, cur["metadata"]["resourceVersion"]):
+            raise Conflict(409, "Conflict", "the object has been modified")
+        self.rv += 1
+        stored = copy.deepcopy(obj)
+        stored["metadata"]["resourceVersion"] = str(self.rv)
+        self.objects[key] = stored
+        return copy.deepcopy(stored)
+
+    async def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        body: Any,
+        *,
+        namespace: str | None = None,
+        patch_type: str = "merge",
+        field_manager: str | None = None,
+        force: bool | None = None,
+        subresource: str | None = None,
+    ) -> Obj:
+        import copy
+
+        from nimctl_runtime.client.errors import NotFound
+
+        await self._gate("patch", name)
+        key = self._key(kind, namespace, name)
+        cur = self.objects.get(key)
+        if cur is None:
+            raise NotFound(404, "NotFound", "gone")
+        cur.update(copy.deepcopy(body))
+        self.rv += 1
+        cur["metadata"]["resourceVersion"] = str(self.rv)
+        return copy.deepcopy(cur)
