@@ -12,7 +12,7 @@ allocatable. A pod that fits nowhere gets kube-scheduler's message, e.g.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -198,7 +198,7 @@ def fit_failures(
 
 
 def _free_score(
-    pod: Mapping[str, Any], node: Mapping[str, Any], pods: list[Mapping[str, Any]]
+    pod: Mapping[str, Any], node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
 ) -> Fraction:
     """NodeResourcesFit LeastAllocated: the mean free share of cpu and memory after placing."""
     allocatable = node_allocatable(node)
@@ -216,12 +216,12 @@ def _free_score(
 def schedule(
     pod: Mapping[str, Any],
     nodes: Iterable[Mapping[str, Any]],
-    pods_by_node: Mapping[str, list[Mapping[str, Any]]],
+    pods_by_node: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> ScheduleResult:
     """Pick the feasible node with most free cpu/memory (ties by name), or say why none fits."""
     node_list = sorted(nodes, key=lambda n: (n.get("metadata") or {}).get("name", ""))
     reasons: Counter[str] = Counter()
-    best: tuple[Fraction, str] | None = None
+    best: tuple[Fraction, int, str] | None = None
     for node in node_list:
         name = (node.get("metadata") or {}).get("name", "")
         pods = pods_by_node.get(name, [])
@@ -229,11 +229,12 @@ def schedule(
         if failures:
             reasons.update(failures)
             continue
-        score = _free_score(pod, node, pods)
-        if best is None or score > best[0]:
-            best = (score, name)
+        # Most free cpu/memory first, then the node running fewest pods (spreading).
+        score = (_free_score(pod, node, pods), -len(pods), name)
+        if best is None or score[:2] > best[:2]:
+            best = score
     if best is not None:
-        return ScheduleResult(best[1])
+        return ScheduleResult(best[2])
     total = len(node_list)
     if not total:
         return ScheduleResult(None, "no nodes available to schedule pods")

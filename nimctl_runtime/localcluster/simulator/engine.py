@@ -1,0 +1,616 @@
+"""The simulator's engine: watch storage, run the pure controllers, carry out their actions.
+
+``Simulator`` subscribes to ``cluster.storage`` (a synchronous listener), keeps
+its own view of the objects it plays controller for, and works through a
+deduplicated queue of ``(kind, namespace, name)`` keys on one asyncio task.
+Delays come from a :mod:`clock` so a test can run time faster or step it by
+hand. Writes go through the storage's in-process API, so they are atomic and
+seen at once by every watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import functools
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from nimctl_runtime.localcluster.catalog import ImageCatalog
+from nimctl_runtime.localcluster.errors import StatusError
+from nimctl_runtime.localcluster.simulator.clock import Clock, ScaledClock, rfc3339
+from nimctl_runtime.localcluster.simulator.daemonset import reconcile_daemonset
+from nimctl_runtime.localcluster.simulator.deployment import (
+    reconcile_deployment,
+    reconcile_replicaset,
+)
+from nimctl_runtime.localcluster.simulator.job import reconcile_job
+from nimctl_runtime.localcluster.simulator.kubelet import (
+    KubeletTiming,
+    PodPlan,
+    container_logs,
+    pod_status,
+)
+from nimctl_runtime.localcluster.simulator.lws import reconcile_leaderworkerset
+from nimctl_runtime.localcluster.simulator.nodes import (
+    NodeProfile,
+    build_nodes,
+    load_profile,
+    node_conditions,
+)
+from nimctl_runtime.localcluster.simulator.objects import (
+    Action,
+    Context,
+    Create,
+    Delete,
+    Emit,
+    Obj,
+    ObjectLookup,
+    Requeue,
+    Update,
+    UpdateStatus,
+    controller_ref,
+    is_deleting,
+    name_of,
+    namespace_of,
+    set_condition,
+    uid_of,
+)
+from nimctl_runtime.localcluster.simulator.scheduling import schedule
+from nimctl_runtime.localcluster.simulator.services import (
+    default_storage_class,
+    reconcile_hpa,
+    reconcile_ingress,
+    reconcile_pv,
+    reconcile_pvc,
+    reconcile_service,
+)
+from nimctl_runtime.localcluster.simulator.statefulset import reconcile_statefulset
+from nimctl_runtime.logsetup import get_logger
+
+# (group, resource) -> kind for everything the simulator watches.
+WATCHED: dict[tuple[str, str], str] = {
+    ("", "pods"): "Pod",
+    ("", "nodes"): "Node",
+    ("", "services"): "Service",
+    ("", "persistentvolumeclaims"): "PersistentVolumeClaim",
+    ("", "persistentvolumes"): "PersistentVolume",
+    ("apps", "replicasets"): "ReplicaSet",
+    ("apps", "deployments"): "Deployment",
+    ("apps", "statefulsets"): "StatefulSet",
+    ("apps", "daemonsets"): "DaemonSet",
+    ("apps", "controllerrevisions"): "ControllerRevision",
+    ("batch", "jobs"): "Job",
+    ("storage.k8s.io", "storageclasses"): "StorageClass",
+    ("autoscaling", "horizontalpodautoscalers"): "HorizontalPodAutoscaler",
+    ("networking.k8s.io", "ingresses"): "Ingress",
+    ("leaderworkerset.x-k8s.io", "leaderworkersets"): "LeaderWorkerSet",
+}
+
+Reconciler = Callable[[Obj, Context], list[Action]]
+CONTROLLERS: dict[str, Reconciler] = {
+    "ReplicaSet": reconcile_replicaset,
+    "Deployment": reconcile_deployment,
+    "StatefulSet": reconcile_statefulset,
+    "DaemonSet": reconcile_daemonset,
+    "Job": reconcile_job,
+    "Service": reconcile_service,
+    "Ingress": reconcile_ingress,
+    "PersistentVolumeClaim": reconcile_pvc,
+    "PersistentVolume": reconcile_pv,
+    "HorizontalPodAutoscaler": reconcile_hpa,
+    "LeaderWorkerSet": reconcile_leaderworkerset,
+}
+API_VERSIONS = {
+    "Pod": "v1",
+    "Node": "v1",
+    "Event": "v1",
+    "Job": "batch/v1",
+}
+
+Key = tuple[str, str, str]
+
+
+class Simulator:
+    """Plays kubelet, kube-scheduler and kube-controller-manager against a storage.
+
+    *storage* is localcluster's ``Storage`` (its in-process friendly API and
+    ``subscribe``). *clock* defaults to ``ScaledClock(speed)``. Tests change
+    image behaviour through :attr:`catalog`, freeze the simulator with
+    :meth:`stall`, and wait for quiet with :meth:`wait_idle`.
+    """
+
+    def __init__(
+        self,
+        storage: Any,
+        *,
+        profile: str | NodeProfile | dict[str, Any] | None = None,
+        clock: Clock | None = None,
+        speed: float = 1.0,
+        timing: KubeletTiming | None = None,
+        catalog: ImageCatalog | None = None,
+        emit_events: bool = True,
+    ) -> None:
+        self.storage = storage
+        self.profile = load_profile(profile)
+        self.clock: Clock = clock or ScaledClock(speed)
+        self.timing = timing or KubeletTiming()
+        self.catalog = catalog or ImageCatalog()
+        self.emit_events = emit_events
+        self.view = ObjectLookup()
+        self._log = get_logger("localcluster.simulator")
+        self._queue: deque[Key] = deque()
+        self._queued: set[Key] = set()
+        self._timers: list[tuple[float, int, Key]] = []
+        self._seq = itertools.count()
+        self._wake = asyncio.Event()
+        self._running = asyncio.Event()
+        self._running.set()
+        self._idle = asyncio.Event()
+        self._plans: dict[str, PodPlan] = {}
+        self._ip_counters: dict[str, int] = {}
+        self._event_names: dict[tuple[str, str, str], tuple[str, int]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._node_ordinals: dict[str, int] = {}
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Create the profile's nodes and the default StorageClass, then start working."""
+        self._unsubscribe = self.storage.subscribe(self._on_event)
+        for (group, resource), kind in WATCHED.items():
+            del group, resource
+            api_version = self._api_version_of(kind)
+            if api_version is None:
+                continue
+            with contextlib.suppress(StatusError):
+                for obj in self.storage.list(api_version, kind):
+                    self.view.put(obj)
+                    self._enqueue((kind, namespace_of(obj), name_of(obj)))
+        stamp = rfc3339(self.clock.wall())
+        for index, node in enumerate(build_nodes(self.profile)):
+            self._node_ordinals[name_of(node)] = index
+            if self.view.get("Node", "", name_of(node)) is None:
+                node["status"]["conditions"] = node_conditions(stamp)
+                self._write(functools.partial(self.storage.create, node))
+        if not self.view.list("StorageClass"):
+            self._write(lambda: self.storage.create(default_storage_class()))
+        self._task = asyncio.create_task(self._run(), name="localcluster-simulator")
+
+    async def stop(self) -> None:
+        """Stop working (objects stay as they are)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def stall(self) -> None:
+        """Freeze the simulator: nothing is scheduled, started or reconciled until resumed."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        """Undo :meth:`stall`; everything that changed meanwhile is processed."""
+        self._running.set()
+        self._wake.set()
+
+    @property
+    def stalled(self) -> bool:
+        return not self._running.is_set()
+
+    async def wait_idle(self, timeout: float = 10.0) -> bool:  # noqa: ASYNC109
+        """Wait until the queue is empty (timers may still be pending); False on timeout."""
+        try:
+            async with asyncio.timeout(timeout):
+                while self._queue or not self._idle.is_set():
+                    self._idle.clear()
+                    self._wake.set()
+                    await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    def pod_logs(self, namespace: str, pod: str, container: str) -> str:
+        """What a container of a pod has printed so far (the catalog's output once started)."""
+        obj = self.view.get("Pod", namespace, pod)
+        if obj is None:
+            return ""
+        spec = obj.get("spec") or {}
+        if not container:
+            containers = spec.get("containers") or []
+            container = containers[0].get("name", "") if containers else ""
+        started = False
+        status = obj.get("status") or {}
+        for st in [
+            *(status.get("containerStatuses") or []),
+            *(status.get("initContainerStatuses") or []),
+        ]:
+            if st.get("name") == container:
+                state = st.get("state") or {}
+                started = "running" in state or "terminated" in state or bool(st.get("lastState"))
+        return container_logs(obj, container, self.catalog, started)
+
+    # ---------------------------------------------------------------- events in
+
+    def _api_version_of(self, kind: str) -> str | None:
+        for (group, _), k in WATCHED.items():
+            if k == kind:
+                info = None
+                for candidate in self.storage.registry.all():
+                    if candidate.group == group and candidate.kind == kind:
+                        info = candidate
+                        break
+                return str(info.api_version) if info is not None else None
+        return API_VERSIONS.get(kind)
+
+    def _on_event(self, event: Any) -> None:
+        kind = WATCHED.get((event.group, event.resource))
+        if kind is None:
+            if (
+                event.resource == "customresourcedefinitions"
+                and event.group == "apiextensions.k8s.io"
+            ):
+                self._enqueue(("LeaderWorkerSet", "", "*"))
+            return
+        obj = event.object
+        obj.setdefault("kind", kind)
+        if event.type == "DELETED":
+            self.view.remove(obj)
+            if kind == "Pod":
+                self._plans.pop(uid_of(obj), None)
+                self._enqueue_pending_pods()
+        elif event.type in ("ADDED", "MODIFIED"):
+            self.view.put(obj)
+        else:
+            return
+        namespace, name = namespace_of(obj), name_of(obj)
+        if kind in CONTROLLERS or kind == "Pod":
+            self._enqueue((kind, namespace, name))
+        ref = controller_ref(obj)
+        if ref is not None and ref.get("kind") in CONTROLLERS:
+            self._enqueue((str(ref["kind"]), namespace, str(ref.get("name", ""))))
+        if kind == "Node":
+            for ds in self.view.list("DaemonSet"):
+                self._enqueue(("DaemonSet", namespace_of(ds), name_of(ds)))
+            self._enqueue_pending_pods()
+        elif kind == "Pod" and (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            self._enqueue_pending_pods()
+        elif kind == "PersistentVolumeClaim":
+            self._enqueue_pending_pods()
+            for pv in self.view.list("PersistentVolume"):
+                claim = (pv.get("spec") or {}).get("claimRef") or {}
+                if claim.get("name") == name and claim.get("namespace") == namespace:
+                    self._enqueue(("PersistentVolume", "", name_of(pv)))
+        elif kind == "StorageClass":
+            for pvc in self.view.list("PersistentVolumeClaim"):
+                self._enqueue(("PersistentVolumeClaim", namespace_of(pvc), name_of(pvc)))
+        if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+            for hpa in self.view.list("HorizontalPodAutoscaler", namespace):
+                target = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+                if target.get("kind") == kind and target.get("name") == name:
+                    self._enqueue(("HorizontalPodAutoscaler", namespace, name_of(hpa)))
+
+    def _enqueue_pending_pods(self) -> None:
+        for pod in self.view.list("Pod"):
+            if not (pod.get("spec") or {}).get("nodeName"):
+                self._enqueue(("Pod", namespace_of(pod), name_of(pod)))
+
+    def _enqueue(self, key: Key) -> None:
+        if key not in self._queued:
+            self._queued.add(key)
+            self._queue.append(key)
+            self._idle.clear()
+            self._wake.set()
+
+    def _after(self, delay: float, key: Key) -> None:
+        heapq.heappush(self._timers, (self.clock.now() + max(delay, 0.0), next(self._seq), key))
+        self._wake.set()
+
+    # ---------------------------------------------------------------- the loop
+
+    async def _run(self) -> None:
+        while True:
+            await self._running.wait()
+            now = self.clock.now()
+            while self._timers and self._timers[0][0] <= now:
+                _, _, key = heapq.heappop(self._timers)
+                self._enqueue(key)
+            processed = 0
+            while self._queue and self._running.is_set():
+                key = self._queue.popleft()
+                self._queued.discard(key)
+                try:
+                    self._process(key)
+                except Exception as exc:  # a bug in one object must not stop the simulator
+                    self._log.exception("simulator reconcile failed", key=key, error=str(exc))
+                processed += 1
+                if processed % 50 == 0:
+                    await asyncio.sleep(0)
+            if self._queue:
+                continue
+            self._idle.set()
+            self._wake.clear()
+            waits: list[asyncio.Task[Any]] = [asyncio.create_task(self._wake.wait())]
+            if self._timers:
+                waits.append(asyncio.create_task(self.clock.sleep_until(self._timers[0][0])))
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in waits:
+                    task.cancel()
+
+    def _context(self) -> Context:
+        clock = self.clock
+
+        def sim_of(stamp: str) -> float:
+            import datetime
+
+            try:
+                moment = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(
+                    tzinfo=datetime.UTC
+                )
+            except ValueError:
+                return clock.now()
+            speed = float(getattr(clock, "speed", 1.0))
+            return clock.now() - (clock.wall() - moment).total_seconds() * speed
+
+        return Context(
+            view=self.view,
+            now=clock.now(),
+            stamp=lambda: rfc3339(clock.wall()),
+            sim_of=sim_of,
+        )
+
+    def _process(self, key: Key) -> None:
+        kind, namespace, name = key
+        if kind == "LeaderWorkerSet" and name == "*":
+            self._load_kind("LeaderWorkerSet")
+            return
+        if kind == "Pod":
+            self._process_pod(namespace, name)
+            return
+        obj = self.view.get(kind, namespace, name)
+        controller = CONTROLLERS.get(kind)
+        if obj is None or controller is None:
+            return
+        if is_deleting(obj) and kind not in ("Job", "PersistentVolume"):
+            return
+        self._execute(key, controller(obj, self._context()))
+
+    def _load_kind(self, kind: str) -> None:
+        api_version = self._api_version_of(kind)
+        if api_version is None:
+            return
+        with contextlib.suppress(StatusError):
+            for obj in self.storage.list(api_version, kind):
+                self.view.put(obj)
+                self._enqueue((kind, namespace_of(obj), name_of(obj)))
+
+    # ---------------------------------------------------------------- scheduler + kubelet
+
+    def _process_pod(self, namespace: str, name: str) -> None:
+        pod = self.view.get("Pod", namespace, name)
+        if pod is None or is_deleting(pod):
+            return
+        spec = pod.get("spec") or {}
+        node_name = spec.get("nodeName")
+        if not node_name:
+            self._schedule(pod)
+            return
+        node = self.view.get("Node", "", str(node_name))
+        if node is None:
+            return
+        plan = self._plans.get(uid_of(pod))
+        if plan is None:
+            plan = PodPlan(
+                bound_at=self.clock.now(),
+                pod_ip=self._pod_ip(str(node_name)),
+                host_ip=_internal_ip(node),
+                timing=self.timing,
+            )
+            self._plans[uid_of(pod)] = plan
+        status, wake = pod_status(
+            pod, plan, self.catalog, self.clock.now(), lambda t: rfc3339(self.clock.wall_at(t))
+        )
+        key: Key = ("Pod", namespace, name)
+        if wake is not None:
+            self._after(wake - self.clock.now(), key)
+        if status != (pod.get("status") or {}):
+            updated = copy.deepcopy(pod)
+            updated["status"] = status
+            self._execute(key, [UpdateStatus(updated)])
+
+    def _pod_ip(self, node_name: str) -> str:
+        count = self._ip_counters.get(node_name, 1) + 1
+        self._ip_counters[node_name] = count
+        ordinal = self._node_ordinals.get(node_name, 0)
+        return f"10.244.{ordinal}.{count % 250 + 2}"
+
+    def _schedule(self, pod: Obj) -> None:
+        spec = pod.get("spec") or {}
+        key: Key = ("Pod", namespace_of(pod), name_of(pod))
+        scheduler = spec.get("schedulerName") or "default-scheduler"
+        if scheduler != "default-scheduler":
+            return
+        if spec.get("schedulingGates"):
+            self._unschedulable(
+                pod, "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates"
+            )
+            return
+        claim_problem = self._claim_problem(pod)
+        if claim_problem:
+            self._unschedulable(pod, "Unschedulable", claim_problem)
+            return
+        pods_by_node: dict[str, list[Obj]] = {}
+        for other in self.view.list("Pod"):
+            node = (other.get("spec") or {}).get("nodeName")
+            if node and not is_deleting(other):
+                pods_by_node.setdefault(str(node), []).append(other)
+        result = schedule(pod, self.view.list("Node"), pods_by_node)
+        if result.node_name is None:
+            self._unschedulable(pod, "Unschedulable", result.message)
+            return
+        bound = copy.deepcopy(pod)
+        bound["spec"]["nodeName"] = result.node_name
+        self._execute(key, [Update(bound)])
+        self._emit(
+            pod,
+            "Normal",
+            "Scheduled",
+            f"Successfully assigned {namespace_of(pod)}/{name_of(pod)} to {result.node_name}",
+        )
+
+    def _claim_problem(self, pod: Obj) -> str:
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if not claim:
+                continue
+            pvc = self.view.get("PersistentVolumeClaim", namespace_of(pod), str(claim))
+            total = len(self.view.list("Node"))
+            if pvc is None:
+                return f'persistentvolumeclaim "{claim}" not found'
+            if (pvc.get("status") or {}).get("phase") != "Bound":
+                return (
+                    f"0/{total} nodes are available: pod has unbound immediate "
+                    "PersistentVolumeClaims. preemption: 0/{total} nodes are available: "
+                    f"{total} Preemption is not helpful for scheduling."
+                ).replace("{total}", str(total))
+        return ""
+
+    def _unschedulable(self, pod: Obj, reason: str, message: str) -> None:
+        status = copy.deepcopy(dict(pod.get("status") or {}))
+        previous = next(
+            (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
+        )
+        if (
+            previous is not None
+            and previous.get("status") == "False"
+            and previous.get("message") == message
+            and status.get("phase") == "Pending"
+        ):
+            return
+        stamp = rfc3339(self.clock.wall())
+        status["phase"] = "Pending"
+        status["conditions"] = set_condition(
+            list(status.get("conditions") or []),
+            "PodScheduled",
+            "False",
+            reason=reason,
+            message=message,
+            stamp=stamp,
+        )
+        for cond in status["conditions"]:
+            cond.setdefault("lastProbeTime", None)
+        updated = copy.deepcopy(pod)
+        updated["status"] = status
+        self._execute(("Pod", namespace_of(pod), name_of(pod)), [UpdateStatus(updated)])
+        self._emit(pod, "Warning", "FailedScheduling", message)
+
+    # ---------------------------------------------------------------- actions out
+
+    def _execute(self, key: Key, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, Create):
+                self._write(functools.partial(self.storage.create, action.obj), key)
+            elif isinstance(action, Update):
+                self._write(functools.partial(self.storage.update, action.obj), key)
+            elif isinstance(action, UpdateStatus):
+                obj = copy.deepcopy(action.obj)
+                obj["metadata"].pop("resourceVersion", None)
+                self._write(functools.partial(self.storage.update_status, obj), key)
+            elif isinstance(action, Delete):
+                self._write(
+                    functools.partial(
+                        self.storage.delete,
+                        action.api_version,
+                        action.kind,
+                        action.name,
+                        action.namespace or None,
+                        propagation_policy=action.propagation_policy,
+                    ),
+                    key,
+                )
+            elif isinstance(action, Requeue):
+                self._after(action.after, key)
+            elif isinstance(action, Emit):
+                self._emit(action.obj, action.type, action.reason, action.message)
+
+    def _write(self, call: Callable[[], Any], key: Key | None = None) -> Any:
+        try:
+            return call()
+        except StatusError as err:
+            if err.code == 409 and err.reason == "Conflict" and key is not None:
+                self._after(0.05, key)
+            elif err.code not in (404, 409):
+                self._log.warning(
+                    "simulator write failed", key=key, code=err.code, message=err.message
+                )
+        return None
+
+    def _emit(self, obj: Obj, type_: str, reason: str, message: str) -> None:
+        if not self.emit_events:
+            return
+        namespace = namespace_of(obj) or "default"
+        stamp = rfc3339(self.clock.wall())
+        dedup = (uid_of(obj), reason, message)
+        seen = self._event_names.get(dedup)
+        if seen is not None:
+            name, count = seen
+            with contextlib.suppress(StatusError):
+                event = self.storage.get("v1", "Event", name, namespace)
+                event["count"] = count + 1
+                event["lastTimestamp"] = stamp
+                self.storage.update(event)
+                self._event_names[dedup] = (name, count + 1)
+                return
+        component = (
+            "default-scheduler"
+            if reason in ("Scheduled", "FailedScheduling")
+            else (
+                "kubelet"
+                if obj.get("kind") == "Pod"
+                else f"{str(obj.get('kind', '')).lower()}-controller"
+            )
+        )
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name_of(obj)}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", ""),
+                "kind": obj.get("kind", ""),
+                "name": name_of(obj),
+                "namespace": namespace_of(obj),
+                "uid": uid_of(obj),
+                "resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "type": type_,
+            "count": 1,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "source": {"component": component},
+            "reportingComponent": component,
+            "reportingInstance": "",
+        }
+        created = self._write(functools.partial(self.storage.create, event))
+        if created is not None:
+            self._event_names[dedup] = (name_of(created), 1)
+            if len(self._event_names) > 10000:
+                self._event_names.clear()
+
+
+def _internal_ip(node: Obj) -> str:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return str(address.get("address", ""))
+    return ""
