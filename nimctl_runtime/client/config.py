@@ -163,10 +163,10 @@ def kubeconfig_config(path: str, context: str | None = None) -> RestConfig:
     cluster_name = (current.get("context") or {}).get("cluster")
     server = ""
     root = merged.config
-    clusters = (root.value.get("clusters") if root is not None else None) or []
-    for cluster in clusters:
-        if cluster.get("name") == cluster_name:
-            server = str((cluster.get("cluster") or {}).get("server", ""))
+    if root is not None and cluster_name and root.safe_get("clusters"):
+        node = root["clusters"].get_with_name(cluster_name, safe=True)
+        if node is not None and node.safe_get("cluster"):
+            server = str(node["cluster"].safe_get("server") or "")
     return RestConfig(host=server.rstrip("/"), context=current.get("name"), _loader=loader)
 
 
