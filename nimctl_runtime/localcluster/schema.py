@@ -781,6 +781,18 @@ def validate_custom_resource(
         return []
     causes = validate(schema, obj)
     causes.extend(_validate_metadata(schema, obj))
+    if any(c["reason"] in (REASON_TYPE_INVALID, REASON_NOT_SUPPORTED) for c in causes):
+        # As kube-apiserver: CEL rules assume well-typed input, so they are
+        # skipped (and the user told so) while type or enum errors remain.
+        causes.append(
+            invalid(
+                "",
+                None,
+                "some validation rules were not checked because the object was invalid; "
+                "correct the existing errors to complete validation",
+            )
+        )
+        return causes
     causes.extend(cel.validate_rules(schema, obj, old))
     return causes
 

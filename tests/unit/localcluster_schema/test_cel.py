@@ -332,3 +332,19 @@ def test_number_fields_are_doubles_in_cel() -> None:
 
 def test_compiled_programs_are_cached_per_rule_text() -> None:
     assert cel.compile_rule("self.x == 1") is cel.compile_rule("self.x == 1")
+
+
+def test_cel_rules_are_skipped_while_type_errors_remain() -> None:
+    spec_schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.n > 1", "message": "n too small"}],
+    }
+    causes = validate_custom_resource(_schema(spec_schema), _cr({"n": "one"}), None)
+    assert [(c["field"], c["message"]) for c in causes] == [
+        ("spec.n", 'Invalid value: "string": spec.n in body must be of type integer: "string"'),
+        ("", 'Invalid value: "null": some validation rules were not checked because the object '
+             "was invalid; correct the existing errors to complete validation"),
+    ]
+    causes = validate_custom_resource(_schema(spec_schema), _cr({"n": 0}), None)
+    assert [c["message"] for c in causes] == ['Invalid value: "object": n too small']
