@@ -83,6 +83,7 @@ async def compose_operator(
     *,
     model_query: Any = "http",
     webhook_server: Any = None,
+    max_concurrent_reconciles: int = 4,
     **manager_overrides: Any,
 ) -> Manager:
     """A Manager running the NIMCache and NIMService controllers (and webhooks when enabled).
@@ -114,6 +115,7 @@ async def compose_operator(
             client=client,
             recorder=manager.event_recorder("nimcache-controller"),
             builders=StandaloneNIMCacheBuilders(),
+            max_concurrent_reconciles=max_concurrent_reconciles,
         )
     )
     manager.add(
@@ -124,6 +126,7 @@ async def compose_operator(
             capabilities=capabilities,
             model_query=query,
             operator_version=OPERATOR_VERSION,
+            max_concurrent_reconciles=max_concurrent_reconciles,
         )
     )
     if getattr(args, "enable_webhooks", False):

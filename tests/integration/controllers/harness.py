@@ -1,0 +1,123 @@
+"""A LocalCluster with the CRDs installed and the operator running in-process.
+
+The operator talks to the cluster through ``CountingClient``, which records
+every write it sends, so tests can assert "this reconcile wrote nothing".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nimctl_runtime.cli import build_parser, compose_operator, install_crds
+from nimctl_runtime.client import Client, NotFound
+from nimctl_runtime.manager import Manager
+
+API = "apps.nvidia.com/v1alpha1"
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class CountingClient(Client):
+    """A Client that remembers the writes it sent: (method, path)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.writes: list[tuple[str, str]] = []
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        if method in WRITE_METHODS:
+            self.writes.append((method, path))
+        return await super().request(method, path, **kwargs)
+
+    def object_writes(self) -> list[tuple[str, str]]:
+        """Writes other than Events (the recorder's, which are best-effort)."""
+        return [w for w in self.writes if "/events" not in w[1]]
+
+
+@dataclass
+class Operator:
+    client: CountingClient
+    manager: Manager
+    stop: asyncio.Event
+    task: asyncio.Task[None]
+    controllers: dict[str, Any] = field(default_factory=dict)
+
+    async def shutdown(self) -> None:
+        self.stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.task, 30)
+        await self.client.close()
+
+
+async def _fixed_model(nimservice: dict[str, Any], endpoint: str) -> str:
+    return "meta/llama-3.1-8b-instruct"
+
+
+async def start_operator(
+    kubeconfig: Path,
+    *,
+    model_query: Any = _fixed_model,
+    max_concurrent_reconciles: int = 4,
+) -> Operator:
+    client = CountingClient(str(kubeconfig))
+    args = build_parser().parse_args(["local"])
+    manager = await compose_operator(
+        client,
+        args,
+        model_query=model_query,
+        leader_election=False,
+        max_concurrent_reconciles=max_concurrent_reconciles,
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(manager.start(stop))
+    return Operator(client=client, manager=manager, stop=stop, task=task)
+
+
+async def wait_for(
+    fn: Callable[[], Awaitable[Any]], *, timeout: float = 30.0, interval: float = 0.1
+) -> Any:
+    """Poll ``fn`` until it returns something truthy (NotFound counts as falsy)."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = await fn()
+        except NotFound:
+            last = None
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met within {timeout}s; last value: {last!r}")
+        await asyncio.sleep(interval)
+
+
+async def get_state(client: Client, kind: str, name: str, namespace: str) -> str:
+    obj = await client.get(API, kind, name, namespace)
+    return str((obj.get("status") or {}).get("state", ""))
+
+
+async def quiet(client: CountingClient, seconds: float = 1.0) -> list[tuple[str, str]]:
+    """The object writes the operator sends during ``seconds``."""
+    before = len(client.writes)
+    await asyncio.sleep(seconds)
+    return [w for w in client.writes[before:] if "/events" not in w[1]]
+
+
+@contextlib.asynccontextmanager
+async def cluster_with_crds(tmp_path: Path, **kwargs: Any) -> AsyncIterator[tuple[Any, Client]]:
+    from nimctl_runtime.localcluster import LocalCluster
+
+    async with LocalCluster(workdir=tmp_path, **kwargs) as cluster:
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "admin.kubeconfig")
+        async with Client(str(kubeconfig)) as admin:
+            await install_crds(admin)
+            yield cluster, admin
+
+
+def names(objs: Mapping[str, Any]) -> list[str]:
+    return [o["metadata"]["name"] for o in objs.get("items", [])]

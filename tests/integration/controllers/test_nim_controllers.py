@@ -1,0 +1,265 @@
+"""NIMCache and NIMService controllers against a LocalCluster, through real HTTP.
+
+One cluster and one operator serve the whole module; each test works in its
+own namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from nimctl_runtime.cli import DEMO_NAME, apply_objects, demo_objects
+from nimctl_runtime.client import Client, NotFound
+from tests.integration.controllers.harness import (
+    API,
+    Operator,
+    cluster_with_crds,
+    get_state,
+    quiet,
+    start_operator,
+    wait_for,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+GATEWAY_CRDS = [
+    ("httproutes", "HTTPRoute"),
+    ("grpcroutes", "GRPCRoute"),
+]
+
+
+def _gateway_crd(plural: str, kind: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.gateway.networking.k8s.io"},
+        "spec": {
+            "group": "gateway.networking.k8s.io",
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+class Env:
+    def __init__(self, cluster: Any, admin: Client, operator: Operator) -> None:
+        self.cluster = cluster
+        self.admin = admin
+        self.operator = operator
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
+    tmp: Path = tmp_path_factory.mktemp("nimctl")
+    async with cluster_with_crds(tmp) as (cluster, admin):
+        for plural, kind in GATEWAY_CRDS:
+            await admin.create(_gateway_crd(plural, kind))
+        await wait_for(
+            lambda: admin.mapper.rest_mapping("gateway.networking.k8s.io/v1", "HTTPRoute")
+        )
+        kubeconfig = cluster.write_kubeconfig(tmp / "operator.kubeconfig", user="nimctl-operator")
+        operator = await start_operator(kubeconfig)
+        try:
+            yield Env(cluster, admin, operator)
+        finally:
+            await operator.shutdown()
+
+
+def objects_in(namespace: str, *, cache: bool = True, **service_spec: Any) -> list[dict[str, Any]]:
+    objs = demo_objects(namespace)
+    if not cache:
+        objs = [o for o in objs if o["kind"] != "NIMCache"]
+    svc = next(o for o in objs if o["kind"] == "NIMService")
+    svc["spec"].update(copy.deepcopy(service_spec))
+    return objs
+
+
+async def _ready(admin: Client, kind: str, namespace: str, name: str = DEMO_NAME) -> dict[str, Any]:
+    async def check() -> dict[str, Any] | None:
+        obj = await admin.get(API, kind, name, namespace)
+        return obj if (obj.get("status") or {}).get("state") == "Ready" else None
+
+    result: dict[str, Any] = await wait_for(check, timeout=60)
+    return result
+
+
+async def test_nimcache_then_nimservice_become_ready(env: Env) -> None:
+    ns = "t-ready"
+    states: list[str] = []
+
+    async def watch_states() -> None:
+        async for ev in env.admin.watch(API, "NIMCache", ns):
+            st = (ev.object.get("status") or {}).get("state")
+            if st and (not states or states[-1] != st):
+                states.append(st)
+
+    watcher = asyncio.create_task(watch_states())
+    await asyncio.sleep(0.2)
+    await apply_objects(env.admin, objects_in(ns))
+    cache = await _ready(env.admin, "NIMCache", ns)
+    watcher.cancel()
+    assert states[0] == "PVC-Created" and "Started" in states and states[-1] == "Ready"
+    assert cache["status"]["pvc"] == f"{DEMO_NAME}-pvc"
+    assert cache["status"]["profiles"], "a Ready NIMCache lists the profiles it cached"
+    assert cache["status"]["profiles"][0]["config"]["llm_engine"] == "tensorrt_llm"
+
+    svc = await _ready(env.admin, "NIMService", ns)
+    model = svc["status"]["model"]
+    assert model["name"] == "meta/llama-3.1-8b-instruct"
+    assert model["clusterEndpoint"].endswith(":8000")
+    ready = next(c for c in svc["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True" and ready["reason"] == "Ready"
+    for api_version, kind in (
+        ("apps/v1", "Deployment"),
+        ("v1", "Service"),
+        ("v1", "ServiceAccount"),
+        ("rbac.authorization.k8s.io/v1", "Role"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ):
+        await env.admin.get(api_version, kind, DEMO_NAME, ns)
+
+
+async def test_spec_edit_updates_deployment_once_and_idle_reconciles_write_nothing(
+    env: Env,
+) -> None:
+    ns = "t-edit"
+    await apply_objects(env.admin, objects_in(ns))
+    await _ready(env.admin, "NIMService", ns)
+    await asyncio.sleep(0.5)
+    # An owned object changes in a way that does not matter: reconcile runs, writes nothing.
+    writes_before = len(env.operator.client.object_writes())
+    await env.admin.patch(
+        "apps/v1",
+        "Deployment",
+        DEMO_NAME,
+        {"metadata": {"annotations": {"example.com/touched": "yes"}}},
+        namespace=ns,
+    )
+    assert await quiet(env.operator.client, 1.5) == []
+    assert len(env.operator.client.object_writes()) == writes_before
+
+    await env.admin.patch(
+        API,
+        "NIMService",
+        DEMO_NAME,
+        {"spec": {"env": [{"name": "NIM_LOG_LEVEL", "value": "DEBUG"}]}},
+        namespace=ns,
+    )
+
+    async def has_env() -> bool:
+        dep = await env.admin.get("apps/v1", "Deployment", DEMO_NAME, ns)
+        env_list = dep["spec"]["template"]["spec"]["containers"][0].get("env") or []
+        return {"name": "NIM_LOG_LEVEL", "value": "DEBUG"} in env_list
+
+    await wait_for(has_env)
+    await _ready(env.admin, "NIMService", ns)
+    await asyncio.sleep(1.0)
+    deployment_path = f"/apis/apps/v1/namespaces/{ns}/deployments/{DEMO_NAME}"
+    updates = [
+        w for w in env.operator.client.writes[writes_before:] if w == ("PUT", deployment_path)
+    ]
+    assert len(updates) == 1
+
+
+async def test_router_ingress_to_gateway_swaps_ingress_for_httproute(env: Env) -> None:
+    ns = "t-router"
+    router = {"hostDomainName": "example.com", "ingress": {"ingressClass": "nginx"}}
+    await apply_objects(
+        env.admin, objects_in(ns, expose={"service": {"port": 8000}, "router": router})
+    )
+    await wait_for(lambda: env.admin.get("networking.k8s.io/v1", "Ingress", DEMO_NAME, ns))
+    await env.admin.patch(
+        API,
+        "NIMService",
+        DEMO_NAME,
+        {
+            "spec": {
+                "expose": {
+                    "router": {
+                        "ingress": None,
+                        "gateway": {
+                            "namespace": "gw",
+                            "name": "gateway",
+                            "httpRoutesEnabled": True,
+                        },
+                    }
+                }
+            }
+        },
+        namespace=ns,
+    )
+    await wait_for(
+        lambda: env.admin.get("gateway.networking.k8s.io/v1", "HTTPRoute", DEMO_NAME, ns)
+    )
+
+    async def ingress_gone() -> bool:
+        try:
+            await env.admin.get("networking.k8s.io/v1", "Ingress", DEMO_NAME, ns)
+        except NotFound:
+            return True
+        return False
+
+    await wait_for(ingress_gone)
+
+
+async def test_missing_nimcache_fails_then_recovers(env: Env) -> None:
+    ns = "t-missing"
+    await apply_objects(env.admin, objects_in(ns, cache=False))
+
+    async def failed() -> dict[str, Any] | None:
+        obj = await env.admin.get(API, "NIMService", DEMO_NAME, ns)
+        st = obj.get("status") or {}
+        return obj if st.get("state") == "Failed" else None
+
+    svc = await wait_for(failed)
+    cond = next(c for c in svc["status"]["conditions"] if c["type"] == "Failed")
+    assert cond["reason"] == "NIMCacheNotFound"
+    assert cond["message"] == f"NIMCache {DEMO_NAME} not found"
+    await apply_objects(env.admin, [o for o in demo_objects(ns) if o["kind"] == "NIMCache"])
+    await _ready(env.admin, "NIMService", ns)
+
+
+async def test_deleting_nimservice_removes_what_it_owned(env: Env) -> None:
+    ns = "t-delete"
+    await apply_objects(env.admin, objects_in(ns))
+    await _ready(env.admin, "NIMService", ns)
+    await env.admin.delete(API, "NIMService", DEMO_NAME, ns)
+
+    async def all_gone() -> bool:
+        for api_version, kind in (
+            (API, "NIMService"),
+            ("apps/v1", "Deployment"),
+            ("v1", "Service"),
+            ("v1", "ServiceAccount"),
+            ("rbac.authorization.k8s.io/v1", "Role"),
+            ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+        ):
+            try:
+                await env.admin.get(api_version, kind, DEMO_NAME, ns)
+            except NotFound:
+                continue
+            return False
+        return True
+
+    await wait_for(all_gone, timeout=30)
+    assert await get_state(env.admin, "NIMCache", DEMO_NAME, ns) == "Ready"
