@@ -1,0 +1,83 @@
+"""Shared fixtures: a fresh LocalCluster per test and a kubectl runner bound to it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from nimctl_runtime.localcluster.cluster import LocalCluster
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[LocalCluster]:
+    """A LocalCluster without the simulator: objects are stored, nothing reconciles them."""
+    async with LocalCluster(simulator=False, bookmark_interval=0.5) as c:
+        yield c
+
+
+@dataclass
+class KubectlResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class Kubectl:
+    """Runs the kubectl binary against one cluster (its own HOME, so no discovery cache leaks)."""
+
+    def __init__(self, binary: str, kubeconfig: Path, home: Path) -> None:
+        self.binary = binary
+        self.kubeconfig = kubeconfig
+        self.env = dict(os.environ, KUBECONFIG=str(kubeconfig), HOME=str(home))
+        self.env.pop("KUBECTL_EXTERNAL_DIFF", None)
+
+    async def run(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> KubectlResult:
+        proc = await asyncio.create_subprocess_exec(
+            self.binary,
+            *args,
+            env=self.env,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(
+                proc.communicate(input.encode() if input is not None else None), timeout
+            )
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise
+        result = KubectlResult(proc.returncode or 0, out.decode(), err.decode())
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}"
+            )
+        return result
+
+
+@pytest.fixture
+def kubectl_binary() -> str:
+    binary = shutil.which("kubectl")
+    if binary is None:
+        pytest.skip(
+            "kubectl is not installed (install kubectl v1.32, or Debian's kubernetes-client)"
+        )
+    return binary
+
+
+@pytest.fixture
+async def kubectl(cluster: LocalCluster, kubectl_binary: str, tmp_path: Path) -> Kubectl:
+    """kubectl bound to the ``cluster`` fixture; skips when kubectl is missing."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return Kubectl(kubectl_binary, cluster.kubeconfig_path, home)
