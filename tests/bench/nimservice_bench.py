@@ -1,0 +1,227 @@
+"""Benchmark: N NIMServices sharing one ready NIMCache (default N = 1000).
+
+Run: ``.venv/bin/python -m tests.bench.nimservice_bench [--count N] [--steady-seconds S]``
+
+The LocalCluster runs in a child process so the CPU and memory figures are the
+operator's alone. Printed figures:
+
+* time from creating all NIMServices at once to all Ready;
+* API writes per NIMService (objects + status + finalizer; Events listed apart);
+* writes per minute in steady state with N services held NotReady (their pods
+  cannot be scheduled: nodeSelector matches no node);
+* writes during a full resync (every NIMService re-enqueued) and after an
+  operator restart (fresh caches): both must be 0;
+* operator CPU seconds and resident memory at N services.
+
+NVIDIA's figures for comparison (issue 6): 8.45 writes per NIMService on a
+real API server, about 4 writes per NotReady service per minute, 198 MB RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from nimctl_runtime.cli import apply_objects, demo_objects, install_crds
+from nimctl_runtime.client import Client
+from nimctl_runtime.reconcile import Request
+from tests.integration.controllers.harness import API, start_operator
+
+NS = "bench"
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+async def _serve_cluster(kubeconfig: str) -> None:
+    from nimctl_runtime.localcluster import LocalCluster
+
+    async with LocalCluster() as cluster:
+        cluster.write_kubeconfig(kubeconfig)
+        cluster.write_kubeconfig(kubeconfig + ".operator", user="nimctl-operator")
+        print("ready", flush=True)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, sys.stdin.read)
+
+
+def _service(i: int, *, schedulable: bool) -> dict[str, Any]:
+    svc = next(o for o in demo_objects(NS) if o["kind"] == "NIMService")
+    svc["metadata"]["name"] = f"svc-{i:05d}"
+    svc["spec"]["storage"]["nimCache"]["name"] = "shared"
+    svc["spec"]["resources"] = {}
+    if not schedulable:
+        svc["spec"]["nodeSelector"] = {"example.com/nowhere": "true"}
+    return svc
+
+
+async def _create_all(admin: Client, objs: list[dict[str, Any]], concurrency: int = 64) -> None:
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(o: dict[str, Any]) -> None:
+        async with sem:
+            await admin.create(o)
+
+    await asyncio.gather(*(one(o) for o in objs))
+
+
+async def _count_state(admin: Client, state: str, prefix: str) -> int:
+    items = (await admin.list(API, "NIMService", NS))["items"]
+    return sum(
+        1
+        for o in items
+        if o["metadata"]["name"].startswith(prefix)
+        and (o.get("status") or {}).get("state") == state
+    )
+
+
+async def _controllers(manager: Any) -> dict[str, Any]:
+    out = {}
+    for slot in getattr(manager, "_leader_runnables", []):
+        r = slot.runnable
+        if hasattr(r, "enqueue") and hasattr(r, "name"):
+            out[r.name] = r
+    return out
+
+
+async def _drain(ctrl: Any, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(ctrl.queue) == 0 and ctrl.in_flight() == 0:
+            await asyncio.sleep(0.5)
+            if len(ctrl.queue) == 0 and ctrl.in_flight() == 0:
+                return
+        await asyncio.sleep(0.2)
+
+
+async def main(count: int, steady_seconds: float, workers: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="nimctl-bench-"))
+    kubeconfig = str(tmp / "kubeconfig")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.bench.nimservice_bench", "--serve-cluster", kubeconfig],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    loop = asyncio.get_running_loop()
+    line = await loop.run_in_executor(None, child.stdout.readline)
+    assert line.strip() == "ready", line
+    try:
+        async with Client(kubeconfig) as admin:
+            await install_crds(admin)
+            await apply_objects(admin, [o for o in demo_objects(NS) if o["kind"] != "NIMService"])
+            cache = next(o for o in demo_objects(NS) if o["kind"] == "NIMCache")
+            cache["metadata"]["name"] = "shared"
+            await apply_objects(admin, [cache])
+            op = await start_operator(
+                Path(kubeconfig + ".operator"),
+                model_query=None,
+                max_concurrent_reconciles=workers,
+            )
+            while ((await admin.get(API, "NIMCache", "shared", NS)).get("status") or {}).get(
+                "state"
+            ) != "Ready":
+                await asyncio.sleep(0.5)
+            cpu0, writes0 = _cpu(), len(op.client.writes)
+            objs0 = len(op.client.object_writes())
+
+            t0 = time.monotonic()
+            await _create_all(admin, [_service(i, schedulable=True) for i in range(count)])
+            t_created = time.monotonic() - t0
+            while (ready := await _count_state(admin, "Ready", "svc-")) < count:
+                await asyncio.sleep(1.0)
+            t_ready = time.monotonic() - t0
+            await asyncio.sleep(2.0)
+            cpu_ready = _cpu() - cpu0
+            obj_writes = len(op.client.object_writes()) - objs0
+            all_writes = len(op.client.writes) - writes0
+            print(f"NIMServices                    {count}")
+            print(f"create all (client side)       {t_created:8.1f} s")
+            print(f"time to all Ready              {t_ready:8.1f} s   ({ready} ready)")
+            print(
+                f"writes per NIMService          {obj_writes / count:8.2f}   (aim <= 7; NVIDIA 8.45)"
+            )
+            print(f"  incl. Events                 {all_writes / count:8.2f}")
+            print(f"operator CPU to Ready          {cpu_ready:8.1f} s")
+            print(f"operator RSS at {count} Ready   {_rss_mb():8.1f} MB  (NVIDIA 198 MB)")
+
+            # Steady state with services held NotReady.
+            await _create_all(admin, [_service(count + i, schedulable=False) for i in range(count)])
+            while await _count_state(admin, "NotReady", "svc-") < count:
+                await asyncio.sleep(1.0)
+            await asyncio.sleep(2.0)
+            w1, c1 = len(op.client.object_writes()), _cpu()
+            await asyncio.sleep(steady_seconds)
+            w2, c2 = len(op.client.object_writes()), _cpu()
+            per_min = (w2 - w1) * 60.0 / steady_seconds
+            print(f"NotReady services              {count}")
+            print(f"steady-state writes/min        {per_min:8.1f}   (aim 0; NVIDIA ~4 per service)")
+            print(f"steady-state CPU               {(c2 - c1) / steady_seconds:8.3f} cores")
+
+            # Full resync: every NIMService re-enqueued.
+            ctrls = await _controllers(op.manager)
+            nims = ctrls.get("nimservice")
+            if nims is not None:
+                w1 = len(op.client.object_writes())
+                for o in (await admin.list(API, "NIMService", NS))["items"]:
+                    nims.enqueue(Request(NS, o["metadata"]["name"]))
+                await _drain(nims)
+                print(
+                    f"writes during full resync      {len(op.client.object_writes()) - w1:8d}   (must be 0)"
+                )
+            await op.shutdown()
+
+            # Restart: fresh operator, fresh caches.
+            op2 = await start_operator(
+                Path(kubeconfig + ".operator"), model_query=None, max_concurrent_reconciles=workers
+            )
+            await asyncio.sleep(5.0)
+            ctrls = await _controllers(op2.manager)
+            if "nimservice" in ctrls:
+                await _drain(ctrls["nimservice"])
+            print(
+                f"writes after restart           {len(op2.client.object_writes()):8d}   (must be 0)"
+            )
+            print(f"operator RSS at {2 * count} services {_rss_mb():8.1f} MB")
+            await op2.shutdown()
+    finally:
+        with contextlib.suppress(Exception):
+            assert child.stdin is not None
+            child.stdin.close()
+        child.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--steady-seconds", type=float, default=65.0)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--serve-cluster", default=None, help=argparse.SUPPRESS)
+    ns = parser.parse_args()
+    os.environ.setdefault("NIMCTL_LOG_LEVEL", "warning")
+    from nimctl_runtime.logsetup import configure_logging
+
+    configure_logging("json", "warning")
+    if ns.serve_cluster:
+        asyncio.run(_serve_cluster(ns.serve_cluster))
+    else:
+        asyncio.run(main(ns.count, ns.steady_seconds, ns.workers))
