@@ -10,7 +10,9 @@ controllers (runtime.md §1.5). The algorithm is client-go's:
   ``observed_time + leaseDurationSeconds``: expiry is never judged from the
   record's ``renewTime``, so clock skew between replicas does not matter.
   Taking over from another holder increments ``leaseTransitions``.
-* acquiring retries every ``retry_period`` (jittered by 1.2);
+* acquiring retries every ``retry_period`` (jittered by 1.2; while someone
+  else holds the lease, every ``retry_period`` with 10 % jitter and never
+  past the observed expiry, for a fast failover);
 * renewing retries every ``retry_period``; when no renewal succeeded for
   ``renew_deadline`` (measured from the *start* of the last successful
   request, so always before anyone else can see the lease expire), leadership
@@ -330,13 +332,31 @@ class LeaderElector:
             return False
         return True
 
+    def _standby_wait(self) -> float:
+        """How long a candidate waits before its next attempt.
+
+        client-go waits ``retry_period`` plus up to 1.2 times as much jitter. While another
+        replica holds a valid lease we poll every ``retry_period`` with only
+        10 % jitter, and never sleep past the moment the observed lease
+        expires, so a dead leader is replaced within about
+        ``lease_duration + retry_period`` (client-go: up to 2.2 retry periods
+        more).
+        """
+        retry = self.config.retry_period
+        holder = self.get_leader()
+        if not holder or holder == self.config.identity:
+            return retry * (1 + random.uniform(0, JITTER_FACTOR))
+        spec = self._observed_spec or {}
+        expires = self._observed_time + float(spec.get("leaseDurationSeconds") or 0)
+        until_expiry = max(0.0, expires - self._clock()) + 0.01
+        return min(retry * (1 + random.uniform(0, 0.1)), until_expiry)
+
     async def _acquire(self, stop: asyncio.Event) -> bool:
         self.log.info("attempting to acquire leader lease")
         while not stop.is_set():
             if await self._attempt(self.config.renew_deadline):
                 return True
-            jitter = self.config.retry_period * random.uniform(0, JITTER_FACTOR)
-            if await self._sleep_or_stop(self.config.retry_period + jitter, stop):
+            if await self._sleep_or_stop(self._standby_wait(), stop):
                 return False
         return False
 
