@@ -31,6 +31,7 @@ Compiled programs are cached per rule text.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -249,9 +250,7 @@ def _errors_as_values(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _library() -> dict[str, Callable[..., Any]]:
-    return {
-        name: _errors_as_values(fn) for name, fn in _raw_library().items()
-    }
+    return {name: _errors_as_values(fn) for name, fn in _raw_library().items()}
 
 
 def _raw_library() -> dict[str, Callable[..., Any]]:
@@ -488,6 +487,86 @@ def _schema_type_name(schema: Mapping[str, Any]) -> str:
     return "object"
 
 
+def _normalize(value: Any, schema: Any) -> Any:
+    """Plain JSON typed by schema (``number`` -> float, ``integer`` -> int).
+
+    Its canonical JSON text then identifies the CEL value exactly, which lets
+    rule results be memoised.
+    """
+    stype = schema.get("type") if isinstance(schema, Mapping) else None
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return float(value) if stype == "number" else value
+    if isinstance(value, float):
+        return int(value) if stype == "integer" and value.is_integer() else value
+    if isinstance(value, Mapping):
+        props = schema.get("properties") if isinstance(schema, Mapping) else None
+        additional = schema.get("additionalProperties") if isinstance(schema, Mapping) else None
+        out: dict[str, Any] = {}
+        for key, child in value.items():
+            sub = props.get(key) if isinstance(props, Mapping) else None
+            if sub is None and isinstance(additional, Mapping):
+                sub = additional
+            out[str(key)] = _normalize(child, sub)
+        return out
+    if isinstance(value, list | tuple):
+        items = schema.get("items") if isinstance(schema, Mapping) else None
+        return [_normalize(v, items) for v in value]
+    return str(value)
+
+
+def _value_key(value: Any, schema: Mapping[str, Any]) -> str:
+    return json.dumps(_normalize(value, schema), sort_keys=True, separators=(",", ":"))
+
+
+# Old-value modes of an evaluation: no oldSelf, oldSelf bound, optional oldSelf.
+_OLD_NONE = 0
+_OLD_PLAIN = 1
+_OLD_OPTIONAL = 2
+
+
+def _activation(self_key: str, old_key: str | None, old_mode: int) -> dict[str, Any]:
+    activation: dict[str, Any] = {"self": to_cel(json.loads(self_key))}
+    if old_mode == _OLD_PLAIN:
+        activation["oldSelf"] = to_cel(json.loads(old_key)) if old_key is not None else None
+    elif old_mode == _OLD_OPTIONAL:
+        present = old_key is not None
+        inner = to_cel(json.loads(old_key)) if old_key is not None else None
+        activation["oldSelf"] = OptionalValue(present, inner)
+    return activation
+
+
+_MEMO_MAX_KEY = 16 * 1024
+
+
+def _evaluate_memo(
+    expr: str, self_key: str, old_key: str | None, old_mode: int
+) -> tuple[bool, Any]:
+    """Memoised :func:`_evaluate_plain` for values small enough to keep as keys."""
+    if len(self_key) + len(old_key or "") > _MEMO_MAX_KEY:
+        return _evaluate_plain(expr, self_key, old_key, old_mode)
+    return _evaluate_cached(expr, self_key, old_key, old_mode)
+
+
+def _evaluate_plain(
+    expr: str, self_key: str, old_key: str | None, old_mode: int
+) -> tuple[bool, Any]:
+    """(True, plain result) or (False, error text); pure, hence memoisable."""
+    try:
+        result = evaluate(expr, _activation(self_key, old_key, old_mode))
+    except CELError as exc:
+        return False, str(exc)
+    if isinstance(result, ct.BoolType | bool):
+        return True, bool(result)
+    if isinstance(result, ct.StringType | str):
+        return True, str(result)
+    return True, from_cel(result)
+
+
+_evaluate_cached = functools.lru_cache(maxsize=4096)(_evaluate_plain)
+
+
 def _run_rules(
     schema: Mapping[str, Any],
     rules: list[Any],
@@ -499,56 +578,51 @@ def _run_rules(
     causes: list[Cause],
     is_root: bool,
 ) -> None:
-    self_value = to_cel(_root_view(value) if is_root else value, schema)
-    old_value = to_cel(_root_view(old) if is_root else old, schema) if has_old else None
+    self_key = _value_key(_root_view(value) if is_root else value, schema)
+    old_key = _value_key(_root_view(old) if is_root else old, schema) if has_old else None
     type_name = _schema_type_name(schema)
     for index, spec in enumerate(rules):
         if not isinstance(spec, Mapping) or not isinstance(spec.get("rule"), str):
             continue
         rule: str = spec["rule"]
-        optional_old = bool(spec.get("optionalOldSelf"))
-        activation: dict[str, Any] = {"self": self_value}
+        old_mode = _OLD_NONE
         if is_transition_rule(rule):
-            if optional_old:
-                activation["oldSelf"] = OptionalValue(has_old, old_value)
+            if spec.get("optionalOldSelf"):
+                old_mode = _OLD_OPTIONAL
             elif not has_old:
                 continue
             else:
-                activation["oldSelf"] = old_value
-        error_path = _with_field_path(path, spec.get("fieldPath"))
-        try:
-            result = evaluate(rule, activation)
-        except CELError as exc:
+                old_mode = _OLD_PLAIN
+        ok, result = _evaluate_memo(rule, self_key, old_key, old_mode)
+        if not ok:
             get_logger(__name__).error(
                 "CEL rule could not be evaluated",
                 rule=rule,
                 path=path or "<root>",
                 rule_index=index,
-                error=str(exc),
+                error=result,
             )
+            text = str(result)
             detail = (
-                str(exc)
-                if str(exc).startswith("compilation failed")
-                else f"{exc} evaluating rule: {rule}"
+                text if text.startswith("compilation failed") else f"{text} evaluating rule: {rule}"
             )
             causes.append(invalid(path, type_name, detail))
             continue
-        if not isinstance(result, ct.BoolType | bool):
+        if not isinstance(result, bool):
             get_logger(__name__).error(
                 "CEL rule did not return a bool", rule=rule, path=path or "<root>"
             )
-            causes.append(
-                invalid(path, type_name, f"rule did not evaluate to a bool: {rule}")
-            )
+            causes.append(invalid(path, type_name, f"rule did not evaluate to a bool: {rule}"))
             continue
-        if bool(result):
+        if result:
             continue
-        message = _failure_message(spec, rule, activation, path)
+        message = _failure_message(spec, rule, (self_key, old_key, old_mode), path)
+        error_path = _with_field_path(path, spec.get("fieldPath"))
         causes.append(_cause_for_reason(spec.get("reason"), error_path, type_name, message))
 
 
 def _failure_message(
-    spec: Mapping[str, Any], rule: str, activation: Mapping[str, Any], path: str
+    spec: Mapping[str, Any], rule: str, keys: tuple[str, str | None, int], path: str
 ) -> str:
     fallback = spec.get("message") if isinstance(spec.get("message"), str) else ""
     if not fallback:
@@ -556,14 +630,13 @@ def _failure_message(
     expr = spec.get("messageExpression")
     if not isinstance(expr, str) or not expr:
         return fallback
-    try:
-        result = evaluate(expr, activation)
-    except CELError as exc:
+    ok, result = _evaluate_memo(expr, *keys)
+    if not ok:
         get_logger(__name__).error(
             "CEL messageExpression could not be evaluated",
             rule=expr,
             path=path or "<root>",
-            error=str(exc),
+            error=result,
         )
         return fallback
     if not isinstance(result, str):
@@ -571,10 +644,9 @@ def _failure_message(
             "CEL messageExpression did not return a string", rule=expr, path=path or "<root>"
         )
         return fallback
-    text = str(result)
-    if not text.strip() or "\n" in text:
+    if not result.strip() or "\n" in result:
         return fallback
-    return text
+    return result
 
 
 def _cause_for_reason(reason: Any, path: str, type_name: str, message: str) -> Cause:
