@@ -19,7 +19,7 @@ from aiohttp import web
 
 from nimctl_runtime.logsetup import get_logger
 
-from . import discovery, errors
+from . import discovery, errors, openapi
 from .errors import StatusError
 from .handlers import RequestContext, ResourceHandlers, json_response
 from .hooks import Handler, RequestInfo
@@ -266,12 +266,24 @@ class ApiServer:
                 doc = discovery.api_group(registry, info.api_group)
             if doc is not None:
                 return json_response(doc)
+        if path == "/openapi/v3":
+            return json_response(openapi.root_doc(registry))
+        if path.startswith("/openapi/v3/"):
+            rest = path[len("/openapi/v3/") :].split("/")
+            if rest[0] == "api" and len(rest) == 2:
+                gv_doc = openapi.group_version_doc(registry, "", rest[1])
+            elif rest[0] == "apis" and len(rest) == 3:
+                gv_doc = openapi.group_version_doc(registry, rest[1], rest[2])
+            else:
+                gv_doc = None
+            if gv_doc is not None:
+                return json_response(gv_doc)
         if path in ("/openapi/v2", "/openapi/v3") or path.startswith("/openapi/"):
             raise StatusError(
                 404,
                 "NotFound",
-                "the server could not find the requested resource: localcluster does not "
-                "serve OpenAPI documents",
+                "the server could not find the requested resource: localcluster serves only "
+                "a minimal OpenAPI v3 (/openapi/v3), not OpenAPI v2",
                 {},
             )
         if path == "/":

@@ -170,9 +170,8 @@ class WatchServer:
                 if bookmarks and now - last_bookmark >= interval and watcher.pending() == 0:
                     await resp.write(bookmark(storage.resource_version))
                     last_bookmark = now
-        except (ConnectionResetError, asyncio.CancelledError):
-            watcher.close()
-            raise
+        except ConnectionResetError:
+            return resp  # the client went away
         finally:
             watcher.close()
         with contextlib.suppress(ConnectionResetError):
