@@ -10,7 +10,6 @@ history is compacted), synthetic ADDED events for ``resourceVersion`` "" / "0",
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import random
 import time
