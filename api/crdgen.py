@@ -10,16 +10,13 @@ markers. Output is byte-stable: mapping keys are sorted and written by ruamel.ya
 
 from __future__ import annotations
 
-import io
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from ruamel.yaml import YAML
-
 from api.base import CustomResource, KindInfo
-from api.serialize import kind_registry
+from api.serialize import kind_registry, yaml_dump_all
 
 __all__ = ["crd_file_name", "generate_crd", "generate_crds", "main", "to_yaml"]
 
@@ -178,13 +175,7 @@ def _sorted(value: Any) -> Any:
 
 def to_yaml(docs: Iterable[Mapping[str, Any]]) -> str:
     """Byte-stable YAML (sorted keys, ``---`` between documents)."""
-    yaml = YAML()
-    yaml.default_flow_style = False
-    yaml.width = 4096
-    yaml.explicit_start = True
-    buf = io.StringIO()
-    yaml.dump_all([_sorted(d) for d in docs], buf)
-    return buf.getvalue()
+    return yaml_dump_all([_sorted(d) for d in docs], width=4096, explicit_start=True)
 
 
 def main(output_dir: str | None) -> int:

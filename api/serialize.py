@@ -1,5 +1,7 @@
 """Load any API kind from YAML or a dict into its typed model, and dump it back.
 
+* YAML is read as kubectl reads it (YAML 1.1: an unquoted ``yes``, ``on`` or ``y``
+  is a boolean), so a manifest is judged here as the API server will judge it.
 * :func:`load` / :func:`load_all` pick the model from ``apiVersion`` and ``kind``
   (:data:`kind_registry`) and raise :class:`LoadError`, whose lines name the field
   path of each problem (``spec.storage.pvc.size: ...``).
@@ -33,6 +35,7 @@ __all__ = [
     "load_all",
     "model_for",
     "to_plain",
+    "yaml_dump_all",
 ]
 
 _KIND_PACKAGES: Final = ("api.apps.v1alpha1", "api.nvidia.v1", "api.nvidia.v1alpha1")
@@ -151,6 +154,7 @@ def model_for(api_version: str, kind: str) -> type[CustomResource]:
 
 def _parse_yaml(text: str | bytes) -> list[Any]:
     yaml = YAML(typ="safe", pure=True)
+    yaml.version = (1, 1)  # kubectl's YAML: unquoted yes/no/on/off/y/n are booleans
     return [to_plain(doc) for doc in yaml.load_all(text) if doc is not None]
 
 
@@ -208,8 +212,19 @@ def dump(model: BaseModel, *, defaults: bool = False) -> dict[str, Any]:
 def dump_yaml(models: BaseModel | Iterable[BaseModel], *, defaults: bool = False) -> str:
     """YAML for one model, or a ``---`` separated stream for several."""
     items = [models] if isinstance(models, BaseModel) else list(models)
+    return yaml_dump_all([dump(m, defaults=defaults) for m in items])
+
+
+def yaml_dump_all(docs: Iterable[Any], *, width: int = 80, explicit_start: bool = False) -> str:
+    """YAML that kubectl reads back unchanged: strings a YAML 1.1 reader would take
+    for booleans or numbers (``y``, ``on``, ``0755``) are quoted."""
     yaml = YAML()
+    yaml.version = (1, 1)
     yaml.default_flow_style = False
+    yaml.width = width
     buf = io.StringIO()
-    yaml.dump_all([dump(m, defaults=defaults) for m in items], buf)
-    return buf.getvalue()
+    yaml.dump_all(list(docs), buf)
+    lines = [line for line in buf.getvalue().splitlines(keepends=True) if line != "%YAML 1.1\n"]
+    if not explicit_start and lines and lines[0] == "---\n":
+        lines = lines[1:]
+    return "".join(lines)

@@ -135,3 +135,16 @@ metadata: {name: x, creationTimestamp: 2024-05-01T10:00:00Z}
 spec: {image: {repository: r, tag: t}}
 """)
     assert ns.metadata.creation_timestamp == "2024-05-01T10:00:00Z"
+
+
+def test_yaml_is_read_as_kubectl_reads_it() -> None:
+    with pytest.raises(LoadError) as info:
+        load("""
+apiVersion: apps.nvidia.com/v1alpha1
+kind: NIMService
+metadata: {name: x}
+spec:
+  image: {repository: r, tag: t}
+  annotations: {sidecar.istio.io/inject: no}
+""")
+    assert [e.path for e in info.value.errors] == ["spec.annotations.sidecar.istio.io/inject"]
