@@ -167,14 +167,16 @@ class ApiServer:
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         user, groups = self._authenticate(request)
         info = parse_request(request, user, groups)
-        handler: Handler = self._route
+
+        async def route(req: web.Request) -> web.StreamResponse:
+            return await self._route(req, info)
+
+        handler: Handler = route
         for hook in reversed(list(self.cluster.request_hooks)):
             handler = _wrap(hook, info, handler)
-        request["info"] = info
         return await handler(request)
 
-    async def _route(self, request: web.Request) -> web.StreamResponse:
-        info: RequestInfo = request["info"]
+    async def _route(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         if not info.is_resource_request:
             return self._non_resource(request, info)
         registry = self.cluster.registry
