@@ -69,6 +69,7 @@ def test_kubectl_sees_the_demo_and_ctrl_c_stops_cleanly(tmp_path: Path) -> None:
                     capture_output=True,
                     text=True,
                     timeout=20,
+                    check=False,
                 )
                 state = res.stdout.strip()
                 if state == "Ready":
