@@ -24,8 +24,10 @@ from nimctl_runtime.cache.store import (
     DeletedFinalStateUnknown,
     IndexFunc,
     Obj,
+    PreparedObject,
     Store,
     Transform,
+    decode,
     object_key,
     strip_managed_fields,
 )
@@ -113,6 +115,11 @@ class HandlerRegistration:
             await self._deliver(kind, a, b)
 
     async def _deliver(self, kind: str, a: Any, b: Any) -> None:
+        # Relist notifications carry the stored bytes: each handler decodes its own copy.
+        if isinstance(a, bytes):
+            a = decode(a)
+        if isinstance(b, bytes):
+            b = decode(b)
         try:
             result: Any = None
             if kind == "add" and self.on_add is not None:
@@ -265,8 +272,11 @@ class SharedInformer:
         for registration in self._handlers:
             registration._push(kind, a, b)
 
-    def replace(self, items: list[Obj], resource_version: str) -> None:
-        """A (re)list: store exactly *items*, tell handlers what changed."""
+    def prepare(self, obj: Obj) -> PreparedObject:
+        return self.store.prepare(obj)
+
+    def replace(self, items: list[Any], resource_version: str) -> None:
+        """A (re)list: store exactly *items* (dicts or prepared), tell handlers what changed."""
         initial = not self._synced.is_set()
         with gc_paused():
             added, updated, deleted = self.store.replace(items)

@@ -30,7 +30,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-from nimctl_runtime.client.client import Client, WatchEvent
+from nimctl_runtime.client.client import Client, WatchEvent, gc_paused
 from nimctl_runtime.client.errors import (
     ApiConnectionError,
     ApiError,
@@ -69,9 +69,15 @@ class ListerWatcher(Protocol):
 
 
 class ReflectorStore(Protocol):
-    """Where a Reflector writes (a SharedInformer, or a bare store adapter)."""
+    """Where a Reflector writes (a SharedInformer, or a bare store adapter).
 
-    def replace(self, items: list[Obj], resource_version: str) -> None: ...
+    ``prepare`` turns each listed object into what ``replace`` takes (for the Store:
+    encoded bytes), page by page, so a big list never lives as dicts all at once.
+    """
+
+    def prepare(self, obj: Obj) -> Any: ...
+
+    def replace(self, items: list[Any], resource_version: str) -> None: ...
 
     def add(self, obj: Obj) -> None: ...
 
@@ -230,9 +236,9 @@ class Reflector:
             return None
         return PAGE_SIZE
 
-    async def _list_all(self, resource_version: str) -> tuple[list[Obj], str, bool]:
+    async def _list_all(self, resource_version: str) -> tuple[list[Any], str, bool]:
         limit = self._page_size(resource_version)
-        items: list[Obj] = []
+        items: list[Any] = []
         continue_: str | None = None
         paginated = False
         list_rv = ""
@@ -248,7 +254,11 @@ class Reflector:
                 items, continue_, limit, paginated = [], None, None, False
                 continue
             meta = page.get("metadata") or {}
-            items.extend(page.get("items") or [])
+            with gc_paused():
+                for item in page.get("items") or []:
+                    self._fill_type(item)
+                    items.append(self.store.prepare(item))
+            del page
             list_rv = str(meta.get("resourceVersion") or list_rv)
             continue_ = meta.get("continue") or None
             if not continue_:
@@ -268,8 +278,6 @@ class Reflector:
         if resource_version == "0" and paginated:
             self.paginated_result = True
         self.is_last_sync_resource_version_unavailable = False
-        for item in items:
-            self._fill_type(item)
         self.store.replace(items, list_rv)
         self.last_sync_resource_version = list_rv
 

@@ -9,6 +9,7 @@ from nimctl_runtime.cache.store import (
     OWNER_UID_INDEX,
     DeletedFinalStateUnknown,
     Store,
+    decode,
     object_key,
 )
 
@@ -47,10 +48,12 @@ def test_managed_fields_are_not_stored_and_storage_is_compact():
     store = Store()
     o = obj("a")
     o["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:data": {}}}]
+    o["data"] = {f"key-{i}": "x" * 40 for i in range(40)}
+    size = len(json.dumps(o, separators=(",", ":")))
     store.upsert(o)
     got = store.get("default/a")
     assert "managedFields" not in got["metadata"]
-    assert store.size_bytes() <= len(json.dumps(got))
+    assert store.size_bytes() <= size
 
 
 def test_namespace_owner_and_custom_field_indexes():
@@ -103,9 +106,12 @@ def test_replace_reports_adds_changes_and_tombstones():
     added, updated, deleted = store.replace(
         [obj("keep", rv="1"), obj("change", rv="2"), obj("new", rv="3")]
     )
-    assert [o["metadata"]["name"] for o in added] == ["new"]
+    assert [decode(o)["metadata"]["name"] for o in added] == ["new"]
     assert [
-        (old["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"])
+        (
+            decode(old)["metadata"]["resourceVersion"],
+            decode(new)["metadata"]["resourceVersion"],
+        )
         for old, new in updated
     ] == [("1", "2")]
     assert deleted == [DeletedFinalStateUnknown("default/gone", store_obj := deleted[0].obj)]
