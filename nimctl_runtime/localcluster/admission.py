@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextvars
 import copy
 import ipaddress
 import json
@@ -34,10 +35,11 @@ from typing import Any
 
 import aiohttp
 import jsonpatch
+from aiohttp import web
 
 from nimctl_runtime.labels import Selector
 from nimctl_runtime.localcluster.errors import StatusError
-from nimctl_runtime.localcluster.hooks import AdmissionAttributes
+from nimctl_runtime.localcluster.hooks import AdmissionAttributes, Handler, RequestInfo
 from nimctl_runtime.logsetup import get_logger
 
 Obj = dict[str, Any]
@@ -48,6 +50,40 @@ NODE_PORT_RANGE = range(30000, 32768)
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 
 _REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 422: "Invalid"}
+
+# Webhook warnings of the request being served: kept so that a request that is
+# finally refused still sends them (kube-apiserver does; kubectl prints them).
+_REQUEST_WARNINGS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "localcluster_webhook_warnings", default=None
+)
+
+
+def _record_warnings(warnings: list[str]) -> None:
+    collected = _REQUEST_WARNINGS.get()
+    if collected is not None:
+        collected.extend(warnings)
+
+
+async def warnings_hook(
+    request: web.Request, info: RequestInfo, handler: Handler
+) -> web.StreamResponse:
+    """Request hook: a refused request still carries the webhooks' ``Warning`` headers."""
+    del info
+    token = _REQUEST_WARNINGS.set([])
+    try:
+        return await handler(request)
+    except StatusError as err:
+        collected = _REQUEST_WARNINGS.get() or []
+        if not collected:
+            raise
+        from nimctl_runtime.localcluster.handlers import add_warnings
+        from nimctl_runtime.localcluster.server import status_response
+
+        response = status_response(err)
+        add_warnings(response, collected)
+        return response
+    finally:
+        _REQUEST_WARNINGS.reset(token)
 
 
 # --------------------------------------------------------------------------- built-ins
@@ -286,7 +322,9 @@ class WebhookAdmission:
             response = await self._invoke(config, webhook, attrs, current, old)
             if response is None:
                 continue
-            warnings.extend(str(w) for w in response.get("warnings") or [])
+            new_warnings = [str(w) for w in response.get("warnings") or []]
+            warnings.extend(new_warnings)
+            _record_warnings(new_warnings)
             self._check_denied(webhook, response)
             patch = response.get("patch")
             if patch and current is not None:
@@ -334,6 +372,7 @@ class WebhookAdmission:
             if response is None:
                 continue
             warnings.extend(str(w) for w in response.get("warnings") or [])
+            _record_warnings([str(w) for w in response.get("warnings") or []])
             try:
                 self._check_denied(webhook, response)
             except StatusError as err:

@@ -5,7 +5,7 @@ before the HTTP server serves; ``LocalCluster.stop()`` awaits
 ``Extensions.stop()`` first. Everything attaches through the cluster's hooks:
 
 * request hooks, outermost first: the audit log, the ``/debug/`` API (only with
-  ``debug_api=True``), fault injection;
+  ``debug_api=True``), fault injection, webhook warnings on refused requests;
 * admission plugins: the API server's built-in allocation/defaulting, then the
   dynamic admission webhooks;
 * ``pod_log_provider``: the simulator's container output;
@@ -29,6 +29,7 @@ from nimctl_runtime.localcluster.admission import (
     BuiltinAdmission,
     WebhookAdmission,
     kubernetes_service,
+    warnings_hook,
 )
 from nimctl_runtime.localcluster.audit import AuditLog
 from nimctl_runtime.localcluster.catalog import ImageCatalog
@@ -210,7 +211,7 @@ async def start_extensions(cluster: Any) -> Extensions:
         builtin=builtin,
         catalog=catalog,
     )
-    cluster.request_hooks[:0] = [audit.hook, ext.debug_hook, faults.hook]
+    cluster.request_hooks[:0] = [audit.hook, ext.debug_hook, faults.hook, warnings_hook]
     cluster.admission_plugins[:0] = [builtin, webhooks]
     try:
         storage.get("v1", "Service", "kubernetes", "default")
