@@ -46,10 +46,16 @@ class Audit:
             raise StatusError(500, "InternalError", "injected fault: etcd unavailable")
         response = await handler(request)
         if info.verb in WRITE_VERBS and response.status < 300:
-            self.entries.append(
-                AuditEntry(time.monotonic(), info.user, info.verb, info.resource,
-                           info.namespace, info.name, response.status)  # fmt: skip
+            entry = AuditEntry(
+                time.monotonic(),
+                info.user,
+                info.verb,
+                info.resource,
+                info.namespace,
+                info.name,
+                response.status,
             )
+            self.entries.append(entry)
         return response
 
     def writes(self, *, user: str | None = None, resource: str | None = None) -> list[AuditEntry]:

@@ -1,0 +1,65 @@
+"""A minimal operator process for the leader-election tests: a Manager with the echo controller.
+
+Run as ``python -m tests.integration.runtime_controller.operator_proc --kubeconfig K
+--identity I [--lease-duration 2 --renew-deadline 1.5 --retry-period 0.2]``.
+It installs the manager's own SIGTERM/SIGINT handling; exit status 0 after a
+graceful stop, 1 when the Lease was lost, 2 on any other failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from nimctl_runtime.client import Client, load_config
+from nimctl_runtime.logsetup import configure_logging
+from nimctl_runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
+
+from .echo import add_echo_controller
+
+
+async def run(args: argparse.Namespace) -> int:
+    client = Client(load_config(args.kubeconfig))
+    options = ManagerOptions(
+        leader_election=True,
+        leader_election_id=args.lease,
+        leader_election_namespace="default",
+        identity=args.identity,
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
+        health_probe_bind_address=args.health,
+        graceful_shutdown_timeout=5,
+    )
+    manager = Manager(client, options)
+    add_echo_controller(manager, identity=args.identity)
+    try:
+        await manager.start()
+    except LeaderElectionLostError:
+        return 1
+    finally:
+        await client.close()
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--kubeconfig", required=True)
+    p.add_argument("--identity", required=True)
+    p.add_argument("--lease", default="echo-operator")
+    p.add_argument("--lease-duration", type=float, default=2.0)
+    p.add_argument("--renew-deadline", type=float, default=1.5)
+    p.add_argument("--retry-period", type=float, default=0.2)
+    p.add_argument("--health", default="0")
+    args = p.parse_args()
+    configure_logging("console", "info")
+    try:
+        return asyncio.run(run(args))
+    except Exception as exc:
+        print(f"operator failed: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""Two managers with Lease leader election against localcluster.
+
+Durations are short (lease 2 s, renew deadline 1.5 s, retry 0.2 s) so the
+hand-over tests stay fast; the claims are the ones the runtime makes with its
+15/10/2 s defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nimctl_runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
+
+from .conftest import Env
+from .echo import EchoReconciler, add_echo_controller, source_cm
+
+LEASE, RENEW, RETRY = 2.0, 1.5, 0.2
+REPO = Path(__file__).resolve().parents[3]
+
+
+def options(identity: str, **kw: Any) -> ManagerOptions:
+    return ManagerOptions(
+        leader_election=True,
+        leader_election_id="echo-operator",
+        leader_election_namespace="default",
+        identity=identity,
+        lease_duration=LEASE,
+        renew_deadline=RENEW,
+        retry_period=RETRY,
+        graceful_shutdown_timeout=5,
+        **kw,
+    )
+
+
+def holder(env: Env) -> str:
+    """The Lease holder, read from the server's storage (no client latency)."""
+    from nimctl_runtime.localcluster.errors import StatusError
+
+    try:
+        lease = env.cluster.storage.get(
+            "coordination.k8s.io/v1", "Lease", "echo-operator", "default"
+        )
+    except StatusError:
+        return ""
+    return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+
+async def wait_holder(env: Env, want: str, timeout: float) -> float:
+    """Seconds until the Lease names ``want`` as holder."""
+    t0 = time.monotonic()
+    async with asyncio.timeout(timeout):
+        while holder(env) != want:
+            await asyncio.sleep(0.01)
+    return time.monotonic() - t0
+
+
+class Member:
+    """One in-process manager with the echo controller, its own user and identity."""
+
+    def __init__(self, env: Env, identity: str, **kw: Any) -> None:
+        self.identity = identity
+        self.client = env.client(identity)
+        self.manager = Manager(self.client, options(identity, **kw))
+        self.rec: EchoReconciler
+        self.rec, _ = add_echo_controller(self.manager, identity=identity)
+        self.stop = asyncio.Event()
+        self.task = asyncio.create_task(self.manager.start(self.stop))
+
+    async def close(self) -> None:
+        self.stop.set()
+        try:
+            async with asyncio.timeout(15):
+                await self.task
+        except LeaderElectionLostError:
+            pass
+        finally:
+            await self.client.close()
+
+
+async def create_sources(env: Env, n: int, prefix: str = "s") -> None:
+    async with env.client() as c:
+        for i in range(n):
+            await c.create(source_cm(f"{prefix}{i}"))
+
+
+async def echoes(env: Env) -> int:
+    async with env.client() as c:
+        out = await c.list("v1", "ConfigMap", "default", label_selector="echo=copy")
+    return len(out["items"])
+
+
+async def wait_echoes(env: Env, n: int, timeout: float = 10) -> None:
+    async with asyncio.timeout(timeout):
+        while await echoes(env) < n:
+            await asyncio.sleep(0.05)
+
+
+async def test_only_the_leader_reconciles_and_a_graceful_stop_hands_over_fast(env: Env) -> None:
+    await create_sources(env, 5)
+    a = Member(env, "alice")
+    await wait_holder(env, "alice", 5)
+    b = Member(env, "bob")
+    try:
+        await wait_echoes(env, 5)
+        await asyncio.sleep(3 * RETRY)
+        assert a.rec.reconciles > 0
+        assert b.rec.reconciles == 0, "the standby must not reconcile"
+        assert not env.audit.writes(user="bob", resource="configmaps")
+        assert a.manager.is_leader() and not b.manager.is_leader()
+        # graceful stop: drain, release, hand over within 3 s
+        t0 = time.monotonic()
+        a.stop.set()
+        await a.task
+        assert await wait_holder(env, "bob", 3) + (time.monotonic() - t0) < 3.0 + 0.5
+        handover = time.monotonic() - t0
+        assert handover < 3.0
+        await create_sources(env, 2, prefix="after")
+        await wait_echoes(env, 7)
+        assert b.rec.reconciles > 0
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_leader_that_cannot_renew_stops_writing_before_its_lease_can_expire(
+    env: Env,
+) -> None:
+    await create_sources(env, 3)
+    a = Member(env, "alice")
+    await wait_holder(env, "alice", 5)
+    a.rec.delay = 0.01
+    b = Member(env, "bob")
+    await wait_echoes(env, 3)
+
+    # keep alice writing: a source that changes all the time
+    async def churn() -> None:
+        async with env.client() as c:
+            i = 0
+            while True:
+                i += 1
+                await c.patch("v1", "ConfigMap", "s0", {"data": {"n": str(i)}},
+                              namespace="default")  # fmt: skip
+                await asyncio.sleep(0.02)
+
+    churner = asyncio.create_task(churn())
+    try:
+        await asyncio.sleep(0.5)
+        env.audit.faults.add(("alice", "leases"))  # alice is cut off from the Lease only
+        with pytest.raises(LeaderElectionLostError):
+            async with asyncio.timeout(10):
+                await a.task
+        await wait_holder(env, "bob", 2 * LEASE + 2)
+        await asyncio.sleep(0.5)
+    finally:
+        churner.cancel()
+        await asyncio.gather(churner, return_exceptions=True)
+        await a.close()
+        await b.close()
+
+    lease_writes = env.audit.writes(resource="leases")
+    alice_renewals = [e.at for e in lease_writes if e.user == "alice"]
+    bob_acquired = min(e.at for e in lease_writes if e.user == "bob")
+    alice_writes = [e.at for e in env.audit.writes(user="alice", resource="configmaps")]
+    assert alice_writes, "alice was reconciling before the partition"
+    assert max(alice_writes) < max(alice_renewals) + LEASE, "wrote after its lease could expire"
+    assert max(alice_writes) < bob_acquired, "a non-holder wrote"
+    bob_writes = [e.at for e in env.audit.writes(user="bob", resource="configmaps")]
+    assert bob_writes and min(bob_writes) > bob_acquired
+
+
+def spawn(env: Env, identity: str) -> asyncio.subprocess.Process:
+    return asyncio.create_subprocess_exec(  # type: ignore[return-value]
+        sys.executable,
+        "-m",
+        "tests.integration.runtime_controller.operator_proc",
+        "--kubeconfig",
+        env.kubeconfig(identity),
+        "--identity",
+        identity,
+        "--lease-duration",
+        str(LEASE),
+        "--renew-deadline",
+        str(RENEW),
+        "--retry-period",
+        str(RETRY),
+        cwd=str(REPO),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+async def test_killed_leader_is_replaced_within_lease_plus_retry_and_sigterm_exits_0(
+    env: Env,
+) -> None:
+    await create_sources(env, 3)
+    procs: list[asyncio.subprocess.Process] = []
+    try:
+        a = await spawn(env, "proc-a")  # type: ignore[misc]
+        procs.append(a)
+        await wait_holder(env, "proc-a", 20)
+        b = await spawn(env, "proc-b")  # type: ignore[misc]
+        procs.append(b)
+        await wait_echoes(env, 3)
+        await asyncio.sleep(2)  # b is up and watching the Lease
+        # SIGKILL: no release, b must wait for the lease to expire
+        killed_at = time.monotonic()
+        a.send_signal(signal.SIGKILL)
+        await wait_holder(env, "proc-b", LEASE + RETRY + 3)
+        handover = time.monotonic() - killed_at
+        print(f"kill hand-over {handover:.2f}s")
+        assert handover <= LEASE + RETRY + 0.3, f"hand-over took {handover:.2f}s"
+        await a.wait()
+        # SIGTERM to the new leader: graceful stop, Lease released, exit 0
+        c = await spawn(env, "proc-c")  # type: ignore[misc]
+        procs.append(c)
+        await asyncio.sleep(2)
+        t0 = time.monotonic()
+        b.send_signal(signal.SIGTERM)
+        await wait_holder(env, "proc-c", 5)
+        assert time.monotonic() - t0 < 3.0
+        async with asyncio.timeout(10):
+            assert await b.wait() == 0
+    finally:
+        for p in procs:
+            if p.returncode is None:
+                p.kill()
+                await p.wait()
