@@ -1,0 +1,110 @@
+"""The generated CRDs installed in localcluster with kubectl: NVIDIA-shaped
+manifests are accepted unchanged by ``kubectl apply``, every negative row is
+rejected with NVIDIA's message at its field path, and the immutable fields refuse
+an update. (``--validate=false``: localcluster does not serve /openapi, so kubectl
+cannot run its client-side schema check; the server-side checks are the subject.)"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from api.crdgen import main as write_crds
+from api.serialize import yaml_dump_all
+from tests.conftest import Kubectl
+from tests.unit.api.negative_cases import BASES, CASES, set_path
+
+pytestmark = pytest.mark.kubectl
+
+MANIFESTS = sorted((Path(__file__).resolve().parents[2] / "unit/api/manifests").glob("*.yaml"))
+APPLY = ("apply", "--validate=false", "-f")
+
+
+async def _install_crds(kubectl: Kubectl, tmp_path: Path) -> None:
+    crd_dir = tmp_path / "crds"
+    write_crds(str(crd_dir))
+    await kubectl.run(*APPLY, str(crd_dir))
+    for _ in range(100):
+        out = await kubectl.run("api-resources", "--api-group=apps.nvidia.com", check=False)
+        if "nimservices" in out.stdout and "nimbuilds" in out.stdout:
+            return
+        await asyncio.sleep(0.1)
+    pytest.fail("the NIM CRDs were not served")
+
+
+async def test_nvidia_shaped_manifests_apply_unchanged(kubectl: Kubectl, tmp_path: Path) -> None:
+    await _install_crds(kubectl, tmp_path)
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: nim-service}\n"
+    await kubectl.run(*APPLY, "-", input=namespace)
+    for path in MANIFESTS:
+        await kubectl.run(*APPLY, str(path))
+    out = await kubectl.run("get", "nimservices,nimcaches,nimpipelines,nimbuilds", "-A",
+                            "-o", "name")
+    assert len(out.stdout.split()) == len(MANIFESTS)
+    got = await kubectl.run("get", "nimservice", "meta-llama3-8b-instruct", "-n", "nim-service",
+                            "-o", "jsonpath={.spec.expose.router.ingress.ingressClass}")
+    assert got.stdout == "nginx"
+
+
+def _error_blocks(stderr: str) -> dict[str, str]:
+    """kubectl's ``... "<name>" is invalid: ...`` error blocks, by object name."""
+    blocks: dict[str, str] = {}
+    current = ""
+    for line in stderr.splitlines():
+        match = re.search(r'"([^"]+)" is invalid', line)
+        if match:
+            current = match.group(1)
+            blocks[current] = line + "\n"
+        elif current:
+            blocks[current] += line + "\n"
+    return blocks
+
+
+async def test_invalid_manifests_are_rejected_with_nvidia_messages(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    await _install_crds(kubectl, tmp_path)
+    cases = [c for c in CASES if not c.status]
+    docs: list[dict[str, Any]] = []
+    for case in cases:
+        obj = case.manifest()
+        obj["metadata"]["name"] = case.id
+        docs.append(obj)
+    result = await kubectl.run(*APPLY, "-", input=yaml_dump_all(docs), check=False)
+    assert result.returncode != 0
+    blocks = _error_blocks(result.stderr)
+    for case in cases:
+        block = blocks.get(case.id)
+        assert block is not None, f"{case.id} was accepted:\n{result.stdout}"
+        assert f"{case.path}:" in block, f"{case.id}: no error at {case.path}:\n{block}"
+        assert case.message in block, f"{case.id}: {case.message!r} not in:\n{block}"
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "old_value", "new_value", "message"),
+    [
+        ("NIMService", "spec.draResources", [{"resourceClaimName": "a"}],
+         [{"resourceClaimName": "b"}], "spec.draResources is immutable"),
+        ("NIMCache", "spec.source.ngc.modelPuller", "nvcr.io/nim/x:1", "nvcr.io/nim/x:2",
+         "modelPuller is an immutable field. Please create a new NIMCache resource instead "
+         "when you want to change this container."),
+        ("NIMBuild", "spec.modelName", "a", "b", "spec is immutable"),
+    ],
+)
+async def test_immutable_fields_refuse_updates(
+    kubectl: Kubectl, tmp_path: Path, kind: str, path: str, old_value: Any, new_value: Any,
+    message: str,
+) -> None:
+    await _install_crds(kubectl, tmp_path)
+    obj = copy.deepcopy(BASES[kind])
+    set_path(obj, path, old_value)
+    await kubectl.run(*APPLY, "-", input=yaml_dump_all([obj]))
+    set_path(obj, path, new_value)
+    result = await kubectl.run(*APPLY, "-", input=yaml_dump_all([obj]), check=False)
+    assert result.returncode != 0
+    assert message in result.stderr
