@@ -93,6 +93,14 @@ def decode_body(raw: bytes, content_type: str) -> Any:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
+    if "protobuf" in mt:
+        raise StatusError(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json, application/yaml (localcluster does not decode protobuf; "
+            "kubectl create/run/expose send it, kubectl apply does not)",
+        )
     raise errors.unsupported_media_type(("application/json", "application/yaml"))
 
 

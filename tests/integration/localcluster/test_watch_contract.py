@@ -140,11 +140,13 @@ async def test_initial_events_end_with_bookmark(cluster: LocalCluster) -> None:
     )
     import json
 
-    async with aiohttp.ClientSession() as session:
-        async with session.get(url, headers=headers, ssl=cluster.client_ssl_context()) as resp:
-            assert resp.status == 200
-            first = json.loads(await resp.content.readline())
-            second = json.loads(await resp.content.readline())
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url, headers=headers, ssl=cluster.client_ssl_context()) as resp,
+    ):
+        assert resp.status == 200
+        first = json.loads(await resp.content.readline())
+        second = json.loads(await resp.content.readline())
     assert first["type"] == "ADDED" and first["object"]["metadata"]["name"] == "pre"
     assert second["type"] == "BOOKMARK"
     annotations = second["object"]["metadata"]["annotations"]
