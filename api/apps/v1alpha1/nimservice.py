@@ -162,8 +162,8 @@ class AttributeSelector(ApiModel):
     """Attribute name (``<driver>/`` prefix optional)."""
     op: SelectorOp = "Equal"
     """Comparison."""
-    value: AttributeSelectorValue
-    """Value to compare with."""
+    value: AttributeSelectorValue | None = None
+    """Value to compare with (the webhook requires exactly one of its fields)."""
 
 
 class CapacitySelector(ApiModel):
@@ -173,8 +173,8 @@ class CapacitySelector(ApiModel):
     """Capacity name."""
     op: SelectorOp = "Equal"
     """Comparison."""
-    value: Quantity
-    """Quantity to compare with."""
+    value: Quantity | None = None
+    """Quantity to compare with (required by the webhook)."""
 
 
 class DRADeviceSpec(ApiModel):
