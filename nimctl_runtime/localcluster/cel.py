@@ -250,10 +250,10 @@ def _errors_as_values(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _library() -> dict[str, Callable[..., Any]]:
-    return {name: _errors_as_values(fn) for name, fn in _raw_library().items()}
+    return {name: _errors_as_values(fn) for name, fn in raw_library().items()}
 
 
-def _raw_library() -> dict[str, Callable[..., Any]]:
+def raw_library() -> dict[str, Callable[..., Any]]:
     return {
         "charAt": _char_at,
         "indexOf": _index_of,
@@ -325,7 +325,7 @@ def _eval_error_text(exc: BaseException) -> str:
 
 def to_cel(value: Any, schema: Mapping[str, Any] | None = None) -> Any:
     """A decoded JSON value as celpy values, typed by ``schema`` where it says so."""
-    stype = schema.get("type") if isinstance(schema, Mapping) else None
+    stype = schema.get("type") if isinstance(schema, dict) else None
     if value is None:
         return None
     if isinstance(value, bool):
@@ -338,18 +338,18 @@ def to_cel(value: Any, schema: Mapping[str, Any] | None = None) -> Any:
         return ct.DoubleType(value)
     if isinstance(value, str):
         return ct.StringType(value)
-    if isinstance(value, Mapping):
-        props = schema.get("properties") if isinstance(schema, Mapping) else None
-        additional = schema.get("additionalProperties") if isinstance(schema, Mapping) else None
+    if isinstance(value, dict):
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        additional = schema.get("additionalProperties") if isinstance(schema, dict) else None
         out: dict[Any, Any] = {}
         for key, child in value.items():
-            sub = props.get(key) if isinstance(props, Mapping) else None
-            if sub is None and isinstance(additional, Mapping):
+            sub = props.get(key) if isinstance(props, dict) else None
+            if sub is None and isinstance(additional, dict):
                 sub = additional
             out[ct.StringType(key)] = to_cel(child, sub)
         return ct.MapType(out)
     if isinstance(value, list | tuple):
-        items = schema.get("items") if isinstance(schema, Mapping) else None
+        items = schema.get("items") if isinstance(schema, dict) else None
         return ct.ListType([to_cel(v, items) for v in value])
     return ct.StringType(str(value))
 
@@ -374,6 +374,7 @@ def from_cel(value: Any) -> Any:
 # --------------------------------------------------------------------------- walking
 
 
+@functools.lru_cache(maxsize=2048)
 def is_transition_rule(rule: str) -> bool:
     """True when the rule refers to ``oldSelf``."""
     return bool(_OLD_SELF_RE.search(rule))
@@ -401,24 +402,24 @@ def _walk(
     causes: list[Cause],
     is_root: bool = False,
 ) -> None:
-    if not isinstance(schema, Mapping) or value is None:
+    if not isinstance(schema, dict) or value is None:
         return
     rules = schema.get("x-kubernetes-validations")
     if isinstance(rules, list) and rules:
         _run_rules(
             schema, rules, value, old, has_old=has_old, path=path, causes=causes, is_root=is_root
         )
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         props = schema.get("properties")
-        props = props if isinstance(props, Mapping) else {}
+        props = props if isinstance(props, dict) else {}
         additional = schema.get("additionalProperties")
-        old_map = old if has_old and isinstance(old, Mapping) else None
+        old_map = old if has_old and isinstance(old, dict) else None
         for key, child in value.items():
             if is_root and key == "metadata":
                 continue
             sub = props.get(key)
-            if not isinstance(sub, Mapping):
-                sub = additional if isinstance(additional, Mapping) else None
+            if not isinstance(sub, dict):
+                sub = additional if isinstance(additional, dict) else None
             if sub is None:
                 continue
             child_has_old = old_map is not None and key in old_map
@@ -432,7 +433,7 @@ def _walk(
             )
     elif isinstance(value, list):
         items = schema.get("items")
-        if not isinstance(items, Mapping):
+        if not isinstance(items, dict):
             return
         old_by_key: dict[str, Any] = {}
         keys = schema.get("x-kubernetes-list-map-keys") or []
@@ -444,14 +445,14 @@ def _walk(
         )
         if correlate:
             for old_item in old:
-                if isinstance(old_item, Mapping):
+                if isinstance(old_item, dict):
                     key_obj = map_list_key(old_item, keys, items)
                     if key_obj is not None:
                         old_by_key[repr(sorted(key_obj.items()))] = old_item
         for i, item in enumerate(value):
             old_item = None
             item_has_old = False
-            if correlate and isinstance(item, Mapping):
+            if correlate and isinstance(item, dict):
                 key_obj = map_list_key(item, keys, items)
                 if key_obj is not None:
                     marker = repr(sorted(key_obj.items()))
@@ -470,7 +471,7 @@ def _walk(
 
 def _root_view(value: Any) -> Any:
     """At the root, CEL sees only metadata.name and metadata.generateName."""
-    if not isinstance(value, Mapping) or not isinstance(value.get("metadata"), Mapping):
+    if not isinstance(value, dict) or not isinstance(value.get("metadata"), Mapping):
         return value
     view = dict(value)
     meta = value["metadata"]
@@ -493,25 +494,25 @@ def _normalize(value: Any, schema: Any) -> Any:
     Its canonical JSON text then identifies the CEL value exactly, which lets
     rule results be memoised.
     """
-    stype = schema.get("type") if isinstance(schema, Mapping) else None
+    stype = schema.get("type") if isinstance(schema, dict) else None
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
         return float(value) if stype == "number" else value
     if isinstance(value, float):
         return int(value) if stype == "integer" and value.is_integer() else value
-    if isinstance(value, Mapping):
-        props = schema.get("properties") if isinstance(schema, Mapping) else None
-        additional = schema.get("additionalProperties") if isinstance(schema, Mapping) else None
+    if isinstance(value, dict):
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        additional = schema.get("additionalProperties") if isinstance(schema, dict) else None
         out: dict[str, Any] = {}
         for key, child in value.items():
-            sub = props.get(key) if isinstance(props, Mapping) else None
-            if sub is None and isinstance(additional, Mapping):
+            sub = props.get(key) if isinstance(props, dict) else None
+            if sub is None and isinstance(additional, dict):
                 sub = additional
             out[str(key)] = _normalize(child, sub)
         return out
     if isinstance(value, list | tuple):
-        items = schema.get("items") if isinstance(schema, Mapping) else None
+        items = schema.get("items") if isinstance(schema, dict) else None
         return [_normalize(v, items) for v in value]
     return str(value)
 
@@ -552,7 +553,25 @@ def _evaluate_memo(
 def _evaluate_plain(
     expr: str, self_key: str, old_key: str | None, old_mode: int
 ) -> tuple[bool, Any]:
-    """(True, plain result) or (False, error text); pure, hence memoisable."""
+    """(True, plain result) or (False, error text); pure, hence memoisable.
+
+    The compiled fast path answers when it can; errors and expressions it does
+    not cover go to celpy, the reference evaluator.
+    """
+    from nimctl_runtime.localcluster.cel_compile import EvalFailure, Optional_, compile_fast
+
+    fast = compile_fast(expr)
+    if fast is not None:
+        env: dict[str, Any] = {"self": json.loads(self_key)}
+        if old_mode == _OLD_PLAIN:
+            env["oldSelf"] = json.loads(old_key) if old_key is not None else None
+        elif old_mode == _OLD_OPTIONAL:
+            inner = json.loads(old_key) if old_key is not None else None
+            env["oldSelf"] = Optional_(old_key is not None, inner)
+        try:
+            return True, fast(env)
+        except EvalFailure:
+            pass
     try:
         result = evaluate(expr, _activation(self_key, old_key, old_mode))
     except CELError as exc:
@@ -582,7 +601,7 @@ def _run_rules(
     old_key = _value_key(_root_view(old) if is_root else old, schema) if has_old else None
     type_name = _schema_type_name(schema)
     for index, spec in enumerate(rules):
-        if not isinstance(spec, Mapping) or not isinstance(spec.get("rule"), str):
+        if not isinstance(spec, dict) or not isinstance(spec.get("rule"), str):
             continue
         rule: str = spec["rule"]
         old_mode = _OLD_NONE
@@ -688,13 +707,13 @@ def check_rules(schema: Mapping[str, Any], *, root: str = "openAPIV3Schema") -> 
 
 
 def _check(schema: Any, path: str, errors: list[str]) -> None:
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, dict):
         return
     rules = schema.get("x-kubernetes-validations")
     if isinstance(rules, list):
         for i, spec in enumerate(rules):
             where = f"{path}.x-kubernetes-validations[{i}]"
-            if not isinstance(spec, Mapping) or not isinstance(spec.get("rule"), str):
+            if not isinstance(spec, dict) or not isinstance(spec.get("rule"), str):
                 errors.append(f"{where}.rule: Required value")
                 continue
             for key in ("rule", "messageExpression"):
@@ -723,7 +742,7 @@ def _check(schema: Any, path: str, errors: list[str]) -> None:
                     '"FieldValueRequired"'
                 )
     props = schema.get("properties")
-    if isinstance(props, Mapping):
+    if isinstance(props, dict):
         for key, sub in props.items():
             _check(sub, f"{path}.properties[{key}]", errors)
     _check(schema.get("items"), f"{path}.items", errors)

@@ -97,7 +97,7 @@ def _go_inner(value: Any) -> str:
         return _go_float(value)
     if isinstance(value, str):
         return go_quote(value)
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         inner = ", ".join(f"{go_quote(str(k))}:{_go_inner(value[k])}" for k in sorted(value))
         return "map[string]interface {}{" + inner + "}"
     if isinstance(value, list | tuple):
@@ -217,7 +217,7 @@ def json_type_name(value: Any) -> str:
         return "integer" if value.is_integer() else "number"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return "object"
     if isinstance(value, list):
         return "array"
@@ -327,7 +327,7 @@ def validate(schema: Mapping[str, Any], obj: Any, *, root: str = "") -> list[Cau
 def _validate_node(
     schema: Mapping[str, Any], value: Any, path: str, causes: list[Cause], *, is_root: bool = False
 ) -> None:
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, dict):
         return
     if value is None:
         if schema.get("nullable"):
@@ -370,15 +370,13 @@ def _validate_node(
         _validate_number(schema, value, path, causes)
     elif isinstance(value, list):
         _validate_array(schema, value, path, causes)
-    elif isinstance(value, Mapping):
+    elif isinstance(value, dict):
         _validate_object(schema, value, path, causes, is_root=is_root)
     # ---- junctors (value validations only, as structural schemas allow)
     _validate_junctors(schema, value, path, causes)
 
 
-def _validate_string(
-    schema: Mapping[str, Any], value: str, path: str, causes: list[Cause]
-) -> None:
+def _validate_string(schema: Mapping[str, Any], value: str, path: str, causes: list[Cause]) -> None:
     length = len(value)
     max_length = schema.get("maxLength")
     if isinstance(max_length, int) and length > max_length:
@@ -462,7 +460,7 @@ def _json_equal(a: Any, b: Any) -> bool:
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, int | float) and isinstance(b, int | float):
         return a == b
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
+    if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
@@ -492,7 +490,7 @@ def _validate_array(
                 break
             seen.add(key)
     items = schema.get("items")
-    if isinstance(items, Mapping):
+    if isinstance(items, dict):
         for i, item in enumerate(value):
             _validate_node(items, item, index_path(path, i), causes)
     _validate_list_type(schema, value, path, causes)
@@ -514,7 +512,7 @@ def _validate_list_type(
         item_schema = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
         seen_keys: set[str] = set()
         for i, item in enumerate(value):
-            if not isinstance(item, Mapping):
+            if not isinstance(item, dict):
                 continue
             key_obj = map_list_key(item, keys, item_schema)
             if key_obj is None:
@@ -535,8 +533,8 @@ def map_list_key(
         if key in item:
             key_obj[key] = item[key]
         else:
-            prop = props.get(key) if isinstance(props, Mapping) else None
-            if isinstance(prop, Mapping) and "default" in prop:
+            prop = props.get(key) if isinstance(props, dict) else None
+            if isinstance(prop, dict) and "default" in prop:
                 key_obj[key] = prop["default"]
             else:
                 return None
@@ -557,22 +555,20 @@ def _validate_object(
         causes.append(too_many(path, len(value), max_props))
     min_props = schema.get("minProperties")
     if isinstance(min_props, int) and len(value) < min_props:
-        causes.append(
-            invalid(path, value, f"{where} should have at least {min_props} properties")
-        )
+        causes.append(invalid(path, value, f"{where} should have at least {min_props} properties"))
     for name in schema.get("required") or []:
         if name not in value:
             causes.append(required(child_path(path, name)))
     props = schema.get("properties")
-    props = props if isinstance(props, Mapping) else {}
+    props = props if isinstance(props, dict) else {}
     additional = schema.get("additionalProperties")
     for key, child in value.items():
         if is_root and key == "metadata":
             continue
         sub = props.get(key)
-        if isinstance(sub, Mapping):
+        if isinstance(sub, dict):
             _validate_node(sub, child, child_path(path, key), causes)
-        elif isinstance(additional, Mapping):
+        elif isinstance(additional, dict):
             _validate_node(additional, child, child_path(path, key), causes)
     if schema.get("x-kubernetes-embedded-resource"):
         _validate_embedded(value, path, causes)
@@ -584,7 +580,7 @@ def _validate_embedded(value: Mapping[str, Any], path: str, causes: list[Cause])
         if got is None or got == "":
             causes.append(required(child_path(path, name), "must not be empty"))
     meta = value.get("metadata")
-    if meta is not None and not isinstance(meta, Mapping):
+    if meta is not None and not isinstance(meta, dict):
         causes.append(
             type_invalid(
                 child_path(path, "metadata"),
@@ -600,7 +596,7 @@ def _validate_junctors(
 ) -> None:
     where = f"{_body_path(path)} in body"
     for sub in schema.get("allOf") or []:
-        if isinstance(sub, Mapping):
+        if isinstance(sub, dict):
             _validate_node(sub, value, path, causes)
     any_of = schema.get("anyOf")
     if (
@@ -618,12 +614,12 @@ def _validate_junctors(
                 invalid(path, value, f"{where} must validate one and only one schema (oneOf)")
             )
     not_schema = schema.get("not")
-    if isinstance(not_schema, Mapping) and _passes(not_schema, value, path):
+    if isinstance(not_schema, dict) and _passes(not_schema, value, path):
         causes.append(invalid(path, value, f"{where} must not validate the schema (not)"))
 
 
 def _passes(schema: Any, value: Any, path: str) -> bool:
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, dict):
         return True
     trial: list[Cause] = []
     _validate_node(schema, value, path, trial)
@@ -646,13 +642,13 @@ def apply_defaults(schema: Mapping[str, Any], obj: Any) -> Any:
 
 
 def _default_node(schema: Mapping[str, Any], value: Any) -> None:
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, dict):
         return
     if isinstance(value, dict):
         props = schema.get("properties")
-        if isinstance(props, Mapping):
+        if isinstance(props, dict):
             for key, prop in props.items():
-                if not isinstance(prop, Mapping):
+                if not isinstance(prop, dict):
                     continue
                 present = key in value
                 if present and value[key] is None and not prop.get("nullable"):
@@ -664,11 +660,11 @@ def _default_node(schema: Mapping[str, Any], value: Any) -> None:
                     value[key] = copy.deepcopy(prop["default"])
             for key, child in value.items():
                 prop = props.get(key)
-                if isinstance(prop, Mapping):
+                if isinstance(prop, dict):
                     _default_node(prop, child)
         additional = schema.get("additionalProperties")
-        if isinstance(additional, Mapping):
-            declared = props if isinstance(props, Mapping) else {}
+        if isinstance(additional, dict):
+            declared = props if isinstance(props, dict) else {}
             for key in list(value):
                 if key in declared:
                     continue
@@ -680,7 +676,7 @@ def _default_node(schema: Mapping[str, Any], value: Any) -> None:
                 _default_node(additional, value[key])
     elif isinstance(value, list):
         items = schema.get("items")
-        if isinstance(items, Mapping):
+        if isinstance(items, dict):
             for i, item in enumerate(value):
                 if item is None and not items.get("nullable") and "default" in items:
                     value[i] = copy.deepcopy(items["default"])
@@ -727,12 +723,12 @@ _OBJECT_META_FIELDS = frozenset(
 def _prune_node(
     schema: Any, value: Any, path: str, pruned: list[str], *, is_root: bool = False
 ) -> None:
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, dict):
         return
     if isinstance(value, dict):
         embedded = is_root or bool(schema.get("x-kubernetes-embedded-resource"))
         props = schema.get("properties")
-        props = props if isinstance(props, Mapping) else {}
+        props = props if isinstance(props, dict) else {}
         additional = schema.get("additionalProperties")
         preserve = _preserves_unknown(schema) or additional is True
         for key in list(value):
@@ -748,16 +744,16 @@ def _prune_node(
                     _prune_node(props[key], value[key], child, pruned)
                 continue
             sub = props.get(key)
-            if isinstance(sub, Mapping):
+            if isinstance(sub, dict):
                 _prune_node(sub, value[key], child, pruned)
-            elif isinstance(additional, Mapping):
+            elif isinstance(additional, dict):
                 _prune_node(additional, value[key], child, pruned)
             elif not preserve:
                 del value[key]
                 pruned.append(child)
     elif isinstance(value, list):
         items = schema.get("items")
-        if isinstance(items, Mapping):
+        if isinstance(items, dict):
             for i, item in enumerate(value):
                 _prune_node(items, item, index_path(path, i), pruned)
 
@@ -777,7 +773,7 @@ def validate_custom_resource(
     from nimctl_runtime.localcluster import cel
 
     schema = version_schema.get("openAPIV3Schema", version_schema)
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, dict):
         return []
     causes = validate(schema, obj)
     causes.extend(_validate_metadata(schema, obj))
@@ -800,17 +796,17 @@ def validate_custom_resource(
 def _validate_metadata(schema: Mapping[str, Any], obj: Mapping[str, Any]) -> list[Cause]:
     """Root ``metadata.name``/``generateName`` restrictions from the schema."""
     props = schema.get("properties")
-    meta_schema = props.get("metadata") if isinstance(props, Mapping) else None
+    meta_schema = props.get("metadata") if isinstance(props, dict) else None
     meta = obj.get("metadata")
-    if not isinstance(meta_schema, Mapping) or not isinstance(meta, Mapping):
+    if not isinstance(meta_schema, dict) or not isinstance(meta, dict):
         return []
     meta_props = meta_schema.get("properties")
-    if not isinstance(meta_props, Mapping):
+    if not isinstance(meta_props, dict):
         return []
     causes: list[Cause] = []
     for key in ("name", "generateName"):
         sub = meta_props.get(key)
-        if isinstance(sub, Mapping) and key in meta:
+        if isinstance(sub, dict) and key in meta:
             _validate_node(sub, meta[key], f"metadata.{key}", causes)
     return causes
 
@@ -828,7 +824,7 @@ def check_structural(schema: Mapping[str, Any], *, root: str = "openAPIV3Schema"
     causes: :func:`crd_schema_causes`).
     """
     errors: list[str] = []
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, dict):
         return [f"{root}: Required value: must be an object"]
     _check_node(schema, root, errors, is_root=True, in_junctor=False)
     return errors
@@ -854,7 +850,7 @@ def crd_schema_causes(
     from nimctl_runtime.localcluster import cel
 
     problems = check_structural(schema, root=root)
-    if isinstance(schema, Mapping):
+    if isinstance(schema, dict):
         problems.extend(cel.check_rules(schema, root=root))
     causes: list[Cause] = []
     for problem in problems:
@@ -916,9 +912,7 @@ def _check_node(
     if stype == "array" and not isinstance(schema.get("items"), Mapping) and not in_junctor:
         errors.append(f"{path}.items: Required value: must be specified")
     if int_or_string and stype not in (None, ""):
-        errors.append(
-            f"{path}.type: Forbidden: must be empty for x-kubernetes-int-or-string"
-        )
+        errors.append(f"{path}.type: Forbidden: must be empty for x-kubernetes-int-or-string")
     if schema.get("x-kubernetes-embedded-resource"):
         if stype != "object":
             errors.append(
@@ -945,7 +939,7 @@ def _check_node(
                 "x-kubernetes-list-type is map"
             )
         items = schema.get("items")
-        if isinstance(items, Mapping):
+        if isinstance(items, dict):
             item_props = items.get("properties") or {}
             for key in keys or []:
                 if key not in item_props:
@@ -955,7 +949,7 @@ def _check_node(
                     )
     if is_root and isinstance(schema.get("properties"), Mapping):
         meta = schema["properties"].get("metadata")
-        if isinstance(meta, Mapping):
+        if isinstance(meta, dict):
             extra = set(meta) - {"type", "properties", "description"}
             meta_props = meta.get("properties") or {}
             extra_props = set(meta_props) - {"name", "generateName"}
@@ -965,26 +959,26 @@ def _check_node(
                     "than name and generateName, but metadata is implicitly specified"
                 )
     props = schema.get("properties")
-    if isinstance(props, Mapping):
+    if isinstance(props, dict):
         for key, sub in props.items():
             if is_root and key == "metadata":
                 continue
-            if isinstance(sub, Mapping):
+            if isinstance(sub, dict):
                 _check_node(sub, f"{path}.properties[{key}]", errors, in_junctor=in_junctor)
     items = schema.get("items")
-    if isinstance(items, Mapping):
+    if isinstance(items, dict):
         _check_node(items, f"{path}.items", errors, in_junctor=in_junctor)
     additional = schema.get("additionalProperties")
-    if isinstance(additional, Mapping):
+    if isinstance(additional, dict):
         _check_node(additional, f"{path}.additionalProperties", errors, in_junctor=in_junctor)
     for junctor in ("allOf", "anyOf", "oneOf"):
         subs = schema.get(junctor)
         if isinstance(subs, list):
             for i, sub in enumerate(subs):
-                if isinstance(sub, Mapping):
+                if isinstance(sub, dict):
                     if int_or_string and junctor == "anyOf":
                         continue
                     _check_node(sub, f"{path}.{junctor}[{i}]", errors, in_junctor=True)
     not_schema = schema.get("not")
-    if isinstance(not_schema, Mapping):
+    if isinstance(not_schema, dict):
         _check_node(not_schema, f"{path}.not", errors, in_junctor=True)
