@@ -17,6 +17,7 @@ import pytest_asyncio
 
 from nimctl_runtime.cli import DEMO_NAME, apply_objects, demo_objects
 from nimctl_runtime.client import Client, NotFound
+from nimctl_runtime.localcluster.extensions import extensions_of
 from tests.integration.controllers.harness import (
     API,
     Operator,
@@ -28,6 +29,8 @@ from tests.integration.controllers.harness import (
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+OPERATOR_USER = "nimctl-operator"
 
 GATEWAY_CRDS = [
     ("httproutes", "HTTPRoute"),
@@ -77,7 +80,7 @@ async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
         await wait_for(
             lambda: admin.mapper.rest_mapping("gateway.networking.k8s.io/v1", "HTTPRoute")
         )
-        kubeconfig = cluster.write_kubeconfig(tmp / "operator.kubeconfig", user="nimctl-operator")
+        kubeconfig = cluster.write_kubeconfig(tmp / "operator.kubeconfig", user=OPERATOR_USER)
         operator = await start_operator(kubeconfig)
         try:
             yield Env(cluster, admin, operator)
@@ -117,6 +120,11 @@ async def test_nimcache_then_nimservice_become_ready(env: Env) -> None:
     await asyncio.sleep(0.2)
     await apply_objects(env.admin, objects_in(ns))
     cache = await _ready(env.admin, "NIMCache", ns)
+
+    async def watched_ready() -> bool:
+        return bool(states) and states[-1] == "Ready"
+
+    await wait_for(watched_ready, timeout=10)
     watcher.cancel()
     assert states[0] == "PVC-Created" and "Started" in states and states[-1] == "Ready"
     assert cache["status"]["pvc"] == f"{DEMO_NAME}-pvc"
@@ -155,8 +163,18 @@ async def test_spec_edit_updates_deployment_once_and_idle_reconciles_write_nothi
         {"metadata": {"annotations": {"example.com/touched": "yes"}}},
         namespace=ns,
     )
+    audit = extensions_of(env.cluster).audit
+    seq_before = max((r.seq for r in audit.records()), default=0)
     assert await quiet(env.operator.client, 1.5) == []
     assert len(env.operator.client.object_writes()) == writes_before
+    operator_writes = [
+        r.call
+        for r in audit.records(user=OPERATOR_USER)
+        if r.seq > seq_before
+        and r.verb in ("create", "update", "patch", "delete")
+        and r.resource != "events"
+    ]
+    assert operator_writes == [], "the audit log shows the operator wrote during an idle reconcile"
 
     await env.admin.patch(
         API,
@@ -263,3 +281,27 @@ async def test_deleting_nimservice_removes_what_it_owned(env: Env) -> None:
 
     await wait_for(all_gone, timeout=30)
     assert await get_state(env.admin, "NIMCache", DEMO_NAME, ns) == "Ready"
+
+
+async def test_failing_cache_job_gives_nimcache_failed(env: Env) -> None:
+    ns = "t-jobfail"
+    image = "nvcr.io/nim/example/broken-model"
+    extensions_of(env.cluster).catalog.set(
+        f"{image}*", logs="ERROR download failed\n", exit_code=1, command="download-to-cache"
+    )
+    cache = next(o for o in demo_objects(ns) if o["kind"] == "NIMCache")
+    cache["spec"]["source"]["ngc"]["modelPuller"] = f"{image}:1.0"
+    await apply_objects(env.admin, [o for o in demo_objects(ns) if o["kind"] != "NIMCache"][:3])
+    await apply_objects(env.admin, [cache])
+
+    async def failed() -> dict[str, Any] | None:
+        obj = await env.admin.get(API, "NIMCache", DEMO_NAME, ns)
+        return obj if (obj.get("status") or {}).get("state") == "Failed" else None
+
+    obj = await wait_for(failed, timeout=90)
+    cond = next(c for c in obj["status"]["conditions"] if c["type"] == "NIM_CACHE_JOB_COMPLETED")
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "False",
+        "JobFailed",
+        "The Job to cache NIM has failed",
+    )
