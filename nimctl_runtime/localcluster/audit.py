@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import json
 from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -69,6 +70,20 @@ class AuditRecord:
     def call(self) -> tuple[str, str, str, str, str]:
         """``(verb, resource, subresource, namespace, name)``: handy for exact comparisons."""
         return (self.verb, self.resource, self.subresource, self.namespace, self.name)
+
+
+def _created_name(response: web.StreamResponse) -> str:
+    """The name of the object a create returned (kube-apiserver's audit objectRef.name)."""
+    body = getattr(response, "body", None)
+    if not isinstance(body, bytes | bytearray):
+        return ""
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return ""
+    if not isinstance(obj, dict):
+        return ""
+    return str((obj.get("metadata") or {}).get("name", ""))
 
 
 class AuditLog:
@@ -149,4 +164,6 @@ class AuditLog:
             rec.code = 500
             raise
         rec.code = response.status
+        if rec.verb == "create" and not rec.name and response.status < 300:
+            rec.name = _created_name(response)
         return response
