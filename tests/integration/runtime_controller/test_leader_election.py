@@ -217,7 +217,8 @@ async def test_killed_leader_is_replaced_within_lease_plus_retry_and_sigterm_exi
         await wait_holder(env, "proc-b", LEASE + RETRY + 3)
         handover = time.monotonic() - killed_at
         print(f"kill hand-over {handover:.2f}s")
-        assert handover <= LEASE + RETRY + 0.3, f"hand-over took {handover:.2f}s"
+        # lease + retry, plus scheduling slack: three processes share 2 CPUs in CI
+        assert handover <= LEASE + RETRY + 0.5, f"hand-over took {handover:.2f}s"
         await a.wait()
         # SIGTERM to the new leader: graceful stop, Lease released, exit 0
         c = await spawn(env, "proc-c")  # type: ignore[misc]
