@@ -53,13 +53,15 @@ async def test_audit_log_records_a_scripted_sequence(
     assert [r.code for r in ext.audit.records(user="script")] == [201, 200, 200, 200, 200, 404]
     assert ext.audit.calls(user="admin")[-1] == ("list", "namespaces", "", "", "")
 
-    async with aiohttp.ClientSession() as session:
-        async with session.get(
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
             f"{cluster.url}/debug/audit?user=script&verb=patch",
             headers={"Authorization": f"Bearer {cluster.token_for('admin')}"},
             ssl=cluster.client_ssl_context(),
-        ) as resp:
-            items = (await resp.json())["items"]
+        ) as resp,
+    ):
+        items = (await resp.json())["items"]
     assert [(i["verb"], i["resource"], i["name"], i["code"], i["user"]) for i in items] == [
         ("patch", "configmaps", "settings", 200, "script")
     ]
