@@ -1,0 +1,1 @@
+"""End-to-end CRD schema, CEL and patch behaviour through the localcluster HTTP server."""
