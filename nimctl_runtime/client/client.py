@@ -600,54 +600,77 @@ class Client:
         self, path: str, params: Mapping[str, str]
     ) -> AsyncIterator[WatchEvent]:
         session = await self._get_session()
-        if self._limiter is not None:
-            await self._limiter.acquire()
-        headers = await self._headers()
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=10.0, sock_read=self.config.watch_idle_timeout
         )
-        started = time.monotonic()
-        try:
-            async with session.get(
-                self.config.host + path,
-                params=dict(params),
-                headers=headers,
-                timeout=timeout,
-                server_hostname=self.config.tls_server_name,
-            ) as resp:
-                self._observe("WATCH", resp.status, time.monotonic() - started)
-                if resp.status != 200:
-                    payload = await resp.read()
-                    raise self._error(
-                        resp.status, payload, _retry_after(resp.headers), "WATCH", path
-                    )
-                while True:
-                    try:
-                        line = await resp.content.readline()
-                    except (TimeoutError, aiohttp.ClientPayloadError, aiohttp.ClientOSError):
+        attempt = 0
+        while True:
+            attempt += 1
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            headers = await self._headers()
+            started = time.monotonic()
+            retry_delay: float | None = None
+            try:
+                async with session.get(
+                    self.config.host + path,
+                    params=dict(params),
+                    headers=headers,
+                    timeout=timeout,
+                    server_hostname=self.config.tls_server_name,
+                ) as resp:
+                    self._observe("WATCH", resp.status, time.monotonic() - started)
+                    if resp.status != 200:
+                        payload = await resp.read()
+                        retry_after = _retry_after(resp.headers)
+                        # Like client-go's Request.Watch: a 429/5xx that carries
+                        # Retry-After is retried here; anything else is the caller's.
+                        if (
+                            retry_after is not None
+                            and is_retriable_status(resp.status)
+                            and attempt <= self.max_retries
+                        ):
+                            retry_delay = retry_after
+                        else:
+                            raise self._error(resp.status, payload, retry_after, "WATCH", path)
+                    else:
+                        async for event in self._read_events(resp):
+                            yield event
                         return
-                    if not line:
-                        return
-                    line = line.strip()
-                    if not line:
-                        continue
-                    raw = json.loads(line)
-                    event_type = str(raw.get("type", ""))
-                    obj = raw.get("object")
-                    if not isinstance(obj, dict):
-                        continue
-                    if event_type == "ERROR":
-                        raise from_status(int(obj.get("code") or 500), obj)
-                    yield WatchEvent(event_type, obj)
-        except (TimeoutError, aiohttp.ServerTimeoutError) as err:
-            self._observe("WATCH", "<error>", time.monotonic() - started)
-            raise ServerTimeout(504, "Timeout", f"WATCH {path}: no response headers") from err
-        except aiohttp.ClientConnectorError as err:
-            self._observe("WATCH", "<error>", time.monotonic() - started)
-            raise ApiConnectionError(
-                0, "ConnectionFailed", f"WATCH {self.config.host}{path}: {err}"
-            ) from err
-        except aiohttp.ClientError as err:
-            raise ApiConnectionError(
-                0, "ConnectionFailed", f"WATCH {self.config.host}{path}: {err}"
-            ) from err
+            except (TimeoutError, aiohttp.ServerTimeoutError) as err:
+                self._observe("WATCH", "<error>", time.monotonic() - started)
+                raise ServerTimeout(504, "Timeout", f"WATCH {path}: no response headers") from err
+            except aiohttp.ClientConnectorError as err:
+                self._observe("WATCH", "<error>", time.monotonic() - started)
+                raise ApiConnectionError(
+                    0, "ConnectionFailed", f"WATCH {self.config.host}{path}: {err}"
+                ) from err
+            except aiohttp.ClientError as err:
+                raise ApiConnectionError(
+                    0, "ConnectionFailed", f"WATCH {self.config.host}{path}: {err}"
+                ) from err
+            if retry_delay is None:
+                return
+            await asyncio.sleep(min(retry_delay, 60.0))
+
+    @staticmethod
+    async def _read_events(resp: aiohttp.ClientResponse) -> AsyncIterator[WatchEvent]:
+        """Decode newline-delimited watch events until the stream ends or goes idle."""
+        while True:
+            try:
+                line = await resp.content.readline()
+            except (TimeoutError, aiohttp.ClientPayloadError, aiohttp.ClientOSError):
+                return
+            if not line:
+                return
+            line = line.strip()
+            if not line:
+                continue
+            raw = json.loads(line)
+            event_type = str(raw.get("type", ""))
+            obj = raw.get("object")
+            if not isinstance(obj, dict):
+                continue
+            if event_type == "ERROR":
+                raise from_status(int(obj.get("code") or 500), obj)
+            yield WatchEvent(event_type, obj)
