@@ -24,6 +24,7 @@ Conventions, so every kind is declared the same way:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
@@ -253,6 +254,28 @@ def _field_rules(model: type[BaseModel]) -> list[tuple[str, str, list[Rule]]]:
     return out
 
 
+_SELF_REF = re.compile(r"\bself\b(\.([A-Za-z_][A-Za-z0-9_]*))?")
+
+
+def _referenced_fields(rule: Rule) -> frozenset[str] | None:
+    """Top-level fields of ``self`` a rule reads, or None when it reads ``self`` whole."""
+    names: set[str] = set()
+    for match in _SELF_REF.finditer(rule.rule):
+        if match.group(2) is None:
+            return None
+        names.add(match.group(2))
+    return frozenset(names)
+
+
+def _narrow(rule: Rule, value: Any) -> Any:
+    """Only the parts of ``value`` the rule reads (converting big subtrees such as an
+    affinity to CEL values is the expensive part of an evaluation)."""
+    fields = _referenced_fields(rule)
+    if fields is None or not isinstance(value, dict):
+        return value
+    return {k: v for k, v in value.items() if k in fields}
+
+
 def _evaluate(program: Any, self_value: Any, old_value: Any = None) -> bool:
     activation: dict[str, Any] = {"self": json_to_cel(self_value)}
     if old_value is not None:
@@ -298,7 +321,7 @@ class ApiModel(BaseModel):
         if self._programs:
             value = to_kubernetes(self)
             for rule, program in self._programs:
-                if not _evaluate(program, value):
+                if not _evaluate(program, _narrow(rule, value)):
                     raise ValueError(rule.message)
         for name, programs in self._field_programs:
             if not programs or name not in self.model_fields_set:
@@ -308,7 +331,7 @@ class ApiModel(BaseModel):
                 continue
             value = _to_json(current)
             for rule, program in programs:
-                if not _evaluate(program, value):
+                if not _evaluate(program, _narrow(rule, value)):
                     raise ValueError(f"{self._json_name(name)}: {rule.message}")
         return self
 
