@@ -157,6 +157,10 @@ class Simulator:
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._node_ordinals: dict[str, int] = {}
+        # Incremental indexes so scheduling stays O(nodes) rather than O(pods).
+        self._pods_on_node: dict[str, dict[tuple[str, str], Obj]] = {}
+        self._pod_node: dict[tuple[str, str], str] = {}
+        self._unbound: set[tuple[str, str]] = set()
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -170,7 +174,10 @@ class Simulator:
                 continue
             with contextlib.suppress(StatusError):
                 for obj in self.storage.list(api_version, kind):
+                    obj.setdefault("kind", kind)
                     self.view.put(obj)
+                    if kind == "Pod":
+                        self._index_pod(obj, deleted=False)
                     self._enqueue((kind, namespace_of(obj), name_of(obj)))
         stamp = rfc3339(self.clock.wall())
         for index, node in enumerate(build_nodes(self.profile)):
@@ -266,9 +273,12 @@ class Simulator:
             self.view.remove(obj)
             if kind == "Pod":
                 self._plans.pop(uid_of(obj), None)
+                self._index_pod(obj, deleted=True)
                 self._enqueue_pending_pods()
         elif event.type in ("ADDED", "MODIFIED"):
             self.view.put(obj)
+            if kind == "Pod":
+                self._index_pod(obj, deleted=False)
         else:
             return
         namespace, name = namespace_of(obj), name_of(obj)
@@ -298,10 +308,26 @@ class Simulator:
                 if target.get("kind") == kind and target.get("name") == name:
                     self._enqueue(("HorizontalPodAutoscaler", namespace, name_of(hpa)))
 
+    def _index_pod(self, pod: Obj, *, deleted: bool) -> None:
+        key = (namespace_of(pod), name_of(pod))
+        previous = self._pod_node.pop(key, None)
+        if previous is not None:
+            on_node = self._pods_on_node.get(previous)
+            if on_node is not None:
+                on_node.pop(key, None)
+        self._unbound.discard(key)
+        if deleted:
+            return
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            self._unbound.add(key)
+        elif not is_deleting(pod):
+            self._pod_node[key] = str(node)
+            self._pods_on_node.setdefault(str(node), {})[key] = pod
+
     def _enqueue_pending_pods(self) -> None:
-        for pod in self.view.list("Pod"):
-            if not (pod.get("spec") or {}).get("nodeName"):
-                self._enqueue(("Pod", namespace_of(pod), name_of(pod)))
+        for namespace, name in sorted(self._unbound):
+            self._enqueue(("Pod", namespace, name))
 
     def _enqueue(self, key: Key) -> None:
         if key not in self._queued:
@@ -449,11 +475,7 @@ class Simulator:
         if claim_problem:
             self._unschedulable(pod, "Unschedulable", claim_problem)
             return
-        pods_by_node: dict[str, list[Obj]] = {}
-        for other in self.view.list("Pod"):
-            node = (other.get("spec") or {}).get("nodeName")
-            if node and not is_deleting(other):
-                pods_by_node.setdefault(str(node), []).append(other)
+        pods_by_node = {node: pods.values() for node, pods in self._pods_on_node.items()}
         result = schedule(pod, self.view.list("Node"), pods_by_node)
         if result.node_name is None:
             self._unschedulable(pod, "Unschedulable", result.message)

@@ -12,7 +12,7 @@ allocatable. A pod that fits nowhere gets kube-scheduler's message, e.g.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -198,7 +198,7 @@ def fit_failures(
 
 
 def _free_score(
-    pod: Mapping[str, Any], node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
+    pod: Mapping[str, Any], node: Mapping[str, Any], pods: Collection[Mapping[str, Any]]
 ) -> Fraction:
     """NodeResourcesFit LeastAllocated: the mean free share of cpu and memory after placing."""
     allocatable = node_allocatable(node)
@@ -216,7 +216,7 @@ def _free_score(
 def schedule(
     pod: Mapping[str, Any],
     nodes: Iterable[Mapping[str, Any]],
-    pods_by_node: Mapping[str, Sequence[Mapping[str, Any]]],
+    pods_by_node: Mapping[str, Collection[Mapping[str, Any]]],
 ) -> ScheduleResult:
     """Pick the feasible node with most free cpu/memory (ties by name), or say why none fits."""
     node_list = sorted(nodes, key=lambda n: (n.get("metadata") or {}).get("name", ""))
@@ -224,7 +224,7 @@ def schedule(
     best: tuple[Fraction, int, str] | None = None
     for node in node_list:
         name = (node.get("metadata") or {}).get("name", "")
-        pods = pods_by_node.get(name, [])
+        pods = pods_by_node.get(name, ())
         failures = fit_failures(pod, node, pods)
         if failures:
             reasons.update(failures)
