@@ -44,6 +44,7 @@ def main(filename: str, cache: str | None, *, out: TextIO | None = None) -> int:
         return 1
     yaml = YAML()
     yaml.default_flow_style = False
+    yaml.width = 4096
     buf = io.StringIO()
     yaml.dump_all(objects, buf)
     out.write(buf.getvalue())

@@ -22,6 +22,7 @@ LEADER_WORKER_SET: GVK = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
 INFERENCE_POOL: GVK = ("inference.networking.k8s.io/v1", "InferencePool")
 RESOURCE_CLAIM_TEMPLATE: GVK = ("resource.k8s.io/v1", "ResourceClaimTemplate")
 INFERENCE_SERVICE: GVK = ("serving.kserve.io/v1beta1", "InferenceService")
+COMPUTE_DOMAIN: GVK = ("resource.nvidia.com/v1beta1", "ComputeDomain")
 
 OPTIONAL_GVKS: frozenset[GVK] = frozenset(
     {
@@ -32,6 +33,7 @@ OPTIONAL_GVKS: frozenset[GVK] = frozenset(
         INFERENCE_POOL,
         RESOURCE_CLAIM_TEMPLATE,
         INFERENCE_SERVICE,
+        COMPUTE_DOMAIN,
     }
 )
 
@@ -81,6 +83,8 @@ class RenderContext:
     - ``operator_version``: value of ``app.kubernetes.io/operator-version``.
     - ``native_image``: the NIM image declares the native download protocol
       (only consulted when there is no NIMCache).
+    - ``compute_domain_claim_template``: for ``multiNode.computeDomain.name``
+      (an existing ComputeDomain), its ``spec.channel.resourceClaimTemplate.name``.
     - ``current_replicas``: the live Deployment's replicas; used when an HPA
       owns the scale so rendering never fights it. It does not enter the
       desired-object hash.
@@ -93,6 +97,7 @@ class RenderContext:
     operator_version: str = ""
     native_image: bool = False
     current_replicas: int | None = None
+    compute_domain_claim_template: str | None = None
 
     def nimcache_dict(self) -> dict[str, Any] | None:
         return None if self.nimcache is None else as_dict(self.nimcache)

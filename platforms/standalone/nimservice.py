@@ -15,6 +15,7 @@ a known flaw this renderer does better, and says so inline.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,15 +48,19 @@ from manifests.labels import (
 )
 from manifests.meta import object_meta, owner_reference
 from platforms.objects import CRInput, as_dict, dig
-from platforms.standalone import sources
+from platforms.standalone import multinode, sources
 from platforms.standalone.context import (
+    COMPUTE_DOMAIN,
     GRPC_ROUTE,
     HTTP_ROUTE,
+    INFERENCE_POOL,
+    LEADER_WORKER_SET,
     ORCHESTRATOR_TKGS,
     RESOURCE_CLAIM_TEMPLATE,
     SERVICE_MONITOR,
     RenderContext,
 )
+from platforms.standalone.epp import EPPInputs, render_epp
 from platforms.standalone.errors import (
     NIMCacheFailed,
     NIMCacheNotFound,
@@ -160,6 +165,15 @@ class _Renderer:
         self.grpc_port: int | None = dig(self.spec, "expose", "service", "grpcPort")
         self.metrics_port: int | None = dig(self.spec, "expose", "service", "metricsPort")
         self.nimcache: dict[str, Any] | None = None
+        mn = self.spec.get("multiNode") or {}
+        self.pipeline = int(dig(mn, "parallelism", "pipeline", default=1))
+        self.tensor = int(dig(mn, "parallelism", "tensor", default=1))
+        # Only pipeline parallelism > 1 makes a LeaderWorkerSet. (NVIDIA then
+        # still uses the LWS selector for a Deployment, which matches no pod.)
+        self.multinode = bool(mn) and self.pipeline > 1
+        self.selector = (
+            multinode.leader_selector(self.name) if self.multinode else selector_labels(self.name)
+        )
 
     # -- metadata -----------------------------------------------------------------
 
@@ -204,13 +218,10 @@ class _Renderer:
                 f"spec.inferencePlatform: {platform!r} is rendered by the {platform} platform, "
                 "not standalone"
             )
-        if self.spec.get("multiNode"):
+        if self.multinode and not self.ctx.capabilities.has(LEADER_WORKER_SET):
             raise UnsupportedSpec(
-                "spec.multiNode: multi-node (LeaderWorkerSet) rendering is not supported yet"
-            )
-        if dig(self.spec, "expose", "router", "eppConfig"):
-            raise UnsupportedSpec(
-                "spec.expose.router.eppConfig: endpoint picker rendering is not supported yet"
+                "spec.multiNode: the LeaderWorkerSet API (leaderworkerset.x-k8s.io/v1) is not "
+                "installed in this cluster"
             )
         objs: list[dict[str, Any]] = [
             self.service_account(),
@@ -227,14 +238,19 @@ class _Renderer:
         ):
             if maybe is not None:
                 objs.append(maybe)
+        objs.extend(self.epp())
         volume, sub_path, created_pvc = self.model_store()
         if created_pvc is not None:
             objs.append(created_pvc)
         templates, pod_claims, container_claims = self.dra()
         objs.extend(templates)
-        objs.append(self.deployment(volume, sub_path, pod_claims, container_claims))
-        for obj in objs:
-            stamp_hash(obj)
+        if self.multinode:
+            objs.extend(self.leader_worker_set(volume, sub_path, pod_claims, container_claims))
+        else:
+            objs.append(self.deployment(volume, sub_path, pod_claims, container_claims))
+        # Independent copies: no dict is shared between objects (or with the input).
+        # (A JSON round trip, unlike deepcopy, also unshares within one object.)
+        objs = [stamp_hash(json.loads(json.dumps(obj))) for obj in objs]
         current = self.ctx.current_replicas
         if is_autoscaling_enabled(self.spec) and current is not None:
             # The HPA owns the scale: keep the live value, outside the hash.
@@ -272,7 +288,7 @@ class _Renderer:
         )
         return service.build(
             meta,
-            selector=selector_labels(self.name),
+            selector=self.selector,
             ports=ports,
             service_type=svc_spec.get("type"),
         )
@@ -631,15 +647,157 @@ class _Renderer:
             "spec": {"spec": {"devices": {"requests": requests}}},
         }
 
-    # -- the Deployment -------------------------------------------------------------
+    # -- endpoint picker ----------------------------------------------------------------
 
-    def deployment(
+    def epp(self) -> list[dict[str, Any]]:
+        config = dig(self.spec, "expose", "router", "eppConfig")
+        if not config or not self.ctx.capabilities.has(INFERENCE_POOL):
+            return []
+        return render_epp(
+            EPPInputs(
+                name=self.name,
+                namespace=self.namespace,
+                labels=self.labels,
+                annotations=self.annotations,
+                pod_annotations=self.pod_annotations(),
+                owner_references=self.owner_refs,
+                nim_selector=self.selector,
+                nim_port=self.port,
+                config=config,
+                image_pull_secrets=dig(self.spec, "image", "pullSecrets"),
+                image_pull_policy=dig(self.spec, "image", "pullPolicy"),
+            )
+        )
+
+    # -- multi-node -----------------------------------------------------------------------
+
+    def leader_worker_set(
         self,
         model_volume: dict[str, Any],
         sub_path: str | None,
         pod_claims: list[dict[str, Any]],
         container_claims: list[dict[str, Any]],
+    ) -> list[dict[str, Any]]:
+        """[ComputeDomain], [MPI ConfigMaps], LeaderWorkerSet ``<name>-lws``."""
+        mn = self.spec.get("multiNode") or {}
+        objs: list[dict[str, Any]] = []
+        pod_claims, container_claims = list(pod_claims), list(container_claims)
+        cd = mn.get("computeDomain") or {}
+        if cd:
+            if cd.get("create"):
+                template = multinode.compute_domain_template_name(self.name)
+                if self.ctx.capabilities.has(COMPUTE_DOMAIN):
+                    objs.append(
+                        multinode.compute_domain(
+                            self._meta(), num_nodes=self.pipeline, template_name=template
+                        )
+                    )
+            elif self.ctx.compute_domain_claim_template:
+                template = self.ctx.compute_domain_claim_template
+            else:
+                raise RenderError(
+                    f"ComputeDomain {cd.get('name')} not found", reason="ComputeDomainFailed"
+                )
+            claim = f"claim-{short_hash(self.name)}-2-{short_hash(template)}-{len(pod_claims)}"
+            pod_claims.append({"name": claim, "resourceClaimTemplateName": template})
+            container_claims.append({"name": claim})
+
+        ray = mn.get("ray")
+        leader_volumes: list[dict[str, Any]] = []
+        worker_volumes: list[dict[str, Any]] = []
+        leader_mounts: list[dict[str, Any]] = []
+        worker_mounts: list[dict[str, Any]] = []
+        leader_ports: list[dict[str, Any]] = []
+        worker_probes: dict[str, dict[str, Any]] = {}
+        if ray:
+            ray_port = int(ray.get("rayPort", 6379))
+            leader_args, worker_args = multinode.ray_args(ray_port)
+            leader_cmd: list[str] | None = None
+            worker_cmd: list[str] | None = None
+            leader_ports = [{"name": "ray", "containerPort": ray_port, "protocol": "TCP"}]
+            worker_probes = {"startupProbe": dict(multinode.RAY_WORKER_STARTUP_PROBE)}
+            timeout = 300
+        else:
+            timeout = int(dig(mn, "mpi", "mpiStartTimeout", default=300))
+            leader_cmd = [f"/opt/nim/{multinode.START_SCRIPT_KEY}"]
+            worker_cmd = ["/bin/bash", "-c", multinode.WORKER_SSHD_SCRIPT]
+            leader_args, worker_args = [], []
+            leader_volumes, worker_volumes = multinode.mpi_volumes(self.name)
+            leader_mounts, worker_mounts = multinode.mpi_mounts()
+            replicas = int(self.spec.get("replicas") or 0)
+            hosts = multinode.hostfiles(
+                self.name, self.namespace, replicas, self.pipeline, self.tensor
+            )
+            objs.append(multinode.mpi_config_map(self._meta(f"{self.name}-mpi-config"), hosts))
+            objs.append(
+                multinode.start_script_config_map(self._meta(f"{self.name}-mpi-start-script"))
+            )
+
+        leader_spec = self.nim_pod_spec(
+            container_name="nim-leader",
+            extra_env=multinode.leader_env(self.pipeline, self.tensor, timeout),
+            extra_volumes=leader_volumes,
+            extra_mounts=leader_mounts,
+            extra_ports=leader_ports,
+            command=leader_cmd,
+            args=leader_args or None,
+            model_volume=model_volume,
+            sub_path=sub_path,
+            pod_claims=pod_claims,
+            container_claims=container_claims,
+        )
+        worker_spec = self.nim_pod_spec(
+            container_name="nim-worker",
+            extra_env=multinode.worker_env(self.pipeline, self.tensor),
+            extra_volumes=worker_volumes,
+            extra_mounts=worker_mounts,
+            extra_ports=leader_ports,
+            command=worker_cmd,
+            args=worker_args or None,
+            probes=worker_probes,
+            model_volume=model_volume,
+            sub_path=sub_path,
+            pod_claims=pod_claims,
+            container_claims=container_claims,
+        )
+        annotations = self.pod_annotations()
+        objs.append(
+            multinode.leader_worker_set(
+                self._meta(multinode.lws_name(self.name)),
+                replicas=self.spec.get("replicas"),
+                size=self.pipeline,
+                leader_template=pod.pod_template(
+                    leader_spec,
+                    labels=merge_maps(self.selector, self.labels),
+                    annotations=annotations,
+                ),
+                worker_template=pod.pod_template(worker_spec, annotations=annotations),
+            )
+        )
+        return objs
+
+    # -- pods -----------------------------------------------------------------------
+
+    def nim_pod_spec(
+        self,
+        *,
+        container_name: str,
+        model_volume: dict[str, Any],
+        sub_path: str | None,
+        pod_claims: list[dict[str, Any]],
+        container_claims: list[dict[str, Any]],
+        extra_env: list[dict[str, Any]] | None = None,
+        extra_volumes: list[dict[str, Any]] | None = None,
+        extra_mounts: list[dict[str, Any]] | None = None,
+        extra_ports: list[dict[str, Any]] | None = None,
+        command: list[str] | None = None,
+        args: list[str] | None = None,
+        probes: dict[str, dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
+        """The PodSpec running the NIM (Deployment pods, LWS leaders and workers).
+
+        ``extra_env`` sits under the NIM env (the NIMService's env wins).
+        """
         spec = self.spec
         proxy = spec.get("proxy") or {}
         ca_config_map = proxy.get("certConfigMap")
@@ -665,8 +823,12 @@ class _Renderer:
             volumes.append(pod.empty_dir_volume("ca-cert-volume"))
             volumes.append(pod.config_map_volume("custom-ca", ca_config_map))
             mounts.append(pod.volume_mount("ca-cert-volume", "/etc/ssl"))
+        volumes.extend(extra_volumes or [])
+        mounts.extend(extra_mounts or [])
 
         env = self.env()
+        if extra_env:
+            env = pod.merge_env_vars(extra_env, env)
         resources = self.resources(bool(pod_claims))
         if container_claims:
             resources = {**(resources or {}), "claims": container_claims}
@@ -677,13 +839,14 @@ class _Renderer:
             ports.append(
                 {"name": PORT_METRICS, "containerPort": self.metrics_port, "protocol": "TCP"}
             )
-        probes = self.probes()
+        ports.extend(extra_ports or [])
+        probes = self.probes() if probes is None else probes
         main = pod.container(
-            f"{self.name}-ctr",
+            container_name,
             image_of(spec.get("image")),
             image_pull_policy=dig(spec, "image", "pullPolicy"),
-            command=spec.get("command"),
-            args=spec.get("args"),
+            command=command,
+            args=args,
             env=env,
             ports=ports,
             resources=resources,
@@ -725,7 +888,7 @@ class _Renderer:
         if self.ctx.orchestrator == ORCHESTRATOR_TKGS:
             security_context["seccompProfile"] = {"type": "RuntimeDefault"}
 
-        pod_spec = pod.pod_spec(
+        return pod.pod_spec(
             containers,
             init_containers=init_containers,
             volumes=volumes,
@@ -740,10 +903,29 @@ class _Renderer:
             runtime_class_name=spec.get("runtimeClassName"),
             resource_claims=pod_claims,
         )
+
+    def pod_annotations(self) -> dict[str, str]:
+        """Object annotations minus the parent-spec hash (a spec edit alone must not roll pods)."""
+        return {k: v for k, v in self.annotations.items() if k != PARENT_SPEC_HASH_ANNOTATION}
+
+    def deployment(
+        self,
+        model_volume: dict[str, Any],
+        sub_path: str | None,
+        pod_claims: list[dict[str, Any]],
+        container_claims: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        spec = self.spec
+        pod_spec = self.nim_pod_spec(
+            container_name=f"{self.name}-ctr",
+            model_volume=model_volume,
+            sub_path=sub_path,
+            pod_claims=pod_claims,
+            container_claims=container_claims,
+            command=spec.get("command"),
+            args=spec.get("args"),
+        )
         pod_labels = merge_maps(selector_labels(self.name), self.labels)
-        pod_annotations = {
-            k: v for k, v in self.annotations.items() if k != PARENT_SPEC_HASH_ANNOTATION
-        }
         if is_autoscaling_enabled(spec):
             replicas: int | None = int(dig(spec, "scale", "hpa", "minReplicas", default=1))
         else:
@@ -751,7 +933,9 @@ class _Renderer:
         return deployment.build(
             self._meta(),
             selector=selector_labels(self.name),
-            template=pod.pod_template(pod_spec, labels=pod_labels, annotations=pod_annotations),
+            template=pod.pod_template(
+                pod_spec, labels=pod_labels, annotations=self.pod_annotations()
+            ),
             replicas=replicas,
             strategy=deployment.rolling_update(),
         )
