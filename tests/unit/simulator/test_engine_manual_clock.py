@@ -1,0 +1,94 @@
+"""The simulator on a manual clock: nothing happens until time is advanced, then exactly it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from nimctl_runtime.localcluster.registry import Registry
+from nimctl_runtime.localcluster.simulator.clock import ManualClock
+from nimctl_runtime.localcluster.simulator.engine import Simulator
+from nimctl_runtime.localcluster.simulator.kubelet import KubeletTiming
+from nimctl_runtime.localcluster.storage import Storage
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "main", "image": "app:1"}], **spec},
+    }
+
+
+def phase_and_ready(storage: Storage, name: str) -> tuple[str, str]:
+    p = storage.get("v1", "Pod", name, "default")
+    ready = next(
+        (c["status"] for c in p["status"].get("conditions", []) if c["type"] == "Ready"), "-"
+    )
+    return p["status"].get("phase", ""), ready
+
+
+async def test_pod_lifecycle_follows_the_manual_clock() -> None:
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    clock = ManualClock()
+    sim = Simulator(
+        storage, clock=clock, timing=KubeletTiming(start_delay=5, ready_delay=10), emit_events=False
+    )
+    await sim.start()
+    try:
+        storage.create(pod("p"))
+        assert await sim.wait_idle()
+        assert storage.get("v1", "Pod", "p", "default")["spec"]["nodeName"]
+        assert phase_and_ready(storage, "p") == ("Pending", "False")
+        clock.advance(5)
+        await asyncio.sleep(0.01)
+        assert await sim.wait_idle()
+        assert phase_and_ready(storage, "p") == ("Running", "False")
+        clock.advance(9)
+        await asyncio.sleep(0.01)
+        assert await sim.wait_idle()
+        assert phase_and_ready(storage, "p") == ("Running", "False")
+        clock.advance(1)
+        await asyncio.sleep(0.01)
+        assert await sim.wait_idle()
+        assert phase_and_ready(storage, "p") == ("Running", "True")
+    finally:
+        await sim.stop()
+
+
+async def test_stalled_simulator_binds_nothing_until_resumed() -> None:
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    sim = Simulator(storage, clock=ManualClock(), emit_events=False)
+    await sim.start()
+    try:
+        sim.stall()
+        storage.create(pod("q"))
+        await asyncio.sleep(0.05)
+        assert not storage.get("v1", "Pod", "q", "default")["spec"].get("nodeName")
+        sim.resume()
+        assert await sim.wait_idle()
+        assert storage.get("v1", "Pod", "q", "default")["spec"]["nodeName"]
+    finally:
+        await sim.stop()
+
+
+async def test_profile_without_gpus_leaves_gpu_pods_pending() -> None:
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    sim = Simulator(storage, profile="no-gpu", clock=ManualClock(), emit_events=False)
+    await sim.start()
+    try:
+        gpu = pod("g")
+        gpu["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+        storage.create(gpu)
+        assert await sim.wait_idle()
+        p = storage.get("v1", "Pod", "g", "default")
+        cond = next(c for c in p["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+        assert cond["message"].startswith("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+        assert len(storage.list("v1", "Node")) == 3
+    finally:
+        await sim.stop()
