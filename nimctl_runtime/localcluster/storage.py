@@ -89,6 +89,21 @@ def field_value(obj: Mapping[str, Any], path: str) -> str | None:
     return str(cur)
 
 
+def _getter(
+    fields: Mapping[str, str] | None, namespace: str, name: str
+) -> Callable[[str], str | None]:
+    """Field values for field selectors: the stored fields plus metadata.name/namespace."""
+
+    def get(path: str) -> str | None:
+        if path == "metadata.name":
+            return name
+        if path == "metadata.namespace":
+            return namespace
+        return fields.get(path) if fields else None
+
+    return get
+
+
 class Entry:
     """One stored object: JSON bytes plus what selectors and the GC need without decoding."""
 
@@ -177,21 +192,25 @@ class Watcher:
         self.error: StatusError | None = None
         self._filtered = not label_selector.empty() or not field_selector.empty()
 
-    def _matches(self, labels: Mapping[str, str] | None, fields: Mapping[str, str] | None) -> bool:
+    def _matches(
+        self, ev: StoredEvent, labels: Mapping[str, str] | None, fields: Mapping[str, str] | None
+    ) -> bool:
         if labels is None:
             return False
         if not self.label_selector.matches(labels):
             return False
-        return self.field_selector.empty() or self.field_selector.matches((fields or {}).get)
+        return self.field_selector.empty() or self.field_selector.matches(
+            _getter(fields, ev.namespace, ev.name)
+        )
 
     def _transform(self, ev: StoredEvent) -> StoredEvent | None:
         if self.namespace is not None and ev.namespace != self.namespace:
             return None
         if not self._filtered:
             return ev
-        new_ok = self._matches(ev.labels, ev.fields)
+        new_ok = self._matches(ev, ev.labels, ev.fields)
         if ev.type == MODIFIED:
-            old_ok = self._matches(ev.old_labels, ev.old_fields)
+            old_ok = self._matches(ev, ev.old_labels, ev.old_fields)
             if new_ok and old_ok:
                 return ev
             if new_ok:
@@ -446,12 +465,6 @@ class Storage:
             _owner_uids(meta),
         )
 
-    def _fields_of(self, entry: Entry, namespace: str, name: str) -> dict[str, str]:
-        fields = dict(entry.fields or {})
-        fields["metadata.name"] = name
-        fields["metadata.namespace"] = namespace
-        return fields
-
     def _store(self, info: ResourceInfo, obj: Obj, typ: str, old: Entry | None) -> Entry:
         meta = obj["metadata"]
         ns = meta.get("namespace", "") or ""
@@ -472,9 +485,9 @@ class Storage:
                 name,
                 entry.data,
                 entry.labels,
-                self._fields_of(entry, ns, name),
+                entry.fields,
                 old.labels if old is not None else None,
-                self._fields_of(old, ns, name) if old is not None else None,
+                old.fields if old is not None else None,
             )
         )
         return entry
@@ -487,7 +500,7 @@ class Storage:
         rv = self._next_rv()
         obj["metadata"]["resourceVersion"] = str(rv)
         data = encode(obj)
-        fields = self._fields_of(entry, ns, name)
+        fields = entry.fields
         self._emit(
             StoredEvent(
                 DELETED, rv, group, resource, ns, name, data, entry.labels, fields, None, None
@@ -585,7 +598,7 @@ class Storage:
             entry = bucket[k]
             if lsel is not None and not lsel.matches(entry.labels):
                 continue
-            if fsel is not None and not fsel.matches(self._fields_of(entry, k[0], k[1]).get):
+            if fsel is not None and not fsel.matches(_getter(entry.fields, k[0], k[1])):
                 continue
             if limit and len(out) >= limit:
                 remaining += 1
@@ -895,7 +908,7 @@ class Storage:
                         name,
                         entry.data,
                         entry.labels,
-                        self._fields_of(entry, ns, name),
+                        entry.fields,
                         None,
                         None,
                     )
