@@ -1,8 +1,7 @@
 """The generated CRDs installed in localcluster with kubectl: NVIDIA-shaped
 manifests are accepted unchanged by ``kubectl apply``, every negative row is
-rejected with NVIDIA's message at its field path, and the immutable fields refuse
-an update. (``--validate=false``: localcluster does not serve /openapi, so kubectl
-cannot run its client-side schema check; the server-side checks are the subject.)"""
+rejected with NVIDIA's message at its field path, the immutable fields refuse an
+update, and ``kubectl get`` prints NVIDIA's columns."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ from tests.unit.api.negative_cases import BASES, CASES, set_path
 pytestmark = pytest.mark.kubectl
 
 MANIFESTS = sorted((Path(__file__).resolve().parents[2] / "unit/api/manifests").glob("*.yaml"))
-APPLY = ("apply", "--validate=false", "-f")
+APPLY = ("apply", "-f")
 
 
 async def _install_crds(kubectl: Kubectl, tmp_path: Path) -> None:
@@ -49,6 +48,8 @@ async def test_nvidia_shaped_manifests_apply_unchanged(kubectl: Kubectl, tmp_pat
     got = await kubectl.run("get", "nimservice", "meta-llama3-8b-instruct", "-n", "nim-service",
                             "-o", "jsonpath={.spec.expose.router.ingress.ingressClass}")
     assert got.stdout == "nginx"
+    table = await kubectl.run("get", "nimcaches", "-A")
+    assert table.stdout.split("\n")[0].split() == ["NAMESPACE", "NAME", "STATUS", "PVC", "AGE"]
 
 
 def _error_blocks(stderr: str) -> dict[str, str]:
