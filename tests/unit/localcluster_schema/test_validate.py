@@ -442,3 +442,70 @@ def test_invalid_message_summarises_causes() -> None:
     )
     two = causes + causes
     assert invalid_message("Widget.example.com", "w", two).endswith("]")
+
+
+RATCHET_SCHEMA: dict[str, Any] = {
+    "openAPIV3Schema": {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["image"],
+                "properties": {
+                    "image": {"type": "string"},
+                    "name": {"type": "string", "maxLength": 3},
+                    "replicas": {"type": "integer"},
+                    "ports": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string"},
+                                "port": {"type": "integer", "maximum": 100},
+                            },
+                        },
+                    },
+                    "router": {
+                        "type": "object",
+                        "x-kubernetes-validations": [
+                            {"rule": "!(has(self.a) && has(self.b))", "message": "a xor b"}
+                        ],
+                        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                    },
+                },
+            }
+        },
+    }
+}
+
+
+def _obj(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "n"}, "spec": spec}
+
+
+def test_unchanged_invalid_values_are_ratcheted_on_update() -> None:
+    old = _obj({"image": "i", "name": "toolong", "ports": [{"name": "a", "port": 500}],
+                "router": {"a": "1", "b": "2"}})
+    new = _obj({"image": "i", "name": "toolong", "replicas": 2,
+                "ports": [{"name": "z", "port": 1}, {"name": "a", "port": 500}],
+                "router": {"a": "1", "b": "2"}})
+    assert validate_custom_resource(RATCHET_SCHEMA, new, old) == []
+    assert len(validate_custom_resource(RATCHET_SCHEMA, new, None)) == 3
+
+
+def test_changed_invalid_values_are_still_rejected() -> None:
+    old = _obj({"image": "i", "name": "toolong", "router": {"a": "1", "b": "2"},
+                "ports": [{"name": "a", "port": 500}]})
+    new = _obj({"image": "i", "name": "toolong2", "router": {"a": "1", "b": "3"},
+                "ports": [{"name": "a", "port": 501}]})
+    fields = [c["field"] for c in validate_custom_resource(RATCHET_SCHEMA, new, old)]
+    assert fields == ["spec.name", "spec.ports[0].port", "spec.router"]
+
+
+def test_missing_required_field_ratchets_only_with_an_unchanged_parent() -> None:
+    old = _obj({"replicas": 1})
+    assert validate_custom_resource(RATCHET_SCHEMA, _obj({"replicas": 1}), old) == []
+    causes = validate_custom_resource(RATCHET_SCHEMA, _obj({"replicas": 2}), old)
+    assert [c["field"] for c in causes] == ["spec.image"]
