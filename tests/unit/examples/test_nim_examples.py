@@ -59,7 +59,7 @@ def _context_for(svc: dict[str, Any], caches: dict[str, dict[str, Any]]) -> Rend
 
 def test_the_scenarios_are_all_there() -> None:
     names = {p.name for p in NIM_FILES}
-    assert len(names) >= 29
+    assert len(names) >= 30
     for required in (
         "nim-minimal.yaml",
         "nimservice-autoscaling.yaml",
@@ -97,3 +97,23 @@ def test_example_parses_and_renders(path: Path) -> None:
                 rendered.append(claim)
             rendered.append(nc.caching_job(doc, selected_profiles=["all"]))
     assert_valid_k8s(rendered)
+
+
+@pytest.mark.parametrize("path", NIM_FILES, ids=lambda p: p.name)
+async def test_example_passes_the_admission_webhooks(path: Path) -> None:
+    from webhooks.facts import StaticClusterFacts
+    from webhooks.nimcache import NIMCacheValidator
+    from webhooks.nimservice import NIMServiceValidator
+
+    services = NIMServiceValidator(StaticClusterFacts(version="v1.34.0"))
+    caches = NIMCacheValidator()
+    for doc in _docs(path):
+        if doc["kind"] == "NIMCache":
+            assert [str(e) for e in caches.check(doc)] == []
+        for svc in pipeline_services(doc) if doc["kind"] == "NIMPipeline" else [doc]:
+            if svc["kind"] != "NIMService":
+                continue
+            errors, warnings = await services.check(svc)
+            assert [str(e) for e in errors] == []
+            if path.name != "nimservice-deprecated-ingress.yaml":
+                assert warnings == []
