@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -40,12 +40,14 @@ from nimctl_runtime.logsetup import get_logger
 
 PatchType = Literal["merge", "json", "strategic", "apply"]
 
-PATCH_CONTENT_TYPES: dict[str, str] = {
-    "merge": "application/merge-patch+json",
-    "json": "application/json-patch+json",
-    "strategic": "application/strategic-merge-patch+json",
-    "apply": "application/apply-patch+yaml",
-}
+PATCH_CONTENT_TYPES: Mapping[str, str] = MappingProxyType(
+    {
+        "merge": "application/merge-patch+json",
+        "json": "application/json-patch+json",
+        "strategic": "application/strategic-merge-patch+json",
+        "apply": "application/apply-patch+yaml",
+    }
+)
 
 LARGE_BODY_BYTES = 1 << 20
 READ_BUFSIZE = 1 << 21

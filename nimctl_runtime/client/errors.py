@@ -9,6 +9,7 @@ The API server answers a failed request with a ``Status`` object (``code``,
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 
@@ -119,40 +120,44 @@ class ServerTimeout(ApiError):
     default_reason = "Timeout"
 
 
-_BY_REASON: dict[str, type[ApiError]] = {
-    "BadRequest": BadRequest,
-    "Unauthorized": Unauthorized,
-    "Forbidden": Forbidden,
-    "NotFound": NotFound,
-    "MethodNotAllowed": MethodNotAllowed,
-    "AlreadyExists": AlreadyExists,
-    "Conflict": Conflict,
-    "Gone": Gone,
-    "Expired": Gone,
-    "Invalid": Invalid,
-    "UnsupportedMediaType": UnsupportedMediaType,
-    "TooManyRequests": TooManyRequests,
-    "InternalError": InternalError,
-    "ServiceUnavailable": ServiceUnavailable,
-    "ServerTimeout": ServerTimeout,
-    "Timeout": ServerTimeout,
-}
+_BY_REASON: Mapping[str, type[ApiError]] = MappingProxyType(
+    {
+        "BadRequest": BadRequest,
+        "Unauthorized": Unauthorized,
+        "Forbidden": Forbidden,
+        "NotFound": NotFound,
+        "MethodNotAllowed": MethodNotAllowed,
+        "AlreadyExists": AlreadyExists,
+        "Conflict": Conflict,
+        "Gone": Gone,
+        "Expired": Gone,
+        "Invalid": Invalid,
+        "UnsupportedMediaType": UnsupportedMediaType,
+        "TooManyRequests": TooManyRequests,
+        "InternalError": InternalError,
+        "ServiceUnavailable": ServiceUnavailable,
+        "ServerTimeout": ServerTimeout,
+        "Timeout": ServerTimeout,
+    }
+)
 
-_BY_CODE: dict[int, type[ApiError]] = {
-    400: BadRequest,
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    405: MethodNotAllowed,
-    409: Conflict,
-    410: Gone,
-    415: UnsupportedMediaType,
-    422: Invalid,
-    429: TooManyRequests,
-    500: InternalError,
-    503: ServiceUnavailable,
-    504: ServerTimeout,
-}
+_BY_CODE: Mapping[int, type[ApiError]] = MappingProxyType(
+    {
+        400: BadRequest,
+        401: Unauthorized,
+        403: Forbidden,
+        404: NotFound,
+        405: MethodNotAllowed,
+        409: Conflict,
+        410: Gone,
+        415: UnsupportedMediaType,
+        422: Invalid,
+        429: TooManyRequests,
+        500: InternalError,
+        503: ServiceUnavailable,
+        504: ServerTimeout,
+    }
+)
 
 
 def from_status(

@@ -35,7 +35,7 @@ def deployment(i: int) -> dict[str, Any]:
         "app.kubernetes.io/managed-by": "k8s-nim-operator",
         "app.kubernetes.io/part-of": "nim-service",
     }
-    env = [{"name": f"NIM_VAR_{j}", "value": f"value-{j}-{i}"} for j in range(22)]
+    env = [{"name": f"NIM_VAR_{j}", "value": f"value-{j}-{i}"} for j in range(28)]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -317,17 +317,28 @@ async def test_a_silent_watch_ends_after_the_idle_timeout_instead_of_hanging():
     assert [e.type for e in events] == ["ADDED"]
 
 
-async def test_watch_refused_with_429_raises_too_many_requests():
+async def test_watch_refused_with_429_and_retry_after_is_retried_then_surfaces():
     api = FakeAPI()
+    calls = {"n": 0}
 
-    def handler(request):
-        resp = status(429, "TooManyRequests", "slow down")
-        resp.headers["Retry-After"] = "2"
-        return resp
+    async def handler(request):
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            resp = status(429, "TooManyRequests", "slow down")
+            resp.headers["Retry-After"] = "0"
+            return resp
+        return await stream_lines(request, [{"type": "ADDED", "object": CM}])
 
     api.route("GET", "/api/v1/namespaces/ns/configmaps", handler)
     async with serve(api) as client:
+        events = [e async for e in client.watch("v1", "ConfigMap", "ns")]
+        assert [e.type for e in events] == ["ADDED"]
+        assert calls["n"] == 3
+        # Out of retries: the caller (the reflector) gets the typed error.
+        calls["n"] = 0
+        client.max_retries = 1
         with pytest.raises(TooManyRequests) as info:
             async for _ in client.watch("v1", "ConfigMap", "ns"):
                 pass
-    assert info.value.retry_after == 2.0
+    assert info.value.retry_after == 0.0
+    assert calls["n"] == 2
