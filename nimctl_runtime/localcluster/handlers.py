@@ -263,6 +263,8 @@ class ResourceHandlers:
             dry_run=ctx.dry_run,
         )
         plugins = list(self.cluster.admission_plugins)
+        if obj is not None and info.crd and operation != "DELETE":
+            self._prune_and_default(ctx, obj, report=True)
         for plugin in plugins:
             new, warnings = await plugin.mutate(attrs, obj, old)
             ctx.warnings.extend(warnings)
@@ -270,14 +272,20 @@ class ResourceHandlers:
                 obj = new
         if obj is not None and operation != "DELETE":
             if info.crd:
-                self._prepare_custom(ctx, obj, old)
+                self._prune_and_default(ctx, obj, report=False)
+                self._validate_custom(ctx, obj, old)
             elif info.group == "apiextensions.k8s.io" and subresource == "":
                 self.cluster.crds.validate(obj, old)
         for plugin in plugins:
             ctx.warnings.extend(await plugin.validate(attrs, obj, old))
         return obj
 
-    def _prepare_custom(self, ctx: RequestContext, obj: Obj, old: Obj | None) -> None:
+    def _prune_and_default(self, ctx: RequestContext, obj: Obj, *, report: bool) -> None:
+        """Decoding of a custom resource: drop undeclared fields, fill defaults.
+
+        Unknown fields are reported (``fieldValidation`` Strict: 400, Warn: a
+        warning, Ignore: silently) only for what the client sent (*report*).
+        """
         from . import schema as schema_mod
 
         info = ctx.resource
@@ -286,7 +294,7 @@ class ResourceHandlers:
             return
         if not info.preserve_unknown_fields:
             pruned = schema_mod.prune(schema, obj)
-            if pruned:
+            if pruned and report:
                 mode = ctx.query.get("fieldValidation", "Warn")
                 names = [p.lstrip(".") for p in pruned]
                 if mode == "Strict":
@@ -298,6 +306,14 @@ class ResourceHandlers:
                 if mode != "Ignore":
                     ctx.warnings.extend(f'unknown field "{n}"' for n in names)
         schema_mod.apply_defaults(schema, obj)
+
+    def _validate_custom(self, ctx: RequestContext, obj: Obj, old: Obj | None) -> None:
+        from . import schema as schema_mod
+
+        info = ctx.resource
+        schema = info.schema
+        if not schema:
+            return
         causes = schema_mod.validate_custom_resource(schema, obj, old)
         if causes:
             name = str(obj.get("metadata", {}).get("name", ""))
