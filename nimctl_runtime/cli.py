@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -64,7 +65,58 @@ def _cmd_localcluster(args: argparse.Namespace) -> int:
 def _cmd_local(args: argparse.Namespace) -> int:
     kubeconfig = Path(args.kubeconfig).absolute()
     kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_run_local(args, kubeconfig))
+    webhook: LocalWebhook | None = None
+    if args.enable_webhooks:
+        webhook = prepare_local_webhook(kubeconfig.parent / "webhook-certs")
+    return asyncio.run(_run_local(args, kubeconfig, webhook))
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalWebhook:
+    """Where ``nimctl local`` serves admission webhooks and the CA the API server trusts."""
+
+    cert_dir: Path
+    port: int
+    ca_pem: bytes
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+
+def prepare_local_webhook(cert_dir: Path) -> LocalWebhook:
+    """A throwaway CA and a 127.0.0.1 serving certificate, and a free port (blocking I/O)."""
+    import socket
+
+    from nimctl_runtime.certs import generate_ca, generate_serving_cert
+
+    ca = generate_ca("nimctl-local-webhook-ca")
+    generate_serving_cert(ca, ["127.0.0.1", "localhost"]).write(cert_dir)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    return LocalWebhook(cert_dir=cert_dir, port=port, ca_pem=ca.cert_pem)
+
+
+async def register_local_webhook(
+    client: Client, webhook: LocalWebhook, *, wait_seconds: float = 20
+) -> None:
+    """Once the webhook server listens, tell the API server to call it."""
+    from nimctl_runtime.client import AlreadyExists
+    from webhooks.setup import validating_webhook_configuration
+
+    async with asyncio.timeout(wait_seconds):
+        while True:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", webhook.port)
+            except OSError:
+                await asyncio.sleep(0.1)
+                continue
+            writer.close()
+            break
+    config = validating_webhook_configuration(webhook.ca_pem, url=webhook.url)
+    with contextlib.suppress(AlreadyExists):
+        await client.create(config)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -319,7 +371,9 @@ def _usage(kubeconfig: Path, demo: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _run_local(args: argparse.Namespace, kubeconfig: Path) -> int:
+async def _run_local(
+    args: argparse.Namespace, kubeconfig: Path, webhook: LocalWebhook | None = None
+) -> int:
     from nimctl_runtime.client import Client
     from nimctl_runtime.localcluster import LocalCluster
 
@@ -332,8 +386,19 @@ async def _run_local(args: argparse.Namespace, kubeconfig: Path) -> int:
         cluster.write_kubeconfig(kubeconfig)
         async with Client(str(kubeconfig)) as client:
             await install_crds(client)
-            manager = await compose_operator(client, args, model_query=None, leader_election=False)
+            server = None
+            if webhook is not None:
+                from nimctl_runtime.webhook import WebhookServer
+
+                server = WebhookServer(
+                    cert_dir=webhook.cert_dir, host="127.0.0.1", port=webhook.port
+                )
+            manager = await compose_operator(
+                client, args, model_query=None, webhook_server=server, leader_election=False
+            )
             manager_task = asyncio.create_task(manager.start(stop), name="manager")
+            if webhook is not None:
+                await register_local_webhook(client, webhook)
             sys.stdout.write(_usage(kubeconfig, args.demo))
             sys.stdout.flush()
             demo_task: asyncio.Task[None] | None = None
