@@ -172,6 +172,33 @@ def _format_path(parts: Any) -> str:
     return text
 
 
+def _describe(error: Any) -> tuple[str, str]:
+    """(path inside the object, Kubernetes-style message) of a jsonschema error."""
+    parts = list(error.absolute_path)
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else ""
+        return _format_path([*parts, missing] if missing else parts), "Required value"
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = error.schema.get("properties", {})
+        unknown = sorted(k for k in error.instance if k not in allowed)
+        if unknown:
+            return _format_path([*parts, unknown[0]]), "unknown field"
+    if error.validator == "enum":
+        supported = ", ".join(json.dumps(v) for v in error.validator_value if v is not None)
+        bad = json.dumps(error.instance)
+        return _format_path(parts), f"Unsupported value: {bad}: supported values: {supported}"
+    if error.validator == "type":
+        wanted = error.validator_value
+        names = [t for t in (wanted if isinstance(wanted, list) else [wanted]) if t != "null"]
+        return _format_path(parts), f"must be of type {' or '.join(names)}"
+    if error.validator == "pattern":
+        bad = json.dumps(error.instance)
+        if error.validator_value == QUANTITY_PATTERN:
+            return _format_path(parts), f"Invalid value: {bad}: not a quantity (e.g. 500m, 2, 10Gi)"
+        return _format_path(parts), f"Invalid value: {bad}: should match '{error.validator_value}'"
+    return _format_path(parts), str(error.message)
+
+
 @dataclass(frozen=True)
 class CoreType:
     """Annotation marking a ``dict`` as the Kubernetes definition ``name``."""
@@ -194,12 +221,12 @@ class CoreType:
             if errors:
                 best = jsonschema.exceptions.best_match(errors)
                 assert best is not None
-                where = _format_path(best.absolute_path)
+                where, detail = _describe(best)
                 prefix = f"{where}: " if where else ""
                 raise PydanticCustomError(
                     "kubernetes_schema",
-                    "invalid {type}: {detail}",
-                    {"type": short, "detail": f"{prefix}{best.message}"},
+                    "{prefix}{detail}",
+                    {"type": short, "where": where, "detail": detail, "prefix": prefix},
                 )
             return copy.deepcopy(value)
 

@@ -132,7 +132,13 @@ def _field_errors(err: ValidationError) -> list[FieldError]:
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
         path = _format_loc(item["loc"])
-        if item["type"] == "missing":
+        ctx = item.get("ctx") or {}
+        if item["type"] == "kubernetes_schema":
+            inner = str(ctx.get("where", ""))
+            if inner:
+                path = f"{path}{inner}" if inner.startswith("[") else f"{path}.{inner}"
+            message = str(ctx.get("detail", message))
+        elif item["type"] == "missing":
             message = "Required value"
         elif item["type"] == "extra_forbidden":
             message = "unknown field"

@@ -92,8 +92,23 @@ spec:
     paths = {e.path for e in info.value.errors}
     assert "spec.storage.pvc.create" in paths
     assert "spec.resources.cpu" in paths
-    assert any(p.startswith("spec.tolerations[0]") for p in paths)
-    assert "operatr" in message
+    assert "spec.tolerations[0].operatr: unknown field" in message
+
+
+def test_errors_inside_kubernetes_core_types_name_the_inner_field() -> None:
+    spec = {
+        "image": {"repository": "r", "tag": "t"},
+        "env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "s"}}}],
+        "resources": {"limits": {"cpu": "lots"}},
+        "readinessProbe": {"probe": {"httpGet": {"path": "/x"}}},
+    }
+    with pytest.raises(LoadError) as info:
+        load({"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMService",
+              "metadata": {"name": "x"}, "spec": spec})
+    errors = {str(e) for e in info.value.errors}
+    assert "spec.env[0].valueFrom.secretKeyRef.key: Required value" in errors
+    assert "spec.readinessProbe.probe.httpGet.port: Required value" in errors
+    assert any(e.startswith("spec.resources.limits.cpu: Invalid value") for e in errors)
 
 
 def test_missing_required_field_and_unknown_field_are_reported() -> None:
