@@ -25,7 +25,15 @@ strings (``charAt``, ``indexOf``, ``lastIndexOf``, ``lowerAscii``,
 ``quantity``, ``ip``/``cidr``, ``format``, the ``optional`` library beyond
 ``oldSelf``, and cost limits.
 
-Compiled programs are cached per rule text.
+Speed: programs are compiled once per rule text; each rule's result is
+memoised by the canonical JSON of ``self``/``oldSelf`` (values over 16 KiB are
+not memoised), so unchanged specs (status writes, repeated objects) cost a
+dictionary lookup; and :mod:`nimctl_runtime.localcluster.cel_compile` runs
+the rules as Python closures, leaving celpy (the reference) to errors and to
+syntax the fast path does not cover.
+
+On update, causes about values the update left unchanged are dropped by
+``schema.ratchet`` (validation ratcheting, as kube-apiserver v1.30+).
 """
 
 from __future__ import annotations
