@@ -36,7 +36,13 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nimctl_runtime.labels import FieldSelector, Selector
+from nimctl_runtime.labels import (
+    FieldSelector,
+    Selector,
+    SelectorParseError,
+    validate_label_key,
+    validate_label_value,
+)
 
 from . import errors
 from .errors import StatusError
@@ -56,6 +62,7 @@ _PATH_SEGMENT_NAMES = {"roles", "rolebindings", "clusterroles", "clusterrolebind
 _DNS1123_LABEL_RESOURCES = {"namespaces", "services"}
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
+_UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 ORPHAN_FINALIZER = "orphan"
@@ -309,6 +316,10 @@ def _retype(ev: StoredEvent, typ: str) -> StoredEvent:
     )
 
 
+def _cause(field: str, message: str, reason: str = "FieldValueInvalid") -> dict[str, str]:
+    return {"reason": reason, "message": message, "field": field}
+
+
 def _strip_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
@@ -540,6 +551,61 @@ class Storage:
                 ],
             )
 
+    def _check_metadata(self, info: ResourceInfo, name: str, meta: Mapping[str, Any]) -> None:
+        """Labels, annotations and ownerReferences as kube-apiserver validates them."""
+        causes: list[dict[str, str]] = []
+        labels = meta.get("labels")
+        if labels is not None and not isinstance(labels, dict):
+            causes.append(_cause("metadata.labels", "Invalid value: must be a map of strings"))
+        for key, value in (labels or {}).items() if isinstance(labels, dict) else ():
+            try:
+                validate_label_key(str(key))
+                if not isinstance(value, str):
+                    raise SelectorParseError(f"label value for {key!r} must be a string")
+                validate_label_value(value)
+            except SelectorParseError as exc:
+                causes.append(_cause("metadata.labels", f"Invalid value: {exc}"))
+        annotations = meta.get("annotations")
+        if annotations is not None and (
+            not isinstance(annotations, dict)
+            or not all(isinstance(v, str) for v in annotations.values())
+        ):
+            causes.append(
+                _cause(
+                    "metadata.annotations", "Invalid value: annotations must be a map of strings"
+                )
+            )
+        refs = meta.get("ownerReferences")
+        if refs is not None:
+            if not isinstance(refs, list):
+                causes.append(_cause("metadata.ownerReferences", "Invalid value: must be a list"))
+                refs = []
+            controllers = 0
+            for i, ref in enumerate(refs):
+                path = f"metadata.ownerReferences[{i}]"
+                if not isinstance(ref, dict):
+                    causes.append(_cause(path, "Invalid value: must be an object"))
+                    continue
+                for f in ("apiVersion", "kind", "name", "uid"):
+                    if not ref.get(f):
+                        causes.append(_cause(f"{path}.{f}", "Required value", "FieldValueRequired"))
+                if ref.get("controller"):
+                    controllers += 1
+            if controllers > 1:
+                causes.append(
+                    _cause(
+                        "metadata.ownerReferences",
+                        "Invalid value: Only one reference can have Controller set to true",
+                    )
+                )
+        finalizers = meta.get("finalizers")
+        if finalizers is not None and (
+            not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
+        ):
+            causes.append(_cause("metadata.finalizers", "Invalid value: must be a list of strings"))
+        if causes:
+            raise errors.invalid(info.group, info.kind, name, causes)
+
     def _check_namespace(self, info: ResourceInfo, namespace: str, name: str) -> None:
         if not info.namespaced:
             return
@@ -642,6 +708,7 @@ class Storage:
                     break
             name = meta["name"] = candidate
         self._check_name(info, name)
+        self._check_metadata(info, name, meta)
         ns = (meta.get("namespace") or "") if info.namespaced else ""
         if not info.namespaced:
             meta.pop("namespace", None)
@@ -759,6 +826,7 @@ class Storage:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
+            self._check_metadata(info, name, new_meta)
             if _strip_spec(new) != _strip_spec(old):
                 new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
             if old_meta.get("deletionTimestamp"):
@@ -851,6 +919,13 @@ class Storage:
             finalizers.append(ORPHAN_FINALIZER)
             changed = True
         is_ns = info.resource == "namespaces" and not info.group
+        if is_ns and name in _UNDELETABLE_NAMESPACES:
+            raise errors.forbidden(
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                "",
+                "namespaces",
+                name,
+            )
         if not finalizers and not is_ns:
             if dry_run:
                 return obj

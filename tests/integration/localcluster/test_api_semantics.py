@@ -287,3 +287,10 @@ async def test_pod_log_from_provider(cluster: LocalCluster, http: Http) -> None:
     assert status == 200 and text == "default/p/main\nline2\n"
     status, _body, _ = await http.call("GET", "/api/v1/namespaces/default/pods/p/log?container=x")
     assert status == 400
+
+
+async def test_metadata_validation_and_protected_namespaces(http: Http) -> None:
+    status, body, _ = await http.call("POST", CMS, _cm("x", labels={"bad key!": "v"}))
+    assert status == 422 and body["details"]["causes"][0]["field"] == "metadata.labels"
+    status, body, _ = await http.call("DELETE", "/api/v1/namespaces/default")
+    assert status == 403 and "may not be deleted" in body["message"]
