@@ -54,7 +54,8 @@ def _schema_at(schema: dict[str, Any], path: str) -> dict[str, Any] | None:
 def test_every_model_field_is_in_the_crd_and_the_inventory_is_unchanged(kind: str) -> None:
     crd = CRDS[kind]
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    model = kind_registry[(f"{crd['spec']['group']}/v1alpha1", kind)]
+    version = crd["spec"]["versions"][0]["name"]
+    model = kind_registry[(f"{crd['spec']['group']}/{version}", kind)]
     docs = list(field_docs(model))
     for doc in docs:
         assert _schema_at(schema, doc.path) is not None, f"{doc.path} missing from the CRD"
