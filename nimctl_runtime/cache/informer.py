@@ -305,7 +305,5 @@ class SharedInformer:
 
     def delete(self, obj: Obj) -> None:
         self.store.delete(object_key(obj))
-        final = obj
-        if isinstance(final.get("metadata"), dict):
-            final["metadata"].pop("managedFields", None)
-        self._notify("delete", final)
+        transform = self.store.transform
+        self._notify("delete", transform(obj) if transform is not None else obj)

@@ -48,6 +48,7 @@ Obj = dict[str, Any]
 PAGE_SIZE = 500
 MIN_WATCH_TIMEOUT = 300.0
 VERY_SHORT_WATCH = 1.0
+SLOW_LIST_SECONDS = 10.0
 
 _log = get_logger("nimctl.reflector")
 
@@ -268,6 +269,7 @@ class Reflector:
     async def list(self) -> None:
         """One list phase: LIST (with the RV rules above) and replace the store."""
         resource_version = self.relist_resource_version()
+        started = time.monotonic()
         try:
             items, list_rv, paginated = await self._list_all(resource_version)
         except Gone:
@@ -275,6 +277,9 @@ class Reflector:
             items, list_rv, paginated = await self._list_all("")
             resource_version = ""
         self.lists += 1
+        took = time.monotonic() - started
+        if took > SLOW_LIST_SECONDS:
+            _log.info("slow list", reflector=self.name, seconds=round(took, 1), items=len(items))
         if resource_version == "0" and paginated:
             self.paginated_result = True
         self.is_last_sync_resource_version_unavailable = False

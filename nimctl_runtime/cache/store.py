@@ -137,6 +137,10 @@ class Store:
     # -- indexes -----------------------------------------------------------------
 
     @property
+    def transform(self) -> Transform | None:
+        return self._transform
+
+    @property
     def index_names(self) -> list[str]:
         return list(self._indexers)
 

@@ -119,21 +119,21 @@ class Client:
     """An API client on plain dicts (see the module docstring).
 
     Use as ``async with Client(config) as client:`` or call :meth:`close`. *config*
-    may be a :class:`RestConfig` or a kubeconfig path.
+    may be a :class:`RestConfig`, a kubeconfig path, or None (:func:`load_config`).
     """
 
     def __init__(
         self,
-        config: RestConfig | str,
+        config: RestConfig | str | None = None,
         *,
         max_retries: int = 10,
         connection_limit: int = 1024,
         mapper: RESTMapper | None = None,
     ) -> None:
-        if isinstance(config, str):
-            from nimctl_runtime.client.config import kubeconfig_config
+        if config is None or isinstance(config, str):
+            from nimctl_runtime.client.config import load_config
 
-            config = kubeconfig_config(config)
+            config = load_config(config)
         self.config = config
         self.max_retries = max_retries
         self._connection_limit = connection_limit
@@ -230,6 +230,7 @@ class Client:
         backoff = Backoff(initial=0.1, cap=10.0, jitter=1.0, reset_after=None)
         client_timeout = aiohttp.ClientTimeout(total=request_timeout or self.config.timeout)
         attempt = 0
+        refreshed = False
         while True:
             attempt += 1
             if self._limiter is not None:
@@ -283,6 +284,10 @@ class Client:
                 if not payload:
                     return {}
                 return decode_json(payload)
+            if status == 401 and not refreshed and await self.config.refresh_credentials():
+                # A rotated service-account token or an expired exec-plugin token.
+                refreshed = True
+                continue
             retriable = status == 429 or (
                 is_retriable_status(status) and (is_read or retry_after is not None)
             )

@@ -54,17 +54,22 @@ class RestConfig:
     user_agent: str = "nimctl/0.1.0"
     context: str | None = None
     _loader: Any = field(default=None, repr=False)
+    _resolved: bool = field(default=False, repr=False)
     _token_read_at: float = field(default=0.0, repr=False)
     _resolve_lock: asyncio.Lock | None = field(default=None, repr=False)
 
-    async def resolve(self) -> None:
-        """Finish loading (kubeconfig user authentication may call exec plugins); idempotent."""
-        if self._loader is None:
+    async def resolve(self, *, force: bool = False) -> None:
+        """Finish loading (kubeconfig user authentication may call exec plugins).
+
+        Idempotent; ``force=True`` runs the kubeconfig authentication again (a new
+        exec-plugin or OIDC token after the old one was refused).
+        """
+        if self._loader is None or (self._resolved and not force):
             return
         if self._resolve_lock is None:
             self._resolve_lock = asyncio.Lock()
         async with self._resolve_lock:
-            if self._loader is None:
+            if self._resolved and not force:
                 return
             from kubernetes_asyncio.client import Configuration
 
@@ -82,7 +87,17 @@ class RestConfig:
             token = configuration.api_key.get("BearerToken")
             if token:
                 self.token = str(token)
-            self._loader = None
+            self._resolved = True
+
+    async def refresh_credentials(self) -> bool:
+        """Re-read credentials after a 401; True when something could be refreshed."""
+        if self.token_file:
+            self._token_read_at = 0.0
+            return True
+        if self._loader is not None:
+            await self.resolve(force=True)
+            return True
+        return False
 
     def ssl_context(self) -> ssl.SSLContext | bool:
         """The TLS context for :attr:`host` (``False`` for plain HTTP)."""

@@ -342,3 +342,22 @@ async def test_watch_refused_with_429_and_retry_after_is_retried_then_surfaces()
                 pass
     assert info.value.retry_after == 0.0
     assert calls["n"] == 2
+
+
+async def test_a_401_re_reads_a_rotated_service_account_token(tmp_path):
+    import time as _time
+
+    token_file = tmp_path / "token"
+    token_file.write_text("first")
+    api = FakeAPI()
+
+    def handler(request):
+        if request.headers.get("Authorization") != "Bearer second":
+            return status(401, "Unauthorized", "Unauthorized")
+        return CM
+
+    api.route("GET", "/api/v1/namespaces/ns/configmaps/a", handler)
+    async with serve(api, token_file=str(token_file)) as client:
+        client.config._token_read_at = _time.monotonic()  # "first" was read just now
+        token_file.write_text("second")
+        assert await client.get("v1", "ConfigMap", "a", "ns") == CM
