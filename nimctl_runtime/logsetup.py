@@ -7,6 +7,7 @@ Every logger is a structlog BoundLogger; callers bind ``namespace``/``name``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from typing import Literal
@@ -14,6 +15,26 @@ from typing import Literal
 import structlog
 
 LogFormat = Literal["json", "console"]
+
+
+class _StderrLogger:
+    """Writes each line to the *current* ``sys.stderr``.
+
+    structlog's PrintLogger keeps the stream it was given; when that stream is
+    replaced and closed (test capture, daemonised processes) every later log
+    call would raise. Looking it up per line avoids that; a closed stream drops
+    the line instead of failing the caller.
+    """
+
+    def msg(self, message: str) -> None:
+        with contextlib.suppress(ValueError, OSError):
+            print(message, file=sys.stderr, flush=True)
+
+    log = debug = info = warn = warning = err = error = critical = exception = fatal = msg
+
+
+def _stderr_logger_factory(*_args: object) -> _StderrLogger:
+    return _StderrLogger()
 
 
 def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
@@ -39,7 +60,7 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger_factory,
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(

@@ -52,3 +52,20 @@ def test_module_level_loggers_follow_later_configuration() -> None:
     lines = [json.loads(line) for line in out.stderr.strip().splitlines()]
     assert [line["event"] for line in lines] == ["shown"]
     assert lines[0]["component"] == "early"
+
+
+def test_logging_survives_a_closed_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from nimctl_runtime.logsetup import configure_logging, get_logger
+
+    old = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", old)
+    configure_logging("json", "info")
+    old.close()
+    fresh = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", fresh)
+    get_logger("t").info("after swap")
+    assert "after swap" in fresh.getvalue()
+    monkeypatch.setattr(sys, "stderr", old)
+    get_logger("t").info("into a closed stream")  # must not raise
