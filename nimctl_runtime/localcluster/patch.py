@@ -12,9 +12,9 @@
   lazily). Directives: ``$patch: replace|delete|merge`` on maps and list
   elements, ``$retainKeys``, ``$deleteFromPrimitiveList/<field>`` and
   ``$setElementOrder/<field>``. Lists without a ``merge`` strategy are
-  replaced, as in Kubernetes. Simplification: ``$setElementOrder`` puts the
-  listed elements first in the given order, followed by the remaining ones in
-  their existing order (Kubernetes interleaves server-only elements).
+  replaced, as in Kubernetes. ``$setElementOrder`` orders the listed
+  elements and weaves server-only elements back in by their server positions
+  (apimachinery's ``mergeSortedSlice``).
 - Server-side apply lives in :mod:`nimctl_runtime.localcluster.patch_apply`
   and is re-exported here as :func:`apply`.
 """
@@ -395,6 +395,12 @@ def _merge_map(
             if key not in keep:
                 del original[key]
     order_directives: dict[str, list[Any]] = {}
+    server_order: dict[str, list[Any]] = {}
+    for key in patch:
+        if key.startswith(_SET_ORDER):
+            field = key[len(_SET_ORDER) :]
+            current = original.get(field)
+            server_order[field] = list(current) if isinstance(current, list) else []
     for key, value in patch.items():
         if key in (_DIRECTIVE, _RETAIN_KEYS):
             continue
@@ -427,6 +433,7 @@ def _merge_map(
                 original[field],
                 order,
                 _sub_schema(schema, field).get("x-kubernetes-patch-merge-key"),
+                server_order.get(field, []),
             )
     return original
 
@@ -494,14 +501,37 @@ def _merge_list(original: list[Any], patch: list[Any], schema: Mapping[str, Any]
     return result
 
 
-def _apply_order(items: list[Any], order: list[Any], merge_key: Any) -> list[Any]:
-    def ident(item: Any) -> Any:
+def _apply_order(
+    items: list[Any], order: list[Any], merge_key: Any, server: list[Any]
+) -> list[Any]:
+    """Kubernetes' ``$setElementOrder``: listed elements in the given order,
+    server-only elements woven in where they stood relative to them."""
+
+    def ident(item: Any) -> str:
         if isinstance(merge_key, str) and isinstance(item, dict):
             return json.dumps(item.get(merge_key), sort_keys=True)
         return json.dumps(item, sort_keys=True)
 
-    wanted = [ident(x) for x in order]
-    rank = {w: i for i, w in enumerate(wanted)}
+    rank = {ident(x): i for i, x in enumerate(order)}
+    server_rank = {ident(x): i for i, x in enumerate(server)}
     listed = sorted((x for x in items if ident(x) in rank), key=lambda x: rank[ident(x)])
-    rest = [x for x in items if ident(x) not in rank]
-    return listed + rest
+    server_only = [x for x in items if ident(x) not in rank]
+    out: list[Any] = []
+    i = j = 0
+    while i < len(server_only) or j < len(listed):
+        if i >= len(server_only):
+            out.append(listed[j])
+            j += 1
+        elif j >= len(listed):
+            out.append(server_only[i])
+            i += 1
+        else:
+            left = server_rank.get(ident(server_only[i]))
+            right = server_rank.get(ident(listed[j]))
+            if left is not None and right is not None and left < right:
+                out.append(server_only[i])
+                i += 1
+            else:
+                out.append(listed[j])
+                j += 1
+    return out

@@ -165,3 +165,14 @@ def test_pod_spec_patch_on_a_pod() -> None:
     result = strategic_merge_patch(pod, {"spec": {"containers": [{"name": "c", "image": "b"}]}},
                                    ("v1", "Pod"))
     assert result["spec"]["containers"] == [{"name": "c", "image": "b"}]
+
+
+def test_set_element_order_weaves_server_only_elements_back_in_place() -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "a"}, {"name": "s"}, {"name": "b"}]}}
+    patch = {"spec": {"$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+                      "containers": [{"name": "b", "image": "x"}]}}
+    result = strategic_merge_patch(pod, patch, ("v1", "Pod"))
+    # "s" (not in the patch) keeps its place between "a" and "b".
+    assert result["spec"]["containers"] == [{"name": "a"}, {"name": "s"},
+                                            {"name": "b", "image": "x"}]
