@@ -2,7 +2,9 @@
 
 Reads NIMService, NIMPipeline and NIMCache manifests (several per file, ``-``
 for stdin) and prints, as a YAML stream, what the operator would create for
-them on the standalone platform. Nothing is contacted: a NIMCache that a
+them on the standalone platform (or on KServe for ``inferencePlatform:
+kserve``, as an InferenceService in the mode its annotation names, else
+``Standard``). Nothing is contacted: a NIMCache that a
 NIMService names is taken from ``--cache`` or from the same file and treated
 as Ready; when there is none, a Ready cache on PVC ``<cache>-pvc`` is assumed
 and a note says so on stderr. Errors name the file and the field.
@@ -19,6 +21,7 @@ from typing import Any, TextIO
 from ruamel.yaml import YAML
 
 from api.serialize import LoadError, load_all
+from platforms import kserve
 from platforms.objects import as_dict, dig
 from platforms.standalone import RenderContext, RenderError, render, sources
 from platforms.standalone import nimcache as cache_objects
@@ -126,7 +129,10 @@ def _render_service(
                 f"on PVC {cache_name}-pvc",
                 file=sys.stderr,
             )
-    return render(svc, RenderContext(nimcache=cache))
+    ctx = RenderContext(nimcache=cache)
+    if dig(svc, "spec", "inferencePlatform") == "kserve":
+        return kserve.render(svc, ctx)
+    return render(svc, ctx)
 
 
 def _render_cache(doc: dict[str, Any]) -> list[dict[str, Any]]:

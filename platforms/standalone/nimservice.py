@@ -108,7 +108,7 @@ def render(nimservice: CRInput, ctx: RenderContext | None = None) -> list[dict[s
     Raises ``RenderError`` (with the status reason) when it cannot be rendered
     yet: its NIMCache is missing, failed or not ready, or storage is invalid.
     """
-    return _Renderer(as_dict(nimservice), ctx or RenderContext()).render()
+    return NIMServiceRenderer(as_dict(nimservice), ctx or RenderContext()).render()
 
 
 def spec_hash(nimservice: CRInput) -> str:
@@ -131,7 +131,7 @@ def image_of(image: Mapping[str, Any] | None) -> str:
     return f"{repo}:{tag}" if tag else repo
 
 
-class _Renderer:
+class NIMServiceRenderer:
     """One render pass: the CR as a dict plus derived values shared by the builders."""
 
     def __init__(self, svc: dict[str, Any], ctx: RenderContext) -> None:

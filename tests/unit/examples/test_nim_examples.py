@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from api.serialize import load_all
+from platforms import kserve
 from platforms.cli import pipeline_services
 from platforms.objects import as_dict
 from platforms.standalone import RenderContext, UnsupportedSpec, render
@@ -26,12 +27,6 @@ NIM_FILES = sorted(
     for p in EXAMPLES.glob("*.yaml")
     if p.name.startswith(("nim-", "nimservice-", "nimcache-", "nimpipeline-"))
 )
-
-# Scenarios rendered by another platform or not rendered by this one yet.
-NOT_STANDALONE = {
-    "nimservice-kserve-standard.yaml": "inferencePlatform",
-    "nimservice-kserve-knative.yaml": "inferencePlatform",
-}
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:
@@ -83,12 +78,14 @@ def test_example_parses_and_renders(path: Path) -> None:
             services = pipeline_services(doc)
             assert services, "a pipeline example deploys at least one service"
         for svc in services:
-            if path.name in NOT_STANDALONE:
-                with pytest.raises(UnsupportedSpec, match=NOT_STANDALONE[path.name]):
+            if svc["spec"].get("inferencePlatform") == "kserve":
+                with pytest.raises(UnsupportedSpec, match="inferencePlatform"):
                     render(svc, _context_for(svc, caches))
-                continue
-            objs = render(svc, _context_for(svc, caches))
-            assert objs[-1]["kind"] in ("Deployment", "LeaderWorkerSet")
+                objs = kserve.render(svc, _context_for(svc, caches))
+                assert objs[-1]["kind"] == "InferenceService"
+            else:
+                objs = render(svc, _context_for(svc, caches))
+                assert objs[-1]["kind"] in ("Deployment", "LeaderWorkerSet")
             rendered.extend(objs)
         if doc["kind"] == "NIMCache":
             rendered.append(nc.manifest_pod(doc))

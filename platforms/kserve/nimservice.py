@@ -1,0 +1,197 @@
+"""Render a NIMService with ``inferencePlatform: kserve`` as a KServe InferenceService.
+
+Objects, in apply order: ServiceAccount, Role, RoleBinding, [ServiceMonitor,
+Standard/RawDeployment modes only], InferenceService ``<name>``
+(``serving.kserve.io/v1beta1``). KServe then creates the Deployment (or the
+Knative Service), its Service and autoscaler itself. The NIM container, env,
+volumes and pod settings are the standalone platform's.
+
+The deployment mode is resolved as NVIDIA does, status first, so an operator
+upgrade never flips a running InferenceService's mode (KServe rejects the
+change: upstream issues #735 and #762): the InferenceService's
+``status.deploymentMode`` > the NIMService's ``serving.kserve.io/deploymentMode``
+annotation > KServe's configured default > ``Standard``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from manifests.hashing import stamp_hash
+from manifests.labels import merge_maps
+from platforms.objects import CRInput, as_dict, dig
+from platforms.standalone.context import INFERENCE_SERVICE, RenderContext
+from platforms.standalone.errors import RenderError, UnsupportedSpec
+from platforms.standalone.nimservice import PORT_API, NIMServiceRenderer, is_autoscaling_enabled
+
+DEPLOYMENT_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
+DEPLOYMENT_MODES = ("Standard", "Knative", "ModelMesh", "RawDeployment", "Serverless")
+KNATIVE_MODES = ("Knative", "Serverless")
+DEFAULT_MODE = "Standard"
+VISIBILITY_LABEL = "networking.kserve.io/visibility"
+ISVC_API_VERSION, ISVC_KIND = INFERENCE_SERVICE
+
+
+def resolve_deployment_mode(
+    *,
+    status_mode: str | None = None,
+    annotations: Mapping[str, str] | None = None,
+    configured_default: str | None = None,
+) -> str:
+    """The KServe deployment mode of a NIMService, in NVIDIA's lookup order."""
+    if status_mode:
+        return status_mode
+    value = (annotations or {}).get(DEPLOYMENT_MODE_ANNOTATION)
+    if value is not None:
+        if value not in DEPLOYMENT_MODES:
+            raise RenderError(f"deployment mode annotation found but value is invalid: {value}")
+        return value
+    return configured_default or DEFAULT_MODE
+
+
+def render(
+    nimservice: CRInput,
+    ctx: RenderContext | None = None,
+    *,
+    status_mode: str | None = None,
+    configured_default: str | None = None,
+) -> list[dict[str, Any]]:
+    """The objects a KServe NIMService should own.
+
+    ``status_mode`` is the existing InferenceService's ``status.deploymentMode``
+    and ``configured_default`` KServe's ``deploy.defaultDeploymentMode``, both
+    looked up by the caller (None when unknown).
+    """
+    ctx = ctx or RenderContext()
+    svc = as_dict(nimservice)
+    r = NIMServiceRenderer(svc, ctx)
+    if r.spec.get("multiNode"):
+        raise UnsupportedSpec("spec.multiNode: cannot be set when the inferencePlatform is KServe")
+    if not ctx.capabilities.has(INFERENCE_SERVICE):
+        raise UnsupportedSpec(
+            "spec.inferencePlatform: KServe (serving.kserve.io/v1beta1 InferenceService) is not "
+            "installed in this cluster"
+        )
+    mode = resolve_deployment_mode(
+        status_mode=status_mode,
+        annotations=r.spec.get("annotations"),
+        configured_default=configured_default,
+    )
+    knative = mode in KNATIVE_MODES
+    objs: list[dict[str, Any]] = [r.service_account(), r.role(), r.role_binding()]
+    if not knative:
+        monitor = r.service_monitor()
+        if monitor is not None:
+            objs.append(monitor)
+    objs.append(_inference_service(r, mode))
+    return [stamp_hash(json.loads(json.dumps(o))) for o in objs]
+
+
+def _inference_service(r: NIMServiceRenderer, mode: str) -> dict[str, Any]:
+    spec = r.spec
+    knative = mode in KNATIVE_MODES
+    volume, sub_path, created = r.model_store()
+    if created is not None:
+        raise UnsupportedSpec(
+            "spec.storage.pvc.create: on KServe, create the PVC first and name it in "
+            "spec.storage.pvc.name"
+        )
+    _, pod_claims, container_claims = r.dra()
+    probes = r.probes()
+    if knative:
+        probes = _knative_probes(r, probes)
+    pod_spec = r.nim_pod_spec(
+        container_name=f"{r.name}-ctr",
+        model_volume=volume,
+        sub_path=sub_path,
+        pod_claims=pod_claims,
+        container_claims=container_claims,
+        command=spec.get("command"),
+        args=spec.get("args"),
+        probes=probes,
+    )
+    if knative:
+        # Knative serves exactly one unnamed port.
+        pod_spec["containers"][0]["ports"] = [{"containerPort": r.port, "protocol": "TCP"}]
+
+    annotations = merge_maps(
+        r.annotations,
+        {
+            "serving.kserve.io/enable-metric-aggregation": "true",
+            "serving.kserve.io/enable-prometheus-scraping": "true",
+            DEPLOYMENT_MODE_ANNOTATION: mode,
+        },
+    )
+    labels = dict(r.labels)
+    ingress_enabled = bool(
+        dig(spec, "expose", "ingress", "enabled") or dig(spec, "expose", "router", "ingress")
+    )
+    if not ingress_enabled and VISIBILITY_LABEL not in labels:
+        labels[VISIBILITY_LABEL] = "cluster-local"
+
+    predictor: dict[str, Any] = dict(pod_spec)
+    predictor["labels"] = merge_maps(labels, {"app": r.name})
+    predictor["annotations"] = r.pod_annotations()
+    if not knative:
+        predictor["deploymentStrategy"] = {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": 0},
+        }
+        if is_autoscaling_enabled(spec):
+            annotations["serving.kserve.io/autoscalerClass"] = "hpa"
+            hpa = dig(spec, "scale", "hpa", default={})
+            predictor["minReplicas"] = int(hpa.get("minReplicas", 1))
+            predictor["maxReplicas"] = int(hpa.get("maxReplicas", 1))
+            predictor.update(_scale_target(hpa.get("metrics") or []))
+        elif spec.get("replicas") is not None:
+            predictor["minReplicas"] = predictor["maxReplicas"] = int(spec["replicas"])
+    elif spec.get("replicas") is not None:
+        predictor["minReplicas"] = int(spec["replicas"])
+
+    return {
+        "apiVersion": ISVC_API_VERSION,
+        "kind": ISVC_KIND,
+        "metadata": r._meta(labels=labels, annotations=annotations),
+        "spec": {"predictor": predictor},
+    }
+
+
+def _scale_target(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """KServe's scaleMetric/scaleMetricType/scaleTarget from the first Resource metric."""
+    for metric in metrics:
+        if metric.get("type") != "Resource":
+            continue
+        resource = metric.get("resource") or {}
+        target = resource.get("target") or {}
+        out: dict[str, Any] = {"scaleMetric": resource.get("name", "cpu")}
+        if target.get("type") == "Utilization" and "averageUtilization" in target:
+            out["scaleMetricType"] = "Utilization"
+            out["scaleTarget"] = int(target["averageUtilization"])
+        elif target.get("type") == "AverageValue" and str(target.get("averageValue", "")).isdigit():
+            out["scaleMetricType"] = "AverageValue"
+            out["scaleTarget"] = int(target["averageValue"])
+        return out
+    return {}
+
+
+def _knative_probes(
+    r: NIMServiceRenderer, probes: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Knative rejects named probe ports: use the number, and 30 startup failures."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, given in probes.items():
+        probe = json.loads(json.dumps(given))
+        if r.spec.get(key, {}).get("probe"):
+            out[key] = probe  # the user's own probe, verbatim
+            continue
+        if r.grpc_port:
+            probe.pop("httpGet", None)
+            probe["grpc"] = {"port": r.grpc_port}
+        elif probe.get("httpGet", {}).get("port") == PORT_API:
+            probe["httpGet"]["port"] = r.port
+        if key == "startupProbe":
+            probe["failureThreshold"] = 30
+        out[key] = probe
+    return out
