@@ -17,11 +17,11 @@ from typing import Any, Final, Literal, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from api.base import CustomResource, _Format, _IntOrString, _PreserveUnknown
+from api.base import ApiModel, CustomResource, Rule, _Format, _IntOrString, _PreserveUnknown
 from api.k8s import CoreType
 from api.serialize import kind_registry
 
-__all__ = ["DOC_PATH", "FieldDoc", "field_docs", "main", "render_markdown"]
+__all__ = ["DOC_PATH", "FieldDoc", "field_docs", "main", "render_markdown", "rule_docs"]
 
 DOC_PATH: Final = Path("docs/reference/api.md")
 
@@ -93,16 +93,7 @@ def _default(info: FieldInfo) -> str:
 def field_docs(model: type[BaseModel], prefix: str = "") -> Iterator[FieldDoc]:
     """Every field path below ``model`` (core types are leaves)."""
     for name, info in model.model_fields.items():
-        if (
-            model is not None
-            and issubclass(model, CustomResource)
-            and name
-            in (
-                "api_version",
-                "kind",
-                "metadata",
-            )
-        ):
+        if issubclass(model, CustomResource) and name in ("api_version", "kind", "metadata"):
             continue
         alias = info.alias or name
         path = f"{prefix}.{alias}" if prefix else alias
@@ -111,6 +102,26 @@ def field_docs(model: type[BaseModel], prefix: str = "") -> Iterator[FieldDoc]:
         yield FieldDoc(path, type_name, _default(info), info.is_required(), description)
         if nested is not None:
             yield from field_docs(nested, f"{path}[]" if is_list else path)
+
+
+def rule_docs(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, Rule]]:
+    """(field path, rule) of every CEL rule below ``model``, as the CRD carries them."""
+    if issubclass(model, ApiModel):
+        for rule in model.validations:
+            yield prefix or ".", rule
+    for name, info in model.model_fields.items():
+        if issubclass(model, CustomResource) and name in ("api_version", "kind", "metadata"):
+            continue
+        alias = info.alias or name
+        path = f"{prefix}.{alias}" if prefix else alias
+        _type, nested, is_list = _type_name(info.annotation, list(info.metadata))
+        if nested is not None:
+            yield from rule_docs(nested, f"{path}[]" if is_list else path)
+        extra = info.json_schema_extra
+        raws = extra.get("x-kubernetes-validations") if isinstance(extra, dict) else None
+        for raw in raws if isinstance(raws, list) else []:
+            if isinstance(raw, dict):
+                yield path, Rule(str(raw["rule"]), str(raw["message"]))
 
 
 def render_markdown() -> str:
@@ -139,6 +150,17 @@ def render_markdown() -> str:
             desc = doc.description.replace("|", "\\|")
             required = "yes" if doc.required else ""
             lines.append(f"| `{doc.path}` | {doc.type} | {doc.default} | {required} | {desc} |")
+        lines += [
+            "",
+            f"Validation rules of {kind} (`x-kubernetes-validations`; rules reading "
+            "`oldSelf` apply on update):",
+            "",
+            "| Field | Message | Rule |",
+            "|---|---|---|",
+        ]
+        for path, rule in rule_docs(model):
+            cel = rule.rule.replace("|", "\\|")
+            lines.append(f"| `{path}` | {rule.message} | `{cel}` |")
         lines.append("")
     return "\n".join(lines)
 
