@@ -35,7 +35,7 @@ async def test_probes_and_metrics_of_a_running_manager(env: Env) -> None:
     add_echo_controller(manager, name="probe-echo")
     manager.add_readyz_check("webhook", lambda: None)
     # the operator cannot list ConfigMaps yet: its caches cannot sync
-    env.audit.faults.add(("operator", "configmaps"))
+    rule = env.faults.inject_errors(500, resources="configmaps", users="operator")
     stop = asyncio.Event()
     task = asyncio.create_task(manager.start(stop))
     try:
@@ -52,7 +52,7 @@ async def test_probes_and_metrics_of_a_running_manager(env: Env) -> None:
         assert status == 500, body
         assert "[-]cacheSync failed: reason withheld" in body
         assert "[+]webhook ok" in body
-        env.audit.faults.clear()
+        env.faults.remove(rule.id)
         async with asyncio.timeout(20):
             while (await get(probes + "/readyz"))[0] != 200:
                 await asyncio.sleep(0.1)
