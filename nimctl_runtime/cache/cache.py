@@ -7,6 +7,10 @@ label/field selector or namespace (the filtered cache): the selector goes into t
 LIST/WATCH query, so objects without the label are neither cached nor delivered, and
 an object that loses the label leaves the cache (the server sends DELETED) and reads
 of it answer NotFound. Read such objects through :attr:`Cache.api_reader`.
+
+``watch_list=True`` makes informers fill themselves with a streaming list
+(``sendInitialEvents``, client-go's WatchList) instead of paged LISTs, falling back
+to LIST where the server refuses it.
 """
 
 from __future__ import annotations
@@ -53,8 +57,10 @@ class Cache:
         by_object: Mapping[GVK, ByObject] | None = None,
         namespace: str | None = None,
         resync_period: float | None = None,
+        watch_list: bool = False,
     ) -> None:
         self.client = client
+        self.watch_list = watch_list
         self.by_object = dict(by_object or {})
         self.namespace = namespace
         self.resync_period = resync_period
@@ -112,6 +118,7 @@ class Cache:
                 indexers=dict(self._indexers.get(gvk, {})),
                 transform=options.transform,
                 resync_period=options.resync_period or self.resync_period,
+                use_watch_list=self.watch_list,
             )
             self._informers[gvk] = informer
             if self._started:

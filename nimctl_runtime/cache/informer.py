@@ -174,11 +174,17 @@ class SharedInformer:
         indexers: dict[str, IndexFunc] | None = None,
         transform: Transform | None = strip_managed_fields,
         resync_period: float | None = None,
+        use_watch_list: bool = False,
     ) -> None:
         self.name = name or (f"{api_version}/{kind}" if kind else "informer")
         self.store = Store(indexers, transform=transform)
         self.reflector = Reflector(
-            lister_watcher, self, name=self.name, api_version=api_version, kind=kind
+            lister_watcher,
+            self,
+            name=self.name,
+            api_version=api_version,
+            kind=kind,
+            use_watch_list=use_watch_list,
         )
         self.default_resync_period = resync_period
         self._handlers: list[HandlerRegistration] = []

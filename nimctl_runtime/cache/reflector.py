@@ -34,8 +34,12 @@ from nimctl_runtime.client.client import Client, WatchEvent, gc_paused
 from nimctl_runtime.client.errors import (
     ApiConnectionError,
     ApiError,
+    BadRequest,
+    Forbidden,
     Gone,
     InternalError,
+    Invalid,
+    MethodNotAllowed,
     ServerTimeout,
     ServiceUnavailable,
     TooManyRequests,
@@ -49,6 +53,7 @@ PAGE_SIZE = 500
 MIN_WATCH_TIMEOUT = 300.0
 VERY_SHORT_WATCH = 1.0
 SLOW_LIST_SECONDS = 10.0
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 _log = get_logger("nimctl.reflector")
 
@@ -85,6 +90,14 @@ class ReflectorStore(Protocol):
     def update(self, obj: Obj) -> None: ...
 
     def delete(self, obj: Obj) -> None: ...
+
+
+class WatchLister(Protocol):
+    """A ListerWatcher that can also stream the initial list as watch events (WatchList)."""
+
+    def watch_list(
+        self, *, resource_version: str, timeout_seconds: int
+    ) -> AsyncIterator[WatchEvent]: ...
 
 
 class ClientListerWatcher:
@@ -139,6 +152,26 @@ class ClientListerWatcher:
             timeout_seconds=timeout_seconds,
         )
 
+    def watch_list(
+        self, *, resource_version: str, timeout_seconds: int
+    ) -> AsyncIterator[WatchEvent]:
+        return self.client.watch(
+            self.api_version,
+            self.kind,
+            self.namespace,
+            resource_version=resource_version,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            allow_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            send_initial_events=True,
+            resource_version_match="NotOlderThan",
+        )
+
+
+class WatchListUnsupportedError(Exception):
+    """The server refused a streaming list; the reflector falls back to LIST."""
+
 
 class VeryShortWatchError(Exception):
     """The watch closed within a second having delivered no event (server trouble)."""
@@ -163,6 +196,7 @@ class Reflector:
         watch_backoff: Backoff | None = None,
         min_watch_timeout: float = MIN_WATCH_TIMEOUT,
         max_internal_error_retry: float = 30.0,
+        use_watch_list: bool = False,
         rng: random.Random | None = None,
     ) -> None:
         self.lister_watcher = lister_watcher
@@ -176,6 +210,7 @@ class Reflector:
         )
         self.min_watch_timeout = max(min_watch_timeout, 0.0)
         self.max_internal_error_retry = max_internal_error_retry
+        self.use_watch_list = use_watch_list and hasattr(lister_watcher, "watch_list")
         self._rng = rng or random.Random()
         self.last_sync_resource_version = ""
         self.is_last_sync_resource_version_unavailable = False
@@ -295,9 +330,83 @@ class Reflector:
     # -- watch -----------------------------------------------------------------------
 
     async def list_and_watch(self) -> None:
-        """List, then watch until the watch must be abandoned (returns or raises)."""
+        """List, then watch until the watch must be abandoned (returns or raises).
+
+        With ``use_watch_list`` the list is a streaming WatchList whose stream then
+        carries on as the watch; a server that refuses it gets a LIST instead, from
+        then on.
+        """
+        if self.use_watch_list:
+            try:
+                await self.watch_list()
+            except WatchListUnsupportedError as err:
+                _log.info(
+                    "streaming list refused, falling back to LIST",
+                    reflector=self.name,
+                    error=str(err),
+                )
+                self.use_watch_list = False
+            else:
+                await self.watch_loop()
+                return
         await self.list()
         await self.watch_loop()
+
+    async def watch_list(self) -> None:
+        """client-go's ``watchList``: collect the initial ADDED events until the
+        ``k8s.io/initial-events-end`` bookmark, replace the store with them, then
+        handle the rest of the same stream as an ordinary watch."""
+        resource_version = (
+            ""
+            if self.is_last_sync_resource_version_unavailable
+            else self.last_sync_resource_version
+        )
+        timeout = int(self.min_watch_timeout * (1.0 + self._rng.random()))
+        self.watches += 1
+        stream = self.lister_watcher.watch_list(  # type: ignore[attr-defined]
+            resource_version=resource_version, timeout_seconds=timeout
+        )
+        initial: list[Any] = []
+        synced = False
+        try:
+            async for event in stream:
+                if synced:
+                    self._handle(event)
+                    continue
+                obj = event.object
+                meta = obj.get("metadata") or {}
+                if event.type == "ADDED":
+                    self._fill_type(obj)
+                    with gc_paused():
+                        initial.append(self.store.prepare(obj))
+                elif event.type == "BOOKMARK":
+                    annotations = meta.get("annotations") or {}
+                    if annotations.get(INITIAL_EVENTS_END) == "true":
+                        rv = str(meta.get("resourceVersion") or "")
+                        self.store.replace(initial, rv)
+                        self.last_sync_resource_version = rv
+                        self.is_last_sync_resource_version_unavailable = False
+                        self.lists += 1
+                        initial = []
+                        synced = True
+                else:
+                    raise _WatchEnded(
+                        f"unexpected {event.type} event before the initial list ended"
+                    )
+        except Gone:
+            if not synced:
+                self.is_last_sync_resource_version_unavailable = True
+            raise
+        except (BadRequest, Invalid, Forbidden, MethodNotAllowed) as err:
+            if synced:
+                raise
+            raise WatchListUnsupportedError(str(err)) from err
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if not synced:
+            raise _WatchEnded("the streaming list ended before its initial-events-end bookmark")
 
     async def watch_loop(self) -> None:
         internal_errors_since: float | None = None

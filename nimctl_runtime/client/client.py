@@ -578,8 +578,14 @@ class Client:
         field_selector: str | None = None,
         allow_bookmarks: bool = True,
         timeout_seconds: int | None = None,
+        send_initial_events: bool | None = None,
+        resource_version_match: str | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """Stream watch events until the server ends the stream or it goes idle.
+
+        ``send_initial_events=True`` with ``resource_version_match="NotOlderThan"`` is a
+        streaming list (KEP-3157 WatchList): the current objects arrive as ADDED events,
+        then a BOOKMARK annotated ``k8s.io/initial-events-end: "true"``.
 
         A clean end (server ``timeoutSeconds``, a dropped connection, no bytes for
         ``config.watch_idle_timeout``) ends iteration: re-watch from the last seen
@@ -600,6 +606,10 @@ class Client:
             params["fieldSelector"] = field_selector
         if timeout_seconds:
             params["timeoutSeconds"] = str(int(timeout_seconds))
+        if send_initial_events is not None:
+            params["sendInitialEvents"] = "true" if send_initial_events else "false"
+        if resource_version_match:
+            params["resourceVersionMatch"] = resource_version_match
         async for event in self._watch_stream(path, params):
             yield event
 

@@ -181,12 +181,13 @@ def client_requests(client: Client) -> float:
     return total
 
 
+@pytest.mark.parametrize("watch_list", [False, True], ids=["list", "watchlist"])
 async def test_relist_after_410_delivers_deletes_for_objects_removed_while_disconnected(
-    cluster, client, writer
+    cluster, client, writer, watch_list
 ):
     for name in ("keep", "gone-1", "gone-2"):
         await writer.create(cm(name))
-    cache = Cache(client)
+    cache = Cache(client, watch_list=watch_list)
     seen = Seen()
     async with running(cache):
         informer = await cache.get_informer("v1", "ConfigMap")
@@ -209,11 +210,13 @@ async def test_relist_after_410_delivers_deletes_for_objects_removed_while_disco
         assert not names & {"gone-1", "gone-2"}
         with pytest.raises(NotFound):
             await cache.get("v1", "ConfigMap", "gone-1", NS)
+        assert informer.reflector.use_watch_list is watch_list
 
 
-async def test_a_watch_dropped_every_second_loses_no_update(cluster, client, writer):
+@pytest.mark.parametrize("watch_list", [False, True], ids=["list", "watchlist"])
+async def test_a_watch_dropped_every_second_loses_no_update(cluster, client, writer, watch_list):
     await writer.create(cm("counter", v="0"))
-    cache = Cache(client)
+    cache = Cache(client, watch_list=watch_list)
     seen = Seen()
     async with running(cache):
         informer = await cache.get_informer("v1", "ConfigMap")

@@ -319,3 +319,28 @@ async def test_random_watch_drops_and_compactions_converge_to_server_state():
     assert {k.split("/")[1] for k in informer.store} == set(expected)
     stop.set()
     await task
+
+
+async def test_a_server_refusing_streaming_lists_gets_a_list_instead():
+    from nimctl_runtime.client.errors import Invalid
+
+    class NoWatchList(FakeListerWatcher):
+        def watch_list(self, *, resource_version: str, timeout_seconds: int):
+            async def refuse():
+                raise Invalid(422, "Invalid", "sendInitialEvents is forbidden")
+                yield  # pragma: no cover
+
+            return refuse()
+
+    fake = NoWatchList()
+    fake.create(make_obj("a"))
+    informer = SharedInformer(fake, api_version="v1", kind="ConfigMap", use_watch_list=True)
+    assert informer.reflector.use_watch_list
+    stop = asyncio.Event()
+    task = asyncio.create_task(informer.run(stop))
+    assert await informer.wait_for_sync(5)
+    assert informer.store.get("default/a") is not None
+    assert not informer.reflector.use_watch_list
+    assert len(fake.list_calls) == 1
+    stop.set()
+    await task
