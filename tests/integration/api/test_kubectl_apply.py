@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -109,3 +110,20 @@ async def test_immutable_fields_refuse_updates(
     result = await kubectl.run(*APPLY, "-", input=yaml_dump_all([obj]), check=False)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+async def test_invalid_status_is_rejected_through_the_status_subresource(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    await _install_crds(kubectl, tmp_path)
+    for case in (c for c in CASES if c.status):
+        obj = copy.deepcopy(BASES[case.kind])
+        obj["metadata"]["name"] = case.id
+        await kubectl.run(*APPLY, "-", input=yaml_dump_all([obj]))
+        status = case.manifest()["status"]
+        result = await kubectl.run(
+            "patch", case.kind.lower(), case.id, "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": status}), check=False,
+        )
+        assert result.returncode != 0, f"{case.id}: status accepted"
+        assert f"{case.path}:" in result.stderr and case.message in result.stderr, result.stderr
