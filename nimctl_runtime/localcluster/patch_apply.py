@@ -35,7 +35,7 @@ Simplifications (documented, deliberate):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -491,16 +491,20 @@ def apply(
     schema_hint: Any = None,
     subresource: str = "",
     now: datetime | None = None,
+    ignored_fields: Collection[str] = (),
 ) -> dict[str, Any]:
     """Server-side apply ``applied`` onto ``live`` (None to create); returns the result.
 
     Raises :class:`ApplyConflict` when another manager owns a leaf field with a
     different value and ``force`` is false; with ``force`` the fields move to
-    ``field_manager``.
+    ``field_manager``. Top-level ``ignored_fields`` (e.g. ``status`` on the main
+    resource of a kind with a status subresource) are neither applied nor owned.
     """
     if not field_manager:
         raise ValueError("fieldManager is required for apply patch")
     config = _copy_json(dict(applied))
+    for name in ignored_fields:
+        config.pop(name, None)
     if isinstance(config.get("metadata"), dict):
         config["metadata"].pop("managedFields", None)
     api_version = str(config.get("apiVersion") or (live or {}).get("apiVersion") or "")
@@ -594,20 +598,23 @@ def track_update(
     schema_hint: Any = None,
     subresource: str = "",
     now: datetime | None = None,
+    ignored_fields: Collection[str] = (),
 ) -> dict[str, Any]:
     """Record the fields ``new`` changed relative to ``old`` as owned by ``field_manager``.
 
     Returns a copy of ``new`` with ``metadata.managedFields`` carried over from
-    ``old`` and updated. Managed fields sent by the client are ignored.
+    ``old`` and updated. Managed fields sent by the client are ignored, and so
+    are changes under the top-level ``ignored_fields``.
     """
     result: dict[str, Any] = _copy_json(dict(new))
-    new_set = field_set(result, schema_hint)
+    skipped = {f"f:{name}" for name in ignored_fields}
+    new_set = {p for p in field_set(result, schema_hint) if p[0] not in skipped}
     entries = _entries(old) if old is not None else []
     inner = _ancestors(new_set)
     if old is None:
         changed = new_set
     else:
-        old_set = field_set(old, schema_hint)
+        old_set = {p for p in field_set(old, schema_hint) if p[0] not in skipped}
         changed = {
             p
             for p in new_set

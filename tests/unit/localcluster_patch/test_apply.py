@@ -166,3 +166,18 @@ def test_fields_v1_round_trip() -> None:
 def test_field_manager_is_required() -> None:
     with pytest.raises(ValueError, match="fieldManager is required"):
         apply(None, _deploy({}), field_manager="", force=False)
+
+
+def test_ignored_fields_are_neither_applied_nor_owned() -> None:
+    live = {"apiVersion": "x.io/v1", "kind": "W", "metadata": {"name": "w"},
+            "spec": {"a": 1}, "status": {"state": "Ready"}}
+    applied = {"apiVersion": "x.io/v1", "kind": "W", "metadata": {"name": "w"},
+               "spec": {"a": 2}, "status": {"state": "Hacked"}}
+    result = apply(live, applied, field_manager="m", force=False, ignored_fields=("status",),
+                   now=NOW)
+    assert result["status"] == {"state": "Ready"}
+    assert result["spec"] == {"a": 2}
+    assert result["metadata"]["managedFields"][0]["fieldsV1"] == {"f:spec": {"f:a": {}}}
+    updated = track_update(result, {**result, "status": {"state": "x"}}, field_manager="u",
+                           ignored_fields=("status",), now=NOW)
+    assert _managers(updated) == [("m", "Apply")]
