@@ -320,6 +320,16 @@ def _cause(field: str, message: str, reason: str = "FieldValueInvalid") -> dict[
     return {"reason": reason, "message": message, "field": field}
 
 
+_OMIT_EMPTY_META = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
+
+
+def _normalize_meta(meta: dict[str, Any]) -> None:
+    """Drop empty ObjectMeta collections, as Go's ``omitempty`` encoding does."""
+    for key in _OMIT_EMPTY_META:
+        if key in meta and not meta[key]:
+            del meta[key]
+
+
 def _strip_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
@@ -725,8 +735,12 @@ class Storage:
             meta.pop(server_owned, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
-        meta["generation"] = 1
+        if info.crd or "spec" in obj:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
         self._prepare_builtin_create(info, obj)
+        _normalize_meta(meta)
         if dry_run:
             meta["resourceVersion"] = ""
             meta.pop("resourceVersion")
@@ -827,7 +841,7 @@ class Storage:
                 else:
                     new.pop("status", None)
             self._check_metadata(info, name, new_meta)
-            if _strip_spec(new) != _strip_spec(old):
+            if "generation" in old_meta and _strip_spec(new) != _strip_spec(old):
                 new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
             if old_meta.get("deletionTimestamp"):
                 added = set(new_meta.get("finalizers") or []) - set(
@@ -848,6 +862,7 @@ class Storage:
                             }
                         ],
                     )
+        _normalize_meta(new["metadata"])
         new["apiVersion"] = old.get("apiVersion", info.api_version)
         new["kind"] = info.kind
         new["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
