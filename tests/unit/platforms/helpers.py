@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import copy
+import functools
+import re
 from typing import Any
 
-import kubernetes_validate
+import jsonschema
 import pytest
+from kubernetes_validate.utils import schema_contents
+from referencing import Registry, Resource
 
 NS = "nim-service"
 NAME = "llama"
@@ -99,12 +103,36 @@ def env_of(container: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
 
 
+K8S_VERSION = "1.32.0"
+SCHEMA_DIR = "kubernetes-json-schema/v1.32.0-local-strict"
+
+
+@functools.cache
+def _validator(api_version: str, kind: str) -> jsonschema.protocols.Validator | None:
+    """kubernetes-validate's strict v1.32 schema for a kind, loaded once per test run."""
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        schema = schema_contents(f"{SCHEMA_DIR}/{kind.lower()}-{group_version}.json", K8S_VERSION)
+    except FileNotFoundError:
+        return None  # a CRD kind (Gateway API, Prometheus Operator, ...)
+    definitions = schema_contents(f"{SCHEMA_DIR}/_definitions.json", K8S_VERSION)
+    registry: Registry[Any] = Resource.from_contents(schema) @ Registry()
+    registry = Resource.from_contents(definitions) @ registry
+    validator: jsonschema.protocols.Validator = jsonschema.validators.Draft202012Validator(
+        schema, registry=registry
+    )
+    return validator
+
+
 def assert_valid_k8s(objs: list[dict[str, Any]]) -> None:
     """Each built-in object validates against Kubernetes v1.32's schema (strict)."""
     for obj in objs:
-        try:
-            kubernetes_validate.validate(obj, "1.32.0", strict=True)
-        except kubernetes_validate.SchemaNotFoundError:
-            continue  # a CRD kind (Gateway API, Prometheus Operator, ...)
-        except kubernetes_validate.ValidationError as err:
-            pytest.fail(f"{obj['kind']} {obj['metadata']['name']} invalid: {err}")
+        validator = _validator(obj["apiVersion"], obj["kind"])
+        if validator is None:
+            continue
+        errors = sorted(validator.iter_errors(obj), key=lambda e: list(e.path))
+        if errors:
+            where = ".".join(str(p) for p in errors[0].path)
+            pytest.fail(
+                f"{obj['kind']} {obj['metadata']['name']} invalid at {where}: {errors[0].message}"
+            )
