@@ -1040,11 +1040,18 @@ def _check_node(
         items = schema.get("items")
         if isinstance(items, dict):
             item_props = items.get("properties") or {}
+            item_required = items.get("required") or []
             for key in keys or []:
                 if key not in item_props:
                     errors.append(
                         f"{path}.x-kubernetes-list-map-keys: Invalid value: {go_quote(key)}: "
                         "entries must all be names of item properties"
+                    )
+                elif key not in item_required and "default" not in item_props[key]:
+                    errors.append(
+                        f"{path}.items.properties[{key}].default: Required value: this property "
+                        "is in x-kubernetes-list-map-keys, so it must have a default or be a "
+                        "required property"
                     )
     if is_root and isinstance(schema.get("properties"), Mapping):
         meta = schema["properties"].get("metadata")

@@ -215,3 +215,31 @@ def test_int_or_string_and_preserve_unknown_need_no_type() -> None:
         },
     }
     assert check_structural(schema) == []
+
+
+def test_map_list_keys_must_be_required_or_defaulted() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "ports": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name", "protocol"],
+                "items": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "protocol": {"type": "string"},
+                    },
+                },
+            }
+        },
+    }
+    assert check_structural(schema) == [
+        "openAPIV3Schema.properties[ports].items.properties[protocol].default: Required value: "
+        "this property is in x-kubernetes-list-map-keys, so it must have a default or be a "
+        "required property"
+    ]
+    schema["properties"]["ports"]["items"]["properties"]["protocol"]["default"] = "TCP"
+    assert check_structural(schema) == []
