@@ -25,7 +25,7 @@ from ruamel.yaml.error import YAMLError
 
 from nimctl_runtime.labels import FieldSelector, Selector, SelectorParseError
 
-from . import errors, tables
+from . import errors, reviews, tables
 from .errors import StatusError
 from .hooks import AdmissionAttributes, Operation, RequestInfo
 from .registry import ResourceInfo
@@ -472,6 +472,8 @@ class ResourceHandlers:
         if ctx.info.subresource:
             raise errors.method_not_allowed()
         obj = check_type_meta(ctx, await self._body(ctx))
+        if info.group_resource in reviews.REVIEW_RESOURCES:
+            return json_response(reviews.answer(ctx.info, info.resource, obj), 201)
         check_namespace_and_name(ctx, obj)
         if info.namespaced and not obj["metadata"].get("namespace"):
             raise errors.bad_request("the namespace of the object must be set")

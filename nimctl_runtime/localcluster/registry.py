@@ -140,6 +140,21 @@ def _b(  # noqa: PLR0917 - one positional line per resource keeps the table read
     )
 
 
+def _review(gv: str, resource: str, kind: str) -> ResourceInfo:
+    """A create-only, never-stored review resource (answered by ``reviews.py``)."""
+    group, version = split_api_version(gv)
+    return ResourceInfo(
+        group=group,
+        version=version,
+        resource=resource,
+        kind=kind,
+        namespaced=False,
+        singular=kind.lower(),
+        verbs=("create",),
+        storage_version=version,
+    )
+
+
 NS, CLUSTER = True, False
 _AX = "api-extensions"
 _ADM = "admissionregistration.k8s.io/v1"
@@ -189,6 +204,10 @@ BUILTINS: tuple[ResourceInfo, ...] = (
        cats=_AX),
     _b(_ADM, "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", CLUSTER, cats=_AX),
     _b("apiregistration.k8s.io/v1", "apiservices", "APIService", CLUSTER, "", "status", _AX),
+    _review("authorization.k8s.io/v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+    _review("authorization.k8s.io/v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+    _review("authorization.k8s.io/v1", "subjectaccessreviews", "SubjectAccessReview"),
+    _review("authentication.k8s.io/v1", "selfsubjectreviews", "SelfSubjectReview"),
 )  # fmt: skip
 
 # Preferred order of groups in discovery (kube-apiserver lists legacy groups first).
@@ -209,6 +228,8 @@ _GROUP_ORDER = (
     "coordination.k8s.io",
     "node.k8s.io",
     "discovery.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
 )
 
 
