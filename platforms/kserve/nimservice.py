@@ -132,7 +132,10 @@ def _inference_service(r: NIMServiceRenderer, mode: str) -> dict[str, Any]:
         labels[VISIBILITY_LABEL] = "cluster-local"
 
     predictor: dict[str, Any] = dict(pod_spec)
-    predictor["labels"] = merge_maps(labels, {"app": r.name})
+    predictor["labels"] = merge_maps(
+        {k: v for k, v in labels.items() if k in r.pod_labels() or k == VISIBILITY_LABEL},
+        {"app": r.name},
+    )
     predictor["annotations"] = r.pod_annotations()
     if not knative:
         predictor["deploymentStrategy"] = {

@@ -36,6 +36,7 @@ class EPPInputs:
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     pod_annotations: Mapping[str, str]
+    pod_labels: Mapping[str, str]
     owner_references: list[dict[str, Any]]
     nim_selector: Mapping[str, str]
     nim_port: int
@@ -165,7 +166,7 @@ def render_epp(inp: EPPInputs) -> list[dict[str, Any]]:
             selector=selector,
             template=pod.pod_template(
                 pod_spec,
-                labels=merge_maps(selector, inp.labels),
+                labels=merge_maps(selector, inp.pod_labels),
                 annotations=inp.pod_annotations,
             ),
             replicas=1,

@@ -40,6 +40,7 @@ from manifests.labels import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
     NAME_LABEL,
+    OPERATOR_VERSION_LABEL,
     PART_OF_NIM_SERVICE,
     REQUIRED_SCC_ANNOTATION,
     merge_maps,
@@ -660,6 +661,7 @@ class NIMServiceRenderer:
                 labels=self.labels,
                 annotations=self.annotations,
                 pod_annotations=self.pod_annotations(),
+                pod_labels=self.pod_labels(),
                 owner_references=self.owner_refs,
                 nim_selector=self.selector,
                 nim_port=self.port,
@@ -768,7 +770,7 @@ class NIMServiceRenderer:
                 size=self.pipeline,
                 leader_template=pod.pod_template(
                     leader_spec,
-                    labels=merge_maps(self.selector, self.labels),
+                    labels=merge_maps(self.selector, self.pod_labels()),
                     annotations=annotations,
                 ),
                 worker_template=pod.pod_template(worker_spec, annotations=annotations),
@@ -904,6 +906,14 @@ class NIMServiceRenderer:
             resource_claims=pod_claims,
         )
 
+    def pod_labels(self) -> dict[str, str]:
+        """Object labels minus the operator version.
+
+        NVIDIA puts the version on the pod template too, so upgrading the
+        operator restarts every NIM; here an upgrade only relabels objects.
+        """
+        return {k: v for k, v in self.labels.items() if k != OPERATOR_VERSION_LABEL}
+
     def pod_annotations(self) -> dict[str, str]:
         """Object annotations minus the parent-spec hash (a spec edit alone must not roll pods)."""
         return {k: v for k, v in self.annotations.items() if k != PARENT_SPEC_HASH_ANNOTATION}
@@ -925,7 +935,7 @@ class NIMServiceRenderer:
             command=spec.get("command"),
             args=spec.get("args"),
         )
-        pod_labels = merge_maps(selector_labels(self.name), self.labels)
+        pod_labels = merge_maps(selector_labels(self.name), self.pod_labels())
         if is_autoscaling_enabled(spec):
             replicas: int | None = int(dig(spec, "scale", "hpa", "minReplicas", default=1))
         else:

@@ -1061,3 +1061,16 @@ def test_typed_model_and_dict_render_the_same() -> None:
     model = load(svc)
     assert kinds(render(model)) == kinds(render(svc))
     assert main_container(render(model)) == main_container(render(svc))
+
+
+def test_operator_upgrade_does_not_change_pod_templates() -> None:
+    old = render(nimservice(), RenderContext(operator_version="v1.0.0"))
+    new = render(nimservice(), RenderContext(operator_version="v1.1.0"))
+    assert (
+        by_kind(new, "Deployment")["metadata"]["labels"]["app.kubernetes.io/operator-version"]
+        == "v1.1.0"
+    )
+    assert (
+        by_kind(old, "Deployment")["spec"]["template"]
+        == by_kind(new, "Deployment")["spec"]["template"]
+    )
