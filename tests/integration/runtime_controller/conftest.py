@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,5 +57,6 @@ class Env:
 @pytest.fixture
 async def env(tmp_path: Path) -> AsyncIterator[Env]:
     async with LocalCluster(simulator=False, workdir=tmp_path / "cluster") as cluster:
-        ext = cluster.extensions
+        ext: Any = getattr(cluster, "extensions", None)  # set by start_extensions
+        assert ext is not None, "localcluster started without its extensions"
         yield Env(cluster, ext.audit, ext.faults, tmp_path)

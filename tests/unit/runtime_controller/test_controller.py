@@ -253,7 +253,7 @@ async def test_owned_object_events_enqueue_the_controller_owner() -> None:
     ctrl = Controller(unique("ctl"), rec, cache, rate_limiter=fast_limiter())
     ctrl.watch(AV, KIND, EnqueueRequestForObject())
     ctrl.watch("apps/v1", "Deployment", EnqueueRequestForOwner(AV, KIND))
-    owners = [
+    owners: list[dict[str, Any]] = [
         {"apiVersion": "example.com/v1beta1", "kind": KIND, "name": "owner", "controller": True},
         {"apiVersion": AV, "kind": KIND, "name": "not-controller"},
         {"apiVersion": "other.com/v1", "kind": KIND, "name": "other-group", "controller": True},

@@ -124,7 +124,7 @@ def events(client: FakeObjectClient) -> list[dict[str, Any]]:
 
 async def test_repeated_events_are_aggregated_into_one_with_a_count() -> None:
     client = FakeObjectClient()
-    b = EventBroadcaster(client, host="node-1")  # type: ignore[arg-type]
+    b = EventBroadcaster(client, host="node-1")
     rec = b.new_recorder("nimservice-controller")
     for _ in range(3):
         rec.event(pod(), "Normal", "Created", "created deployment p")
@@ -146,7 +146,7 @@ async def test_recording_never_blocks_or_raises_even_when_the_api_fails() -> Non
 
     client = FakeObjectClient()
     client.fail = InternalError(500, "InternalError", "down")
-    b = EventBroadcaster(client, queue_size=5)  # type: ignore[arg-type]
+    b = EventBroadcaster(client, queue_size=5)
     rec = b.new_recorder("c")
     for i in range(20):
         rec.event(pod(f"p{i}"), "Normal", "R", "m")  # returns at once
@@ -165,7 +165,7 @@ async def test_recording_never_blocks_or_raises_even_when_the_api_fails() -> Non
 
 async def test_spam_filter_limits_events_per_object() -> None:
     client = FakeObjectClient()
-    b = EventBroadcaster(client, burst=5)  # type: ignore[arg-type]
+    b = EventBroadcaster(client, burst=5)
     rec = b.new_recorder("c")
     for i in range(20):
         rec.event(pod(), "Normal", "Reason", f"distinct message {i}")

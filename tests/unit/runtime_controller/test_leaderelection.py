@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -40,8 +41,9 @@ class Candidate:
             await self.task
 
 
-def lease_spec(client: FakeObjectClient) -> dict[str, object]:
-    return client.objects[("Lease", "ns", "lease")]["spec"]
+def lease_spec(client: FakeObjectClient) -> dict[str, Any]:
+    spec: dict[str, Any] = client.objects[("Lease", "ns", "lease")]["spec"]
+    return spec
 
 
 def test_timings_are_validated() -> None:

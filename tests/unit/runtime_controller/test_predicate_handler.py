@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from nimctl_runtime.handler import (
     CreateEvent,
     DeleteEvent,
@@ -99,7 +101,7 @@ async def test_enqueue_for_object_uses_namespace_and_name() -> None:
 
 
 async def test_enqueue_for_owner_on_update_wakes_old_and_new_owner() -> None:
-    def owned_by(name: str) -> list[dict[str, object]]:
+    def owned_by(name: str) -> list[dict[str, Any]]:
         return [{"apiVersion": "example.com/v1", "kind": "Widget", "name": name,
                  "controller": True}]  # fmt: skip
 
@@ -113,7 +115,7 @@ async def test_enqueue_for_owner_on_update_wakes_old_and_new_owner() -> None:
     assert q.items == [Request(None, "w1")]
     q.items.clear()
     every = EnqueueRequestForOwner("example.com/v1", "Widget", only_controller=False)
-    refs = [{"apiVersion": "example.com/v2", "kind": "Widget", "name": "n1"},
+    refs: list[dict[str, Any]] = [{"apiVersion": "example.com/v2", "kind": "Widget", "name": "n1"},
             {"apiVersion": "example.com/v1", "kind": "Widget", "name": "n2", "controller": True}]  # fmt: skip
     await every.generic(GenericEvent(obj("d", "ns", owners=refs)), q)
     assert q.items == [Request("ns", "n1"), Request("ns", "n2")]
