@@ -399,11 +399,11 @@ class Storage:
     def drop_resource(self, group: str, resource: str) -> None:
         """Remove every object of a resource (its CRD was deleted), emitting DELETED events."""
         bucket = self._objects.get((group, resource))
-        if not bucket:
-            return
-        for (ns, name), entry in sorted(bucket.items()):
+        for (ns, name), entry in sorted((bucket or {}).items()):
             obj = entry.decode()
             self._remove((group, resource, ns, name), entry, obj)
+        for watcher in list(self._watchers.get((group, resource), ())):
+            watcher.close()
 
     def lookup_uid(self, uid: str) -> Key | None:
         return self._uids.get(uid)
