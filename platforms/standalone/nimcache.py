@@ -193,7 +193,6 @@ def manifest_pod(nimcache: CRInput, *, orchestrator: str = "Kubernetes") -> dict
         node_selector=_node_selector(spec),
         tolerations=spec.get("tolerations"),
         runtime_class_name=spec.get("runtimeClassName"),
-        restart_policy="Never",
     )
     meta = object_meta(
         manifest_pod_name(name),

@@ -117,6 +117,29 @@ def spec_hash(nimservice: CRInput) -> str:
     return hash_value(as_dict(nimservice).get("spec", {}))
 
 
+def prunable_objects(name: str) -> list[tuple[str, str, str]]:
+    """(apiVersion, kind, name) of every object an option can turn off for NIMService ``name``.
+
+    The reconciler deletes those it owns that the latest render no longer has
+    (skipping kinds the cluster does not serve).
+    """
+    epp = f"{name}-epp"
+    return [
+        ("networking.k8s.io/v1", "Ingress", name),
+        (*HTTP_ROUTE, name),
+        (*GRPC_ROUTE, name),
+        ("autoscaling/v2", "HorizontalPodAutoscaler", name),
+        (*SERVICE_MONITOR, name),
+        ("v1", "ServiceAccount", epp),
+        ("rbac.authorization.k8s.io/v1", "Role", epp),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding", epp),
+        ("v1", "ConfigMap", f"{name}-epp-config"),
+        ("v1", "Service", epp),
+        ("apps/v1", "Deployment", epp),
+        (*INFERENCE_POOL, name),
+    ]
+
+
 def is_autoscaling_enabled(spec: Mapping[str, Any]) -> bool:
     return bool(dig(spec, "scale", "enabled", default=False))
 

@@ -1074,3 +1074,17 @@ def test_operator_upgrade_does_not_change_pod_templates() -> None:
         by_kind(old, "Deployment")["spec"]["template"]
         == by_kind(new, "Deployment")["spec"]["template"]
     )
+
+
+def test_every_optional_object_is_listed_as_prunable() -> None:
+    from platforms.standalone import prunable_objects
+    from tests.unit.platforms.test_render_multinode_epp import _epp
+
+    full = render(
+        nimservice({**GATEWAY, **METRICS, **_epp(), "scale": HPA["scale"], "replicas": None})
+    )
+    base = render(nimservice())
+    base_ids = {(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in base}
+    optional = {(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in full} - base_ids
+    assert optional <= set(prunable_objects(NAME))
+    assert ("networking.k8s.io/v1", "Ingress", NAME) in prunable_objects(NAME)
