@@ -478,7 +478,8 @@ def _merge_list(original: list[Any], patch: list[Any], schema: Mapping[str, Any]
                 f"unable to merge a primitive {item!r} into a list merged by {merge_key}", 422
             )
         if merge_key not in item:
-            raise PatchError(f"map: {dict(item)} does not contain declared merge key: {merge_key}")
+            shown = " ".join(f"{k}:{v}" for k, v in sorted(item.items()))
+            raise PatchError(f"map: map[{shown}] does not contain declared merge key: {merge_key}")
         position = next(
             (
                 i
