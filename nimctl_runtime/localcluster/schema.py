@@ -734,7 +734,7 @@ def _prune_node(
         for key in list(value):
             child = child_path(path, key)
             if embedded and key in _ROOT_META_FIELDS:
-                if key == "metadata" and not is_root and isinstance(value[key], dict):
+                if key == "metadata" and isinstance(value[key], dict):
                     meta = value[key]
                     for mkey in list(meta):
                         if mkey not in _OBJECT_META_FIELDS:

@@ -243,3 +243,10 @@ def test_map_list_keys_must_be_required_or_defaulted() -> None:
     ]
     schema["properties"]["ports"]["items"]["properties"]["protocol"]["default"] = "TCP"
     assert check_structural(schema) == []
+
+
+def test_prune_drops_unknown_object_meta_fields_at_the_root() -> None:
+    obj: dict[str, Any] = {"apiVersion": "x/v1", "kind": "K",
+                           "metadata": {"name": "n", "labels": {"a": "b"}, "colour": "red"}}
+    assert prune(SCHEMA, obj) == ["metadata.colour"]
+    assert obj["metadata"] == {"name": "n", "labels": {"a": "b"}}
