@@ -25,7 +25,7 @@ from ruamel.yaml.error import YAMLError
 
 from nimctl_runtime.labels import FieldSelector, Selector, SelectorParseError
 
-from . import errors, reviews, tables
+from . import conversion, errors, reviews, tables
 from .errors import StatusError
 from .hooks import AdmissionAttributes, Operation, RequestInfo
 from .registry import ResourceInfo
@@ -55,6 +55,12 @@ class RequestContext:
     resource: ResourceInfo
     request: web.Request
     warnings: list[str] = field(default_factory=list)
+    convert: bool = False  # served as events.k8s.io/v1, stored as core/v1
+
+    @property
+    def field_selector_text(self) -> str | None:
+        text = self.request.query.get("fieldSelector")
+        return conversion.field_selector_to_core(text) if self.convert and text else text
 
     @property
     def query(self) -> Mapping[str, str]:
@@ -224,7 +230,7 @@ class ResourceHandlers:
     def _selectors(self, ctx: RequestContext) -> tuple[Selector, FieldSelector]:
         try:
             lsel = Selector.parse(ctx.query.get("labelSelector"))
-            fsel = FieldSelector.parse(ctx.query.get("fieldSelector"))
+            fsel = FieldSelector.parse(ctx.field_selector_text)
         except SelectorParseError as exc:
             raise errors.bad_request(f"unable to parse requirement: {exc}") from exc
         allowed = {"metadata.name", "metadata.namespace", *ctx.resource.field_labels}
@@ -348,7 +354,15 @@ class ResourceHandlers:
             raw += chunk
         if len(raw) > MAX_BODY:
             raise errors.request_entity_too_large()
-        return decode_body(raw, req.headers.get("Content-Type", ""))
+        body = decode_body(raw, req.headers.get("Content-Type", ""))
+        if ctx.convert and isinstance(body, dict) and body.get("kind") == "Event":
+            if body.get("apiVersion") not in (None, "events.k8s.io/v1"):
+                raise errors.bad_request(
+                    f"the API version in the data ({body.get('apiVersion')}) does not match "
+                    "the expected API version (events.k8s.io/v1)"
+                )
+            body = conversion.to_core(body)
+        return body
 
     # ------------------------------------------------------------------ reads
 
@@ -521,6 +535,8 @@ class ResourceHandlers:
                 info, self.storage.read_object(info, ctx.info.namespace, ctx.info.name)
             )
             base = self._scale_of(info, current) if sub == "scale" else current
+            if ctx.convert:
+                base = conversion.from_core(current)
             try:
                 if ctype == JSON_PATCH:
                     patched = patch_mod.json_patch(base, body)
@@ -544,6 +560,8 @@ class ResourceHandlers:
                 raise StatusError(422, "Invalid", str(exc)) from exc
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch did not produce an object")
+            if ctx.convert:
+                patched = conversion.to_core(patched)
             if sub == "scale":
                 return await self._write_scale(ctx, current, patched)
             patched_meta = patched.get("metadata")

@@ -11,6 +11,7 @@ can take the server down.
 
 from __future__ import annotations
 
+import json
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ from aiohttp import web
 
 from nimctl_runtime.logsetup import get_logger
 
-from . import discovery, errors, openapi
+from . import conversion, discovery, errors, openapi
 from .errors import StatusError
 from .handlers import RequestContext, ResourceHandlers, json_response
 from .hooks import Handler, RequestInfo
@@ -211,7 +212,29 @@ class ApiServer:
             raise _not_found_path()
         if info.subresource and info.subresource not in res.subresources:
             raise _not_found_path()
-        ctx = RequestContext(info=info, resource=res, request=request)
+        convert = conversion.is_converted(res.group, res.resource)
+        if convert:
+            core = registry.get(*conversion.CORE_EVENTS)
+            if core is None:
+                raise _not_found_path()
+            res = core
+        ctx = RequestContext(info=info, resource=res, request=request, convert=convert)
+        resp = await self._verb(request, info, ctx)
+        if convert and isinstance(resp, web.Response) and resp.body is not None:
+            body = resp.body if isinstance(resp.body, bytes) else b""
+            try:
+                doc = json.loads(body)
+            except ValueError:
+                return resp
+            out = json_response(conversion.response_from_core(doc), resp.status)
+            for value in resp.headers.getall("Warning", []):
+                out.headers.add("Warning", value)
+            return out
+        return resp
+
+    async def _verb(
+        self, request: web.Request, info: RequestInfo, ctx: RequestContext
+    ) -> web.StreamResponse:
         method = request.method.upper()
         h = self.resources
         if method == "GET":

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from . import errors, tables
+from . import conversion, errors, tables
 from .errors import StatusError
 from .handlers import RequestContext, wants_table
 from .storage import BOOKMARK, ERROR, StoredEvent, WatchClosed, encode
@@ -119,7 +119,7 @@ class WatchServer:
 
         def line(ev: StoredEvent) -> bytes:
             data = ev.data
-            if as_table or (info.crd and info.version != info.storage_version):
+            if as_table or ctx.convert or (info.crd and info.version != info.storage_version):
                 obj = ev.object
                 if info.group:
                     obj["apiVersion"] = info.api_version
@@ -129,7 +129,9 @@ class WatchServer:
                         table["columnDefinitions"] = []
                     first_table[0] = False
                     table["metadata"]["resourceVersion"] = str(ev.rv)
-                    obj = table
+                    obj = conversion.response_from_core(table) if ctx.convert else table
+                elif ctx.convert:
+                    obj = conversion.from_core(obj)
                 data = encode(obj)
             return b'{"type":"' + ev.type.encode() + b'","object":' + data + b"}\n"
 
@@ -137,7 +139,8 @@ class WatchServer:
             meta: dict[str, Any] = {"resourceVersion": str(rv_value)}
             if initial_end:
                 meta["annotations"] = {INITIAL_EVENTS_END: "true"}
-            obj = {"kind": info.kind, "apiVersion": info.api_version, "metadata": meta}
+            api_version = "events.k8s.io/v1" if ctx.convert else info.api_version
+            obj = {"kind": info.kind, "apiVersion": api_version, "metadata": meta}
             return encode({"type": BOOKMARK, "object": obj}) + b"\n"
 
         interval = self.cluster.bookmark_interval

@@ -294,3 +294,34 @@ async def test_metadata_validation_and_protected_namespaces(http: Http) -> None:
     assert status == 422 and body["details"]["causes"][0]["field"] == "metadata.labels"
     status, body, _ = await http.call("DELETE", "/api/v1/namespaces/default")
     assert status == 403 and "may not be deleted" in body["message"]
+
+
+async def test_events_are_served_by_both_event_apis(http: Http) -> None:
+    new_style = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e1"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "reason": "Pulled",
+        "note": "image pulled",
+        "type": "Normal",
+        "action": "Pull",
+        "reportingController": "kubelet",
+        "reportingInstance": "node-1",
+    }
+    status, created, _ = await http.call(
+        "POST", "/apis/events.k8s.io/v1/namespaces/default/events", new_style
+    )
+    assert status == 201 and created["note"] == "image pulled"
+    assert created["apiVersion"] == "events.k8s.io/v1"
+    status, core, _ = await http.call(
+        "GET", "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dp"
+    )
+    [item] = core["items"]
+    assert item["message"] == "image pulled" and item["involvedObject"]["name"] == "p"
+    assert item["source"] == {"component": "kubelet", "host": "node-1"}
+    status, listed, _ = await http.call(
+        "GET", "/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name%3Dp"
+    )
+    assert listed["kind"] == "EventList" and listed["items"][0]["reportingController"] == "kubelet"
