@@ -18,7 +18,14 @@ from typing import Any, Final
 from api.base import CustomResource, KindInfo
 from api.serialize import kind_registry, yaml_dump_all
 
-__all__ = ["crd_file_name", "generate_crd", "generate_crds", "main", "to_yaml"]
+__all__ = [
+    "crd_file_name",
+    "generate_crd",
+    "generate_crds",
+    "list_map_key_problems",
+    "main",
+    "to_yaml",
+]
 
 _DROP: Final = frozenset({"title", "x-nimctl-core-type", "$defs"})
 _MERGE_LISTS: Final = frozenset({"x-kubernetes-validations"})
@@ -112,8 +119,29 @@ def _openapi_schema(model: type[CustomResource]) -> dict[str, Any]:
     return schema
 
 
+def list_map_key_problems(schema: Mapping[str, Any], path: str = "") -> list[str]:
+    """Paths of ``x-kubernetes-list-map-keys`` entries that are neither required nor
+    defaulted: the API server refuses such a CRD."""
+    problems: list[str] = []
+    keys = schema.get("x-kubernetes-list-map-keys")
+    items = schema.get("items")
+    if isinstance(keys, list) and isinstance(items, Mapping):
+        required = set(items.get("required", []))
+        props = items.get("properties", {})
+        for key in keys:
+            if key not in required and "default" not in props.get(key, {}):
+                problems.append(f"{path}[].{key}")
+    for name, sub in schema.get("properties", {}).items():
+        problems += list_map_key_problems(sub, f"{path}.{name}" if path else name)
+    for child in ("items", "additionalProperties"):
+        sub = schema.get(child)
+        if isinstance(sub, Mapping):
+            problems += list_map_key_problems(sub, f"{path}[]" if child == "items" else path)
+    return problems
+
+
 def generate_crd(model: type[CustomResource]) -> dict[str, Any]:
-    """The CRD of one kind."""
+    """The CRD of one kind (ValueError when the API server would refuse it)."""
     info: KindInfo = model.kind_info
     names: dict[str, Any] = {
         "kind": info.kind,
@@ -125,9 +153,15 @@ def generate_crd(model: type[CustomResource]) -> dict[str, Any]:
         names["shortNames"] = list(info.short_names)
     if info.categories:
         names["categories"] = list(info.categories)
+    schema = _openapi_schema(model)
+    problems = list_map_key_problems(schema)
+    if problems:
+        raise ValueError(
+            f"{info.kind}: list-map keys must be required or defaulted: {', '.join(problems)}"
+        )
     version: dict[str, Any] = {
         "name": info.version,
-        "schema": {"openAPIV3Schema": _openapi_schema(model)},
+        "schema": {"openAPIV3Schema": schema},
         "served": info.served,
         "storage": info.storage,
     }

@@ -67,6 +67,16 @@ KUBERNETES_VERSION: Final = "v1.32.0"
 _SCHEMA_DIR: Final = f"kubernetes-json-schema/{KUBERNETES_VERSION}-local-strict"
 _INT_OR_STRING: Final = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _QUANTITY: Final = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_LIST_MAP_KEY_DEFAULTS: Final = MappingProxyType(
+    {
+        # The published JSON definitions omit defaults. A list-map key must be required
+        # or defaulted in a CRD (apiextensions validation), and these keys are
+        # defaulted by Kubernetes' ``+default`` markers; nothing else is added.
+        ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
+        ("io.k8s.api.core.v1.ServicePort", "protocol"): "TCP",
+        ("io.k8s.api.core.v1.LocalObjectReference", "name"): "",
+    }
+)
 _DROPPED_KEYS: Final = frozenset(
     {
         "x-kubernetes-patch-strategy",
@@ -138,6 +148,9 @@ def _structural(node: Any, stack: tuple[str, ...]) -> Any:
             }
         else:
             out = _structural(_DEFINITIONS[name], (*stack, name))
+            for (owner, prop), default in _LIST_MAP_KEY_DEFAULTS.items():
+                if owner == name and prop in out.get("properties", {}):
+                    out["properties"][prop]["default"] = default
         for key, value in node.items():
             if key != "$ref" and key not in _DROPPED_KEYS:
                 out[key] = _structural(value, stack)

@@ -119,3 +119,16 @@ def test_api_reference_doc_is_current() -> None:
     assert (ROOT / DOC_PATH).read_text() == render_markdown(), (
         "regenerate with: .venv/bin/python -m api.reference"
     )
+
+
+def test_embedded_core_lists_are_acceptable_list_maps() -> None:
+    from api.crdgen import list_map_key_problems
+    from api.k8s import structural_schema
+
+    pod = structural_schema("io.k8s.api.core.v1.PodSpec")
+    assert list_map_key_problems(pod) == []
+    ports = pod["properties"]["containers"]["items"]["properties"]["ports"]
+    assert ports["x-kubernetes-list-map-keys"] == ["containerPort", "protocol"]
+    assert ports["items"]["properties"]["protocol"]["default"] == "TCP"
+    for crd in CRDS.values():
+        assert list_map_key_problems(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]) == []
