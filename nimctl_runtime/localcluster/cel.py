@@ -488,12 +488,10 @@ def _root_view(value: Any) -> Any:
 
 
 def _schema_type_name(schema: Mapping[str, Any]) -> str:
+    """The bad value Kubernetes prints for a failed rule: the node's schema type
+    (empty for untyped int-or-string / preserve-unknown-fields nodes)."""
     stype = schema.get("type")
-    if isinstance(stype, str) and stype:
-        return stype
-    if schema.get("x-kubernetes-int-or-string"):
-        return "integer-or-string"
-    return "object"
+    return stype if isinstance(stype, str) else ""
 
 
 def _normalize(value: Any, schema: Any) -> Any:
