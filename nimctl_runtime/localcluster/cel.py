@@ -578,6 +578,10 @@ def _evaluate_plain(
             return True, fast(env)
         except EvalFailure:
             pass
+        except Exception as exc:  # a fast-path gap: celpy, the reference, decides
+            get_logger(__name__).warning(
+                "CEL fast path failed; using celpy", rule=expr, error=repr(exc)
+            )
     try:
         result = evaluate(expr, _activation(self_key, old_key, old_mode))
     except CELError as exc:
