@@ -13,7 +13,6 @@ in object names (DRA claim templates) that must match NVIDIA's.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from typing import Any
@@ -54,14 +53,21 @@ def hash_value(value: Any) -> str:
 
 def desired_hash(obj: dict[str, Any]) -> str:
     """Hash of a rendered object, ignoring its own ``last-applied-hash`` annotation."""
-    clean = copy.deepcopy(obj)
-    annotations = clean.get("metadata", {}).get("annotations")
-    if isinstance(annotations, dict):
-        annotations.pop(LAST_APPLIED_HASH_ANNOTATION, None)
-        if not annotations:
-            # An empty map and an absent one are the same object to the server.
-            del clean["metadata"]["annotations"]
-    return hash_value(clean)
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(annotations, dict) or (
+        annotations and LAST_APPLIED_HASH_ANNOTATION not in annotations
+    ):
+        return hash_value(obj)
+    # Shallow copies only: the object itself is never modified.
+    clean_meta = dict(meta or {})
+    rest = {k: v for k, v in annotations.items() if k != LAST_APPLIED_HASH_ANNOTATION}
+    if rest:
+        clean_meta["annotations"] = rest
+    else:
+        # An empty map and an absent one are the same object to the server.
+        del clean_meta["annotations"]
+    return hash_value({**obj, "metadata": clean_meta})
 
 
 def stamp_hash(obj: dict[str, Any]) -> dict[str, Any]:
@@ -71,6 +77,26 @@ def stamp_hash(obj: dict[str, Any]) -> dict[str, Any]:
         value
     )
     return obj
+
+
+def stamped_copy(obj: dict[str, Any]) -> dict[str, Any]:
+    """A fresh, unshared copy of ``obj`` (without a hash yet) carrying its hash annotation.
+
+    One canonical serialization serves both as the hash input and as the copy,
+    so rendering pays for one ``json.dumps`` per object.
+    """
+    meta_in = obj.get("metadata")
+    if isinstance(meta_in, dict) and meta_in.get("annotations") == {}:
+        # An empty map and an absent one are the same object to the server.
+        obj = {**obj, "metadata": {k: v for k, v in meta_in.items() if k != "annotations"}}
+    text = canonical_json(obj)
+    value = _safe_encode(hashlib.sha256(text.encode()).hexdigest()[:16])
+    out: dict[str, Any] = json.loads(text)
+    meta = out.setdefault("metadata", {})
+    if not meta.get("annotations"):
+        meta["annotations"] = {}
+    meta["annotations"][LAST_APPLIED_HASH_ANNOTATION] = value
+    return out
 
 
 def hash_changed(desired: dict[str, Any], existing: dict[str, Any] | None) -> bool:

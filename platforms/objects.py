@@ -8,7 +8,7 @@ either a model from ``api`` or a dict read from YAML.
 
 from __future__ import annotations
 
-import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,7 +32,8 @@ def as_dict(obj: CRInput) -> dict[str, Any]:
             obj.model_dump(by_alias=True, exclude_none=True, mode="json")
         )
         return out
-    copied: dict[str, Any] = _drop_none(copy.deepcopy(dict(obj)))
+    # A JSON round trip copies faster than deepcopy and leaves only JSON types.
+    copied: dict[str, Any] = _drop_none(json.loads(json.dumps(obj, default=str)))
     return copied
 
 

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from manifests.hashing import stamp_hash
+from manifests.hashing import stamped_copy
 from manifests.labels import merge_maps
 from platforms.objects import CRInput, as_dict, dig
 from platforms.standalone.context import INFERENCE_SERVICE, RenderContext
@@ -86,7 +86,7 @@ def render(
         if monitor is not None:
             objs.append(monitor)
     objs.append(_inference_service(r, mode))
-    return [stamp_hash(json.loads(json.dumps(o))) for o in objs]
+    return [stamped_copy(o) for o in objs]
 
 
 def _inference_service(r: NIMServiceRenderer, mode: str) -> dict[str, Any]:

@@ -15,7 +15,6 @@ a known flaw this renderer does better, and says so inline.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,7 +32,7 @@ from manifests import (
     serviceaccount,
     servicemonitor,
 )
-from manifests.hashing import PARENT_SPEC_HASH_ANNOTATION, hash_value, short_hash, stamp_hash
+from manifests.hashing import PARENT_SPEC_HASH_ANNOTATION, hash_value, short_hash, stamped_copy
 from manifests.labels import (
     APP_LABEL,
     APP_LABEL_OPERATOR_VALUE,
@@ -274,7 +273,7 @@ class NIMServiceRenderer:
             objs.append(self.deployment(volume, sub_path, pod_claims, container_claims))
         # Independent copies: no dict is shared between objects (or with the input).
         # (A JSON round trip, unlike deepcopy, also unshares within one object.)
-        objs = [stamp_hash(json.loads(json.dumps(obj))) for obj in objs]
+        objs = [stamped_copy(obj) for obj in objs]
         current = self.ctx.current_replicas
         if is_autoscaling_enabled(self.spec) and current is not None:
             # The HPA owns the scale: keep the live value, outside the hash.

@@ -229,3 +229,19 @@ def test_crd_kinds_have_the_fields_their_controllers_need() -> None:
         endpoints=[servicemonitor.endpoint("api", "/v1/metrics", interval="30s")],
     )
     assert sm["spec"]["endpoints"] == [{"port": "api", "path": "/v1/metrics", "interval": "30s"}]
+
+
+@pytest.mark.parametrize(
+    "annotations", [None, {}, {"a": "b"}], ids=["no-annotations", "empty", "some"]
+)
+def test_stamped_copy_agrees_with_stamp_hash(annotations: dict[str, str] | None) -> None:
+    from manifests.hashing import stamped_copy
+
+    obj = configmap.build(object_meta("c", "ns"), {"k": "v"})
+    if annotations is not None:
+        obj["metadata"]["annotations"] = dict(annotations)
+    copied = stamped_copy(obj)
+    value = copied["metadata"]["annotations"][LAST_APPLIED_HASH_ANNOTATION]
+    assert value == desired_hash(copied) == desired_hash(obj)
+    assert LAST_APPLIED_HASH_ANNOTATION not in (obj["metadata"].get("annotations") or {})
+    assert copied["data"] is not obj["data"]
