@@ -1,10 +1,16 @@
 """Echo controller benchmark: converge 1,000 objects, then restart and converge again.
 
 Each source ConfigMap gets one copy ConfigMap. Prints objects/s and API
-writes per object for the first run, and the same after a restart (a
-level-based, idempotent controller must write nothing the second time).
+writes per object (counted from ``rest_client_requests_total``: POST, PUT,
+PATCH and DELETE sent by the operator) for the first run, and the same after a
+restart: a level-based, idempotent controller must write nothing the second
+time.
 
-Run: .venv/bin/python -m tests.bench.echo_controller_bench [N]
+Run: .venv/bin/python -m tests.bench.echo_controller_bench [N] [--server-process]
+
+By default localcluster runs in the benchmark's own process and event loop,
+so the API server's work is counted against the controller; with
+``--server-process`` it runs as ``nimctl localcluster`` in its own process.
 """
 
 from __future__ import annotations
@@ -15,23 +21,31 @@ import time
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+from nimctl_runtime import metrics
 from nimctl_runtime.client import Client, load_config
 from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.logsetup import configure_logging
 from nimctl_runtime.manager import Manager
 from tests.integration.runtime_controller.echo import EchoReconciler, add_echo_controller, source_cm
 
-WRITE_VERBS = {"create", "update", "patch", "delete"}
+WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 
-async def converge(
-    kubeconfig: str, n: int, server_writes: list[int]
-) -> tuple[float, EchoReconciler, int]:
-    """Run a manager until ``n`` copies exist and the queue is idle; return seconds and counts."""
+def writes_sent() -> float:
+    total = 0.0
+    for metric in metrics.rest_client_requests_total.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total") and sample.labels.get("method") in WRITE_METHODS:
+                total += sample.value
+    return total
+
+
+async def converge(kubeconfig: str, n: int) -> tuple[float, EchoReconciler, float]:
+    """Run a manager until every source was reconciled and the queue is idle."""
     client = Client(load_config(kubeconfig))
     manager = Manager(client)
     rec, ctrl = add_echo_controller(manager, workers=8)
-    before = server_writes[0]
+    before = writes_sent()
     stop = asyncio.Event()
     t0 = time.perf_counter()
     task = asyncio.create_task(manager.start(stop))
@@ -46,45 +60,63 @@ async def converge(
                 break
         else:
             idle_since = None
-    elapsed = (idle_since or time.perf_counter()) - t0
+    elapsed = idle_since - t0
+    writes = writes_sent() - before
     stop.set()
     await task
     await client.close()
-    return elapsed, rec, server_writes[0] - before
+    return elapsed, rec, writes
 
 
-async def main(n: int) -> None:
+async def create_sources(kubeconfig: str, n: int) -> None:
+    async with Client(load_config(kubeconfig)) as admin:
+        t0 = time.perf_counter()
+        sem = asyncio.Semaphore(32)
+
+        async def make(i: int) -> None:
+            async with sem:
+                await admin.create(source_cm(f"src-{i:05d}"))
+
+        await asyncio.gather(*(make(i) for i in range(n)))
+        print(f"created {n} source objects in {time.perf_counter() - t0:.2f} s")
+
+
+async def measure(kubeconfig: str, n: int) -> None:
+    await create_sources(kubeconfig, n)
+    for label in ("first run", "after restart"):
+        elapsed, rec, writes = await converge(kubeconfig, n)
+        print(
+            f"{label:>14}: {n} objects converged in {elapsed:.2f} s = {n / elapsed:,.0f} objects/s, "
+            f"{rec.reconciles} reconciles, {writes:.0f} API writes ({writes / n:.2f} per object)"
+        )
+
+
+async def main(n: int, server_process: bool) -> None:
     configure_logging("console", "warning")
     with TemporaryDirectory() as tmp:
-        async with LocalCluster(simulator=False, workdir=Path(tmp)) as cluster:
-            writes = [0]
-
-            async def count(request, info, handler):  # type: ignore[no-untyped-def]
-                response = await handler(request)
-                if info.user == "bench" and info.verb in WRITE_VERBS and response.status < 300:
-                    writes[0] += 1
-                return response
-
-            cluster.request_hooks.append(count)
-            kubeconfig = str(cluster.write_kubeconfig(Path(tmp) / "kc", user="bench"))
-            async with Client(load_config(str(cluster.kubeconfig_path))) as admin:
-                t0 = time.perf_counter()
-                sem = asyncio.Semaphore(32)
-
-                async def make(i: int) -> None:
-                    async with sem:
-                        await admin.create(source_cm(f"src-{i:05d}"))
-
-                await asyncio.gather(*(make(i) for i in range(n)))
-                print(f"created {n} source objects in {time.perf_counter() - t0:.2f} s")
-            for label in ("first run", "after restart"):
-                elapsed, rec, server = await converge(kubeconfig, n, writes)
-                print(
-                    f"{label:>14}: {n} objects in {elapsed:.2f} s = {n / elapsed:,.0f} objects/s, "
-                    f"{rec.reconciles} reconciles, API writes {server} "
-                    f"({server / n:.2f} per object)"
-                )
+        if not server_process:
+            print("localcluster in this process (shares the event loop with the controller)")
+            async with LocalCluster(simulator=False, workdir=Path(tmp)) as cluster:
+                await measure(str(cluster.kubeconfig_path), n)
+            return
+        print("localcluster in its own process")
+        kubeconfig = Path(tmp) / "kubeconfig"
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "nimctl_runtime.cli", "--log-level", "warning",
+            "localcluster", "--no-simulator", "--kubeconfig", str(kubeconfig),
+            stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            async with asyncio.timeout(60):
+                while b"kubeconfig written" not in await proc.stdout.readline():
+                    pass
+            await measure(str(kubeconfig), n)
+        finally:
+            proc.terminate()
+            await proc.wait()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 1000))
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    asyncio.run(main(int(args[0]) if args else 1000, "--server-process" in sys.argv))
