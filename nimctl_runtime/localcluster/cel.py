@@ -26,7 +26,7 @@ strings (``charAt``, ``indexOf``, ``lastIndexOf``, ``lowerAscii``,
 ``oldSelf``, and cost limits.
 
 Speed: programs are compiled once per rule text; each rule's result is
-memoised by the canonical JSON of ``self``/``oldSelf`` (values over 16 KiB are
+memoised by the canonical JSON of ``self``/``oldSelf`` (values over 4 KiB are
 not memoised), so unchanged specs (status writes, repeated objects) cost a
 dictionary lookup; and :mod:`nimctl_runtime.localcluster.cel_compile` runs
 the rules as Python closures, leaving celpy (the reference) to errors and to
@@ -544,7 +544,7 @@ def _activation(self_key: str, old_key: str | None, old_mode: int) -> dict[str, 
     return activation
 
 
-_MEMO_MAX_KEY = 16 * 1024
+_MEMO_MAX_KEY = 4 * 1024
 
 
 def _evaluate_memo(
@@ -593,7 +593,7 @@ def _evaluate_plain(
     return True, from_cel(result)
 
 
-_evaluate_cached = functools.lru_cache(maxsize=4096)(_evaluate_plain)
+_evaluate_cached = functools.lru_cache(maxsize=2048)(_evaluate_plain)
 
 
 def _run_rules(
