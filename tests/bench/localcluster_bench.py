@@ -196,7 +196,7 @@ async def main(argv: list[str] | None = None) -> int:
             async with aiohttp.ClientSession(
                 connector=conn, headers=headers, timeout=timeout
             ) as session:
-                for conc in (1, 8):
+                for conc in (1, 8, 32):
                     rates = await _writes(session, base, args.writes, conc)
                     figures = ", ".join(f"{k} {v:,.0f}/s" for k, v in rates.items())
                     print(f"writes, one client, {conc} in flight: {figures}")
