@@ -129,3 +129,38 @@ async def test_events_are_written_and_repeats_aggregated(env: Env) -> None:
     assert seen["involvedObject"]["uid"]
     assert seen["source"]["component"] == "eventful-controller"
     assert by_reason["Odd"]["type"] == "Warning"
+
+
+async def test_a_probe_address_in_use_fails_start_with_a_clear_error(env: Env) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        async with env.client() as admin:
+            manager = Manager(admin, health_probe_bind_address=f"127.0.0.1:{port}")
+            with pytest.raises(RuntimeError, match="health-probe-server could not start"):
+                async with asyncio.timeout(10):
+                    await manager.start(asyncio.Event())
+
+
+def test_options_from_cli_flags() -> None:
+    import argparse
+
+    from nimctl_runtime.manager import ManagerOptions
+
+    args = argparse.Namespace(
+        leader_elect=True,
+        leader_election_id="nimctl.apps.nvidia.com",
+        leader_election_namespace="nim-operator",
+        metrics_bind_address=":8080",
+        health_probe_bind_address=":8081",
+        watch_namespace="",
+    )
+    opts = ManagerOptions.from_args(args, graceful_shutdown_timeout=5)
+    assert opts.leader_election and opts.leader_election_id == "nimctl.apps.nvidia.com"
+    assert opts.leader_election_namespace == "nim-operator"
+    assert (opts.metrics_bind_address, opts.health_probe_bind_address) == (":8080", ":8081")
+    assert opts.cache_namespace is None and opts.graceful_shutdown_timeout == 5
+    assert (opts.lease_duration, opts.renew_deadline, opts.retry_period) == (15.0, 10.0, 2.0)
