@@ -60,7 +60,13 @@ from nimctl_runtime.localcluster.simulator.objects import (
     set_condition,
     uid_of,
 )
-from nimctl_runtime.localcluster.simulator.scheduling import schedule
+from nimctl_runtime.localcluster.simulator.scheduling import (
+    Usage,
+    add_usage,
+    node_allocatable,
+    pod_requests,
+    schedule,
+)
 from nimctl_runtime.localcluster.simulator.services import (
     default_storage_class,
     reconcile_hpa,
@@ -157,9 +163,11 @@ class Simulator:
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._node_ordinals: dict[str, int] = {}
-        # Incremental indexes so scheduling stays O(nodes) rather than O(pods).
-        self._pods_on_node: dict[str, dict[tuple[str, str], Obj]] = {}
-        self._pod_node: dict[tuple[str, str], str] = {}
+        # Incremental bookkeeping so scheduling costs O(nodes), not O(pods).
+        self._node_usage: dict[str, Usage] = {}
+        self._counted: dict[tuple[str, str], tuple[str, Usage]] = {}
+        self._requests: dict[str, Usage] = {}
+        self._allocatable: dict[str, tuple[str, Usage]] = {}
         self._unbound: set[tuple[str, str]] = set()
 
     # ---------------------------------------------------------------- lifecycle
@@ -310,20 +318,30 @@ class Simulator:
 
     def _index_pod(self, pod: Obj, *, deleted: bool) -> None:
         key = (namespace_of(pod), name_of(pod))
-        previous = self._pod_node.pop(key, None)
+        previous = self._counted.pop(key, None)
         if previous is not None:
-            on_node = self._pods_on_node.get(previous)
-            if on_node is not None:
-                on_node.pop(key, None)
+            add_usage(self._node_usage.setdefault(previous[0], {}), previous[1], -1)
         self._unbound.discard(key)
         if deleted:
+            self._requests.pop(uid_of(pod), None)
             return
         node = (pod.get("spec") or {}).get("nodeName")
         if not node:
             self._unbound.add(key)
-        elif not is_deleting(pod):
-            self._pod_node[key] = str(node)
-            self._pods_on_node.setdefault(str(node), {})[key] = pod
+        elif (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            requests = self._requests.get(uid_of(pod))
+            if requests is None:
+                requests = self._requests[uid_of(pod)] = pod_requests(pod)
+            add_usage(self._node_usage.setdefault(str(node), {}), requests, 1)
+            self._counted[key] = (str(node), requests)
+
+    def _allocatable_of(self, node: Obj) -> Usage:
+        rv = str((node.get("metadata") or {}).get("resourceVersion", ""))
+        cached = self._allocatable.get(name_of(node))
+        if cached is None or cached[0] != rv:
+            cached = (rv, node_allocatable(node))
+            self._allocatable[name_of(node)] = cached
+        return cached[1]
 
     def _enqueue_pending_pods(self) -> None:
         for namespace, name in sorted(self._unbound):
@@ -450,7 +468,7 @@ class Simulator:
         if wake is not None:
             self._after(wake - self.clock.now(), key)
         if status != (pod.get("status") or {}):
-            updated = copy.deepcopy(pod)
+            updated = dict(pod)
             updated["status"] = status
             self._execute(key, [UpdateStatus(updated)])
 
@@ -475,8 +493,13 @@ class Simulator:
         if claim_problem:
             self._unschedulable(pod, "Unschedulable", claim_problem)
             return
-        pods_by_node = {node: pods.values() for node, pods in self._pods_on_node.items()}
-        result = schedule(pod, self.view.list("Node"), pods_by_node)
+        nodes = self.view.list("Node")
+        result = schedule(
+            pod,
+            nodes,
+            usage=self._node_usage,
+            allocatable={name_of(n): self._allocatable_of(n) for n in nodes},
+        )
         if result.node_name is None:
             self._unschedulable(pod, "Unschedulable", result.message)
             return
@@ -545,8 +568,12 @@ class Simulator:
             elif isinstance(action, Update):
                 self._write(functools.partial(self.storage.update, action.obj), key)
             elif isinstance(action, UpdateStatus):
-                obj = copy.deepcopy(action.obj)
-                obj["metadata"].pop("resourceVersion", None)
+                # Status is the simulator's own: write it unconditionally (no resourceVersion).
+                # Storage copies what it is given, so a shallow copy is enough here.
+                obj = dict(action.obj)
+                obj["metadata"] = {
+                    k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"
+                }
                 self._write(functools.partial(self.storage.update_status, obj), key)
             elif isinstance(action, Delete):
                 self._write(

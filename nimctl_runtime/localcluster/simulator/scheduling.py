@@ -12,12 +12,11 @@ allocatable. A pod that fits nowhere gets kube-scheduler's message, e.g.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
-from nimctl_runtime.localcluster.simulator.quantity import parse_quantity
+from nimctl_runtime.localcluster.simulator.quantity import parse_milli
 
 Obj = dict[str, Any]
 
@@ -34,14 +33,17 @@ class ScheduleResult:
     message: str = ""
 
 
-def _resources(spec: Mapping[str, Any] | None, key: str) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
+Usage = dict[str, int]  # resource name -> amount in thousandths ("pods" counts pods x 1000)
+
+
+def _resources(spec: Mapping[str, Any] | None, key: str) -> Usage:
+    out: Usage = {}
     for name, value in ((spec or {}).get(key) or {}).items():
-        out[name] = parse_quantity(value)
+        out[name] = parse_milli(value)
     return out
 
 
-def container_requests(container: Mapping[str, Any]) -> dict[str, Fraction]:
+def container_requests(container: Mapping[str, Any]) -> Usage:
     """A container's requests, falling back to its limits as the API server defaults them."""
     resources = container.get("resources") or {}
     requests = _resources(resources, "limits")
@@ -49,18 +51,18 @@ def container_requests(container: Mapping[str, Any]) -> dict[str, Fraction]:
     return requests
 
 
-def pod_requests(pod: Mapping[str, Any]) -> dict[str, Fraction]:
+def pod_requests(pod: Mapping[str, Any]) -> Usage:
     """Effective requests: max(sum of containers, largest init container) plus overhead."""
     spec = pod.get("spec") or {}
-    total: dict[str, Fraction] = {}
+    total: Usage = {}
     for container in spec.get("containers") or []:
         for name, qty in container_requests(container).items():
-            total[name] = total.get(name, Fraction(0)) + qty
+            total[name] = total.get(name, 0) + qty
     for container in spec.get("initContainers") or []:
         for name, qty in container_requests(container).items():
-            total[name] = max(total.get(name, Fraction(0)), qty)
+            total[name] = max(total.get(name, 0), qty)
     for name, value in (spec.get("overhead") or {}).items():
-        total[name] = total.get(name, Fraction(0)) + parse_quantity(value)
+        total[name] = total.get(name, 0) + parse_milli(value)
     return total
 
 
@@ -146,7 +148,7 @@ def untolerated_taint(pod: Mapping[str, Any], node: Mapping[str, Any]) -> Mappin
     return None
 
 
-def node_allocatable(node: Mapping[str, Any]) -> dict[str, Fraction]:
+def node_allocatable(node: Mapping[str, Any]) -> Usage:
     """A node's ``status.allocatable`` (``capacity`` where allocatable is absent)."""
     status = node.get("status") or {}
     out = _resources(status, "capacity")
@@ -154,21 +156,37 @@ def node_allocatable(node: Mapping[str, Any]) -> dict[str, Fraction]:
     return out
 
 
-def _used(pods: Iterable[Mapping[str, Any]]) -> dict[str, Fraction]:
-    used: dict[str, Fraction] = {"pods": Fraction(0)}
+def usage_of(pods: Iterable[Mapping[str, Any]]) -> Usage:
+    """What running or pending pods request together (finished pods free their share)."""
+    used: Usage = {"pods": 0}
     for pod in pods:
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
-        used["pods"] += 1
-        for name, qty in pod_requests(pod).items():
-            used[name] = used.get(name, Fraction(0)) + qty
+        add_usage(used, pod_requests(pod), 1)
     return used
 
 
+def add_usage(used: Usage, requests: Mapping[str, int], sign: int) -> None:
+    """Add (*sign*=1) or remove (-1) one pod's *requests* from *used*, in place."""
+    used["pods"] = used.get("pods", 0) + sign * 1000
+    for name, qty in requests.items():
+        used[name] = used.get(name, 0) + sign * qty
+
+
 def fit_failures(
-    pod: Mapping[str, Any], node: Mapping[str, Any], pods_on_node: Iterable[Mapping[str, Any]]
+    pod: Mapping[str, Any],
+    node: Mapping[str, Any],
+    pods_on_node: Iterable[Mapping[str, Any]] = (),
+    *,
+    used: Mapping[str, int] | None = None,
+    requests: Mapping[str, int] | None = None,
+    allocatable: Mapping[str, int] | None = None,
 ) -> list[str]:
-    """Why *pod* cannot run on *node* (kube-scheduler's per-node reasons); empty when it fits."""
+    """Why *pod* cannot run on *node* (kube-scheduler's per-node reasons); empty when it fits.
+
+    *used*, *requests* and *allocatable* may be given precomputed (the engine
+    keeps them incrementally); otherwise they are derived from the objects.
+    """
     if (node.get("spec") or {}).get("unschedulable"):
         tolerated = any(
             toleration_tolerates(
@@ -184,53 +202,61 @@ def fit_failures(
     if taint is not None:
         key, value = taint.get("key", ""), taint.get("value", "")
         return [f"node(s) had untolerated taint {{{key}: {value}}}"]
-    allocatable = node_allocatable(node)
-    used = _used(pods_on_node)
+    allocatable = node_allocatable(node) if allocatable is None else allocatable
+    used = usage_of(pods_on_node) if used is None else used
+    requests = pod_requests(pod) if requests is None else requests
     reasons: list[str] = []
-    if "pods" in allocatable and used["pods"] + 1 > allocatable["pods"]:
+    if "pods" in allocatable and used.get("pods", 0) + 1000 > allocatable["pods"]:
         reasons.append(REASON_TOO_MANY_PODS)
-    for name, qty in sorted(pod_requests(pod).items()):
+    for name, qty in sorted(requests.items()):
         if qty <= 0:
             continue
-        if used.get(name, Fraction(0)) + qty > allocatable.get(name, Fraction(0)):
+        if used.get(name, 0) + qty > allocatable.get(name, 0):
             reasons.append(f"Insufficient {name}")
     return reasons
 
 
 def _free_score(
-    pod: Mapping[str, Any], node: Mapping[str, Any], pods: Collection[Mapping[str, Any]]
-) -> Fraction:
+    requests: Mapping[str, int], allocatable: Mapping[str, int], used: Mapping[str, int]
+) -> float:
     """NodeResourcesFit LeastAllocated: the mean free share of cpu and memory after placing."""
-    allocatable = node_allocatable(node)
-    used = _used(pods)
-    requests = pod_requests(pod)
-    score = Fraction(0)
+    score = 0.0
     for name in ("cpu", "memory"):
-        cap = allocatable.get(name, Fraction(0))
+        cap = allocatable.get(name, 0)
         if cap <= 0:
             continue
-        score += (cap - used.get(name, Fraction(0)) - requests.get(name, Fraction(0))) / cap
+        score += (cap - used.get(name, 0) - requests.get(name, 0)) / cap
     return score / 2
 
 
 def schedule(
     pod: Mapping[str, Any],
     nodes: Iterable[Mapping[str, Any]],
-    pods_by_node: Mapping[str, Collection[Mapping[str, Any]]],
+    pods_by_node: Mapping[str, Iterable[Mapping[str, Any]]] | None = None,
+    *,
+    usage: Mapping[str, Mapping[str, int]] | None = None,
+    allocatable: Mapping[str, Mapping[str, int]] | None = None,
 ) -> ScheduleResult:
-    """Pick the feasible node with most free cpu/memory (ties by name), or say why none fits."""
+    """Pick the feasible node with most free cpu/memory, then fewest pods (ties by name),
+    or say why none fits. Node usage comes from *usage* or is summed from *pods_by_node*.
+    """
     node_list = sorted(nodes, key=lambda n: (n.get("metadata") or {}).get("name", ""))
+    requests = pod_requests(pod)
     reasons: Counter[str] = Counter()
-    best: tuple[Fraction, int, str] | None = None
+    best: tuple[float, int, str] | None = None
     for node in node_list:
         name = (node.get("metadata") or {}).get("name", "")
-        pods = pods_by_node.get(name, ())
-        failures = fit_failures(pod, node, pods)
+        if usage is not None:
+            used: Mapping[str, int] = usage.get(name) or {"pods": 0}
+        else:
+            used = usage_of((pods_by_node or {}).get(name, ()))
+        alloc = (allocatable or {}).get(name) or node_allocatable(node)
+        failures = fit_failures(pod, node, used=used, requests=requests, allocatable=alloc)
         if failures:
             reasons.update(failures)
             continue
         # Most free cpu/memory first, then the node running fewest pods (spreading).
-        score = (_free_score(pod, node, pods), -len(pods), name)
+        score = (_free_score(requests, alloc, used), -used.get("pods", 0), name)
         if best is None or score[:2] > best[:2]:
             best = score
     if best is not None:
