@@ -219,13 +219,15 @@ async def bench_http(count: int) -> None:
         t0 = time.perf_counter()
         await asyncio.gather(*(create(i) for i in range(count)))
         print(f"http: created {count} ConfigMaps in {time.perf_counter() - t0:.1f} s")
-        cache = Cache(client)
-        t0 = time.perf_counter()
-        await cache.get_informer("v1", "ConfigMap")
-        await cache.start()
-        await cache.wait_for_sync(300)
-        print(f"http: cache sync of {count} objects   {time.perf_counter() - t0:.3f} s")
-        await cache.stop()
+        for watch_list in (False, True):
+            cache = Cache(client, watch_list=watch_list)
+            t0 = time.perf_counter()
+            await cache.get_informer("v1", "ConfigMap")
+            await cache.start()
+            await cache.wait_for_sync(300)
+            mode = "streaming list" if watch_list else "paged LIST"
+            print(f"http: cache sync of {count} objects ({mode})  {time.perf_counter() - t0:.3f} s")
+            await cache.stop()
 
 
 def main() -> None:
