@@ -77,10 +77,10 @@ Port = Annotated[Int32, Field(ge=1, le=65535)]
 
 
 class Image(ApiModel):
-    """A container image: rendered as ``repository:tag``."""
+    """A container image: rendered as `repository:tag`."""
 
     repository: str
-    """Image repository, e.g. ``nvcr.io/nim/meta/llama-3.1-8b-instruct``."""
+    """Image repository, e.g. `nvcr.io/nim/meta/llama-3.1-8b-instruct`."""
     tag: str
     """Image tag."""
     pull_policy: str | None = None
@@ -109,7 +109,7 @@ class Service(ApiModel):
 
 
 class Ingress(ApiModel):
-    """Deprecated ``expose.ingress`` (use ``expose.router``)."""
+    """Deprecated `expose.ingress` (use `expose.router`)."""
 
     enabled: bool | None = None
     """Create the Ingress."""
@@ -129,7 +129,7 @@ class IngressPath(ApiModel):
 
 
 class IngressV1Spec(ApiModel):
-    """The reduced ingress spec of the deprecated NeMo ``expose.ingress``."""
+    """The reduced ingress spec of the deprecated NeMo `expose.ingress`."""
 
     ingress_class_name: Annotated[str, Field(pattern=r"[a-zA-Z0-9\.\-]+")]
     """IngressClass to use."""
@@ -140,7 +140,7 @@ class IngressV1Spec(ApiModel):
 
 
 class IngressV1(ApiModel):
-    """Deprecated NeMo ``expose.ingress``."""
+    """Deprecated NeMo `expose.ingress`."""
 
     validations = (
         Rule(
@@ -159,7 +159,7 @@ class IngressV1(ApiModel):
 
 
 class RouterIngress(ApiModel):
-    """Router ingress: an Ingress of the given class for ``<name>.<ns>.<domain>``."""
+    """Router ingress: an Ingress of the given class for `<name>.<ns>.<domain>`."""
 
     ingress_class: Annotated[str, Field(min_length=1)]
     """IngressClass name."""
@@ -215,7 +215,7 @@ class Gateway(ApiModel):
     http_routes_enabled: bool = True
     """Create an HTTPRoute."""
     grpc_routes_enabled: bool = False
-    """Create a GRPCRoute (needs ``expose.service.grpcPort``)."""
+    """Create a GRPCRoute (needs `expose.service.grpcPort`)."""
     backend_ref: BackendRef | None = None
     """Route to this backend (e.g. an InferencePool) instead of the Service."""
 
@@ -264,7 +264,7 @@ class EPPConfig(ApiModel):
 
 
 class Router(ApiModel):
-    """Router: Ingress or Gateway routes for ``<name>.<namespace>.<hostDomainName>``."""
+    """Router: Ingress or Gateway routes for `<name>.<namespace>.<hostDomainName>`."""
 
     validations = (
         Rule(
@@ -293,7 +293,7 @@ class Expose(ApiModel):
     service: Service = Field(default_factory=Service)
     """The Service."""
     ingress: Ingress | None = None
-    """Deprecated: use ``router``."""
+    """Deprecated: use `router`."""
     router: Router | None = None
     """Ingress or Gateway routes."""
 
@@ -312,7 +312,7 @@ class ExposeV1(ApiModel):
     service: Service = Field(default_factory=Service)
     """The Service."""
     ingress: IngressV1 | None = None
-    """Deprecated: use ``router``."""
+    """Deprecated: use `router`."""
     router: Router | None = Field(
         default=None,
         json_schema_extra=markers(
@@ -363,7 +363,7 @@ class HorizontalPodAutoscalerSpec(ApiModel):
 
 
 class Autoscaling(ApiModel):
-    """Horizontal autoscaling (``spec.scale``)."""
+    """Horizontal autoscaling (`spec.scale`)."""
 
     enabled: bool | None = None
     """Create an HPA."""
@@ -396,16 +396,16 @@ class ProxySpec(ApiModel):
 
 
 class PersistentVolumeClaim(ApiModel):
-    """A PVC to use, or to create when ``create`` is true."""
+    """A PVC to use, or to create when `create` is true."""
 
     create: bool | None = None
     """Create the PVC."""
     name: str | None = None
-    """PVC name (default ``<name>-pvc``)."""
+    """PVC name (default `<name>-pvc`)."""
     storage_class: str | None = None
     """StorageClass of a created PVC."""
     size: str | None = None
-    """Size of a created PVC (a quantity, e.g. ``50Gi``)."""
+    """Size of a created PVC (a quantity, e.g. `50Gi`)."""
     volume_access_mode: str | None = None
     """Access mode of a created PVC."""
     sub_path: str | None = None
@@ -433,7 +433,7 @@ class HFSecret(ApiModel):
 
 
 class CertConfig(ApiModel):
-    """Deprecated custom CA configuration (use ``proxy``)."""
+    """Deprecated custom CA configuration (use `proxy`)."""
 
     name: str
     """ConfigMap name."""

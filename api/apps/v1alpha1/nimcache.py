@@ -105,7 +105,7 @@ class GPUSpec(ApiModel):
     """A GPU model to select profiles for."""
 
     product: str | None = None
-    """GPU product name, e.g. ``h100``."""
+    """GPU product name, e.g. `h100`."""
     ids: list[str] | None = None
     """PCI device ids."""
 
@@ -114,15 +114,15 @@ class ModelSpec(ApiModel):
     """Which profiles of an NGC NIM to cache."""
 
     profiles: list[str] | None = None
-    """Explicit profile ids, or ``["all"]``."""
+    """Explicit profile ids, or `["all"]`."""
     precision: str | None = None
-    """Precision, e.g. ``fp16``."""
+    """Precision, e.g. `fp16`."""
     engine: str | None = None
-    """Engine, e.g. ``tensorrt_llm``, ``vllm``."""
+    """Engine, e.g. `tensorrt_llm`, `vllm`."""
     tensor_parallelism: str | None = None
     """Tensor parallelism."""
     qos_profile: str | None = None
-    """``throughput`` or ``latency``."""
+    """`throughput` or `latency`."""
     gpus: list[GPUSpec] | None = None
     """GPUs to select for."""
     lora: bool | None = None
@@ -142,7 +142,7 @@ class NGCSource(ApiModel):
     )
 
     auth_secret: str
-    """Secret with ``NGC_API_KEY``."""
+    """Secret with `NGC_API_KEY`."""
     model_puller: str = Field(
         json_schema_extra=markers(
             validations=[
@@ -178,7 +178,7 @@ class _DSHFCommon(ApiModel):
     dataset_name: str | None = None
     """Dataset repository name."""
     auth_secret: NonEmpty
-    """Secret with ``HF_TOKEN``."""
+    """Secret with `HF_TOKEN`."""
     model_puller: NonEmpty
     """Image that downloads the model."""
     pull_secret: NonEmpty
@@ -191,7 +191,7 @@ class NemoDataStoreSource(_DSHFCommon):
     """Cache from a NeMo DataStore (Hugging Face API)."""
 
     endpoint: Annotated[str, Field(pattern=r"^https?://.*/v1/hf/?$")]
-    """DataStore HF endpoint, ``http(s)://.../v1/hf``."""
+    """DataStore HF endpoint, `http(s)://.../v1/hf`."""
     namespace: str = "default"
     """DataStore namespace."""
 
@@ -227,7 +227,7 @@ class NimCacheStorage(ApiModel):
     """Where the cache is written."""
 
     pvc: PersistentVolumeClaim = Field(default_factory=PersistentVolumeClaim)
-    """The PVC (existing, or created when ``create`` is true)."""
+    """The PVC (existing, or created when `create` is true)."""
     host_path: str | None = None
     """Deprecated host path."""
 
@@ -259,7 +259,7 @@ class NIMCacheSpec(ApiModel):
     group_id: Int64 | None = Field(default=None, alias="groupID")
     """fsGroup (default 2000)."""
     cert_config: CertConfig | None = None
-    """Deprecated: use ``proxy``."""
+    """Deprecated: use `proxy`."""
     env: list[k8s.EnvVar] | None = None
     """Extra environment of the caching container."""
     runtime_class_name: str | None = None

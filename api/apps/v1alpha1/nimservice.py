@@ -131,9 +131,9 @@ class NIMServiceStorage(ApiModel):
     nim_cache: NIMCacheVolSpec = Field(default_factory=NIMCacheVolSpec)
     """A NIMCache."""
     shared_memory_size_limit: Quantity | None = None
-    """Size limit of the ``/dev/shm`` memory volume."""
+    """Size limit of the `/dev/shm` memory volume."""
     pvc: PersistentVolumeClaim = Field(default_factory=PersistentVolumeClaim)
-    """A PVC (existing, or created when ``create`` is true)."""
+    """A PVC (existing, or created when `create` is true)."""
     host_path: str | None = None
     """A host path."""
     read_only: bool | None = None
@@ -159,7 +159,7 @@ class AttributeSelector(ApiModel):
     """Select devices by an attribute."""
 
     key: Annotated[str, Field(max_length=64)]
-    """Attribute name (``<driver>/`` prefix optional)."""
+    """Attribute name (`<driver>/` prefix optional)."""
     op: SelectorOp = "Equal"
     """Comparison."""
     value: AttributeSelectorValue | None = None
@@ -333,7 +333,7 @@ class NIMServiceSpec(ApiModel):
     env: list[k8s.EnvVar] | None = None
     """Environment variables (merged over the operator's; yours win)."""
     auth_secret: str | None = None
-    """Secret with ``NGC_API_KEY`` (and optionally ``HF_TOKEN``); omit only air-gapped."""
+    """Secret with `NGC_API_KEY` (and optionally `HF_TOKEN`); omit only air-gapped."""
     storage: NIMServiceStorage = Field(default_factory=NIMServiceStorage)
     """Model store."""
     labels: dict[str, str] | None = None
@@ -347,7 +347,7 @@ class NIMServiceSpec(ApiModel):
     affinity: k8s.Affinity | None = None
     """Pod affinity."""
     pod_affinity: k8s.PodAffinity | None = None
-    """Deprecated and ignored: use ``affinity``."""
+    """Deprecated and ignored: use `affinity`."""
     resources: k8s.ResourceRequirements | None = None
     """Container resources (GPUs may be assigned from the cached profile)."""
     dra_resources: list[DRAResource] | None = Field(default=None, alias="draResources")
@@ -367,7 +367,7 @@ class NIMServiceSpec(ApiModel):
     metrics: Metrics = Field(default_factory=Metrics)
     """ServiceMonitor."""
     replicas: Annotated[Int32, Field(ge=0)] | None = None
-    """Replicas (not with ``scale.enabled``)."""
+    """Replicas (not with `scale.enabled`)."""
     user_id: Int64 | None = Field(default=None, alias="userID")
     """Pod runAsUser (default 1000)."""
     group_id: Int64 | None = Field(default=None, alias="groupID")
@@ -461,7 +461,7 @@ class NIMServiceStatus(ApiModel):
     """Observed state of a NIMService."""
 
     conditions: list[k8s.Condition] | None = None
-    """Conditions (``Ready``, ``Failed``)."""
+    """Conditions (`Ready`, `Failed`)."""
     available_replicas: Int32 | None = None
     """Available replicas."""
     state: str | None = None
