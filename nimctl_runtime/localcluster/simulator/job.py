@@ -12,6 +12,8 @@ active pods and sets the ``Suspended`` condition.
 
 from __future__ import annotations
 
+import copy
+
 from nimctl_runtime.localcluster.simulator.kubelet import is_pod_ready
 from nimctl_runtime.localcluster.simulator.objects import (
     Action,
@@ -21,6 +23,7 @@ from nimctl_runtime.localcluster.simulator.objects import (
     Emit,
     Obj,
     Requeue,
+    Update,
     UpdateStatus,
     get_condition,
     is_deleting,
@@ -44,6 +47,16 @@ def job_pod_labels(job: Obj) -> dict[str, str]:
     }
 
 
+def with_generated_selector(job: Obj) -> Obj:
+    """The Job with the selector and pod-template labels the API server generates."""
+    out = copy.deepcopy(job)
+    labels = job_pod_labels(job)
+    out["spec"]["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid_of(job)}}
+    meta = out["spec"].setdefault("template", {}).setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    return out
+
+
 def _finished(job: Obj) -> Obj | None:
     for type_ in ("Complete", "Failed"):
         cond = get_condition(job, type_)
@@ -57,6 +70,10 @@ def reconcile_job(job: Obj, ctx: Context) -> list[Action]:
     actions: list[Action] = []
     spec = job.get("spec") or {}
     namespace = namespace_of(job)
+    if not spec.get("selector") and not spec.get("manualSelector"):
+        # kube-apiserver generates these on create; localcluster's storage does not, so
+        # the Job controller fills them in before anything else (as the API would have).
+        return [Update(with_generated_selector(job))]
     previous = dict(job.get("status") or {})
     stamp = ctx.stamp()
     done = _finished(job)

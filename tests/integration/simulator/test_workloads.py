@@ -186,6 +186,8 @@ async def test_job_with_catalogued_image_completes_and_serves_its_log(
     j = await eventually(complete)
     assert j.status.succeeded == 1 and not j.status.active and not j.status.failed
     assert j.status.completion_time is not None
+    assert j.metadata.labels == {"app": "hello"}  # copied from the pod template, as the API does
+    assert j.spec.selector.match_labels == {"batch.kubernetes.io/controller-uid": j.metadata.uid}
     core = k8s.CoreV1Api(api)
     pods = (
         await core.list_namespaced_pod(
