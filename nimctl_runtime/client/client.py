@@ -173,7 +173,7 @@ class Client:
                 await self.config.resolve()
                 if not self.config.host:
                     raise ApiConnectionError(0, "ConnectionFailed", "no API server host configured")
-                ssl_ctx = self.config.ssl_context()
+                ssl_ctx = await asyncio.to_thread(self.config.ssl_context)
                 connector = aiohttp.TCPConnector(
                     limit=self._connection_limit, limit_per_host=0, ssl=ssl_ctx
                 )

@@ -314,3 +314,22 @@ async def test_filtered_cache_holds_only_labelled_objects_and_drops_one_losing_i
         with pytest.raises(NotFound):
             await cache.get("v1", "ConfigMap", "ours", NS)
         assert not seen.names & {"theirs", "later-theirs"}
+
+
+async def test_reading_an_unwatched_kind_starts_its_informer_and_a_stopped_cache_refuses(
+    client, writer
+):
+    from nimctl_runtime.cache import CacheNotStartedError
+    from nimctl_runtime.client import NoKindMatchError
+
+    await writer.create(cm("lazy"))
+    cache = Cache(client)
+    async with asyncio.timeout(10):
+        got = await cache.get("v1", "ConfigMap", "lazy", NS)
+    assert got["metadata"]["name"] == "lazy"
+    assert ("v1", "ConfigMap") in cache.informers()
+    with pytest.raises(NoKindMatchError):
+        await cache.get("example.com/v1", "Missing", "x", NS)
+    await cache.stop()
+    with pytest.raises(CacheNotStartedError):
+        await cache.get("v1", "ConfigMap", "lazy", NS)
