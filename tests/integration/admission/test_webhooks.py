@@ -290,3 +290,83 @@ async def test_webhook_with_wrong_ca_is_not_trusted(
     assert err.value.status == 500
     assert "certificate verify failed" in json.loads(err.value.body)["message"]
     assert webhook.reviews == []
+
+
+async def test_timeout_dry_run_and_namespace_selector(
+    cluster: LocalCluster, api: k8s.ApiClient, webhook: TinyWebhook
+) -> None:
+    core = k8s.CoreV1Api(api)
+    admission = k8s.AdmissionregistrationV1Api(api)
+    webhook.routes["/validate"] = deny_forbidden
+    await core.create_namespace({"metadata": {"name": "guarded", "labels": {"policy": "strict"}}})
+    config = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "scoped"},
+        "webhooks": [
+            webhook_entry(
+                "scoped.tiny.example.com",
+                {
+                    "url": f"https://127.0.0.1:{webhook.port}/validate",
+                    "caBundle": webhook.ca_bundle,
+                },
+                namespaceSelector={"matchLabels": {"policy": "strict"}},
+                sideEffects="Some",
+            )
+        ],
+    }
+    await admission.create_validating_webhook_configuration(config)
+    # Outside the selected namespace the webhook is not called at all.
+    await core.create_namespaced_config_map("default", configmap("free", forbidden="ok"))
+    assert webhook.reviews == []
+    body = configmap("strict", forbidden="x")
+    body["metadata"]["namespace"] = "guarded"
+    with pytest.raises(k8s.ApiException) as denied:
+        await core.create_namespaced_config_map("guarded", body)
+    assert denied.value.status == 403
+    # A webhook with side effects refuses dry runs instead of being called.
+    body = configmap("dry")
+    body["metadata"]["namespace"] = "guarded"
+    with pytest.raises(k8s.ApiException) as dry:
+        await core.create_namespaced_config_map("guarded", body, dry_run="All")
+    assert dry.value.status == 400
+    assert "does not support dry run" in json.loads(dry.value.body)["message"]
+    assert len(webhook.reviews) == 1
+
+    sleeper = asyncio.Event()
+
+    async def slow_handler(request: web.Request) -> web.Response:
+        await sleeper.wait()
+        return web.json_response({})
+
+    # A webhook slower than timeoutSeconds fails the request (failurePolicy Fail).
+    slow_app = web.Application()
+    slow_app.router.add_post("/slow", slow_handler)
+    runner = web.AppRunner(slow_app)
+    await runner.setup()
+    serving = certs.generate_serving_cert(webhook.ca, ["127.0.0.1"])
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certs.server_ssl_context(serving))
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        await admission.create_validating_webhook_configuration(
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": "slow"},
+                "webhooks": [
+                    webhook_entry(
+                        "slow.tiny.example.com",
+                        {"url": f"https://127.0.0.1:{port}/slow", "caBundle": webhook.ca_bundle},
+                        timeoutSeconds=1,
+                    )
+                ],
+            }
+        )
+        with pytest.raises(k8s.ApiException) as timed_out:
+            await core.create_namespaced_config_map("default", configmap("late"))
+        assert timed_out.value.status == 500
+        assert "context deadline exceeded" in json.loads(timed_out.value.body)["message"]
+    finally:
+        sleeper.set()
+        await runner.cleanup()
