@@ -244,6 +244,13 @@ class EventBroadcaster:
     def pending(self) -> int:
         return len(self._queue)
 
+    def discard_pending(self) -> int:
+        """Drop every queued event (a replica that lost its Lease stops writing at once)."""
+        dropped = len(self._queue)
+        self._queue.clear()
+        self.dropped += dropped
+        return dropped
+
     async def run(self, stop: asyncio.Event) -> None:
         """Write events until ``stop``; then flush what is queued (bounded by a short timeout)."""
         self._running = True

@@ -428,6 +428,7 @@ class Manager:
         deadline = None if grace < 0 else loop.time() + grace
         if lost:
             self.log.error("leader election lost: cancelling controllers without draining")
+            self._broadcaster.discard_pending()
         else:
             self.log.info("stopping: draining controllers", grace_period=grace)
         if self.elector is not None and not self.elector.is_leader():
