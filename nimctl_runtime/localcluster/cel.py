@@ -562,7 +562,8 @@ def _evaluate_plain(
     """(True, plain result) or (False, error text); pure, hence memoisable.
 
     The compiled fast path answers when it can; errors and expressions it does
-    not cover go to celpy, the reference evaluator.
+    not cover go to celpy, the reference evaluator, except errors where celpy
+    is known to be laxer than the CEL spec (``has()`` on a missing parent).
     """
     from nimctl_runtime.localcluster.cel_compile import EvalFailure, Optional_, compile_fast
 
@@ -576,8 +577,9 @@ def _evaluate_plain(
             env["oldSelf"] = Optional_(old_key is not None, inner)
         try:
             return True, fast(env)
-        except EvalFailure:
-            pass
+        except EvalFailure as exc:
+            if exc.definite:
+                return False, str(exc)
         except Exception as exc:  # a fast-path gap: celpy, the reference, decides
             get_logger(__name__).warning(
                 "CEL fast path failed; using celpy", rule=expr, error=repr(exc)

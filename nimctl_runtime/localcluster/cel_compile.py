@@ -36,7 +36,16 @@ _INT_MAX = 2**63 - 1
 
 
 class EvalFailure(Exception):
-    """A CEL evaluation error on the fast path."""
+    """A CEL evaluation error on the fast path.
+
+    ``definite`` marks errors the CEL spec (and cel-go, hence Kubernetes)
+    raises where celpy is lenient, e.g. ``has(self.a.b)`` without ``a``;
+    callers report those instead of asking celpy.
+    """
+
+    def __init__(self, message: str, *, definite: bool = False) -> None:
+        super().__init__(message)
+        self.definite = definite
 
 
 class Unsupported(Exception):
@@ -701,10 +710,13 @@ def _ident_arg(tree: lark.Tree[Any]) -> Fn:
         target = _compile(target_tree)
 
         def has(env: Env) -> Any:
-            value = target(env)
+            try:
+                value = target(env)
+            except EvalFailure as exc:
+                raise EvalFailure(str(exc), definite=True) from exc
             if isinstance(value, dict):
                 return field in value
-            raise EvalFailure(f"no such overload: has() on {_tag(value)}")
+            raise EvalFailure(f"no such overload: has() on {_tag(value)}", definite=True)
 
         return has
     fn = _GLOBALS.get(name)

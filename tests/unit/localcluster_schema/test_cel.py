@@ -348,3 +348,22 @@ def test_cel_rules_are_skipped_while_type_errors_remain() -> None:
     ]
     causes = validate_custom_resource(_schema(spec_schema), _cr({"n": 0}), None)
     assert [c["message"] for c in causes] == ['Invalid value: "object": n too small']
+
+
+def test_has_with_a_missing_parent_is_an_error_as_in_kubernetes() -> None:
+    spec_schema = {
+        "type": "object",
+        "properties": {"service": {"type": "object", "properties": {
+            "grpcPort": {"type": "integer"}}}},
+        "x-kubernetes-validations": [
+            {"rule": "!(has(self.service.grpcPort))",
+             "message": "unsupported field: spec.expose.service.grpcPort"}
+        ],
+    }
+    causes = validate_custom_resource(_schema(spec_schema), _cr({}), None)
+    assert [c["message"] for c in causes] == [
+        'Invalid value: "object": no such key: service evaluating rule: '
+        "!(has(self.service.grpcPort))"
+    ]
+    ok = validate_custom_resource(_schema(spec_schema), _cr({"service": {}}), None)
+    assert ok == []
