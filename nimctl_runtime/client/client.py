@@ -51,6 +51,7 @@ PATCH_CONTENT_TYPES: Mapping[str, str] = MappingProxyType(
 
 LARGE_BODY_BYTES = 1 << 20
 READ_BUFSIZE = 1 << 21
+MAX_REMEMBERED_WARNINGS = 1000
 
 _log = get_logger("nimctl.client")
 
@@ -144,6 +145,7 @@ class Client:
         )
         self.mapper = mapper or RESTMapper(self._discovery_fetch)
         self._host_label = ""
+        self._warnings_seen: set[str] = set()
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -279,7 +281,7 @@ class Client:
                 ) from err
             self._observe(method, status, time.monotonic() - started)
             for warning in warnings:
-                _log.warning("api server warning", method=method, path=path, warning=warning)
+                self._warn(warning, method, path)
             if status < 400:
                 if not payload:
                     return {}
@@ -296,6 +298,14 @@ class Client:
                 await asyncio.sleep(min(delay, 60.0))
                 continue
             raise self._error(status, payload, retry_after, method, path)
+
+    def _warn(self, warning: str, method: str, path: str) -> None:
+        """Log a server ``Warning`` header once per distinct text (client-go's deduplication)."""
+        if warning in self._warnings_seen:
+            return
+        if len(self._warnings_seen) < MAX_REMEMBERED_WARNINGS:
+            self._warnings_seen.add(warning)
+        _log.warning("api server warning", method=method, path=path, warning=warning)
 
     @staticmethod
     def _error(
