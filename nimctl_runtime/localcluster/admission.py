@@ -13,7 +13,8 @@ subresources, scope) under ``matchPolicy``, ``namespaceSelector`` and
 to ``clientConfig.url`` or to a Service (resolved through its Endpoints /
 EndpointSlices, or a loopback address registered in process) verifying the
 ``caBundle``; applies JSONPatch responses from mutating webhooks in order;
-runs validating webhooks in parallel; returns ``warnings``; turns a denial into
+re-invokes ``reinvocationPolicy: IfNeeded`` webhooks once when a later one
+changed the object; runs validating webhooks in parallel; returns ``warnings``; turns a denial into
 the client's error (``admission webhook "<name>" denied the request: ...``);
 and honours ``failurePolicy``, ``timeoutSeconds`` and ``sideEffects`` on dry
 runs.
@@ -315,35 +316,55 @@ class WebhookAdmission:
             return None, []
         warnings: list[str] = []
         current = obj
-        changed = False
-        for config, webhook in self._webhooks("MutatingWebhookConfiguration"):
-            if not self._matches(webhook, attrs, current, old):
-                continue
-            response = await self._invoke(config, webhook, attrs, current, old)
-            if response is None:
-                continue
-            new_warnings = [str(w) for w in response.get("warnings") or []]
-            warnings.extend(new_warnings)
-            _record_warnings(new_warnings)
-            self._check_denied(webhook, response)
-            patch = response.get("patch")
-            if patch and current is not None:
-                if response.get("patchType", "JSONPatch") != "JSONPatch":
-                    raise self._failure(
-                        webhook, f"unsupported patch type {response.get('patchType')!r}"
-                    )
-                try:
-                    operations = json.loads(base64.b64decode(patch))
-                    current = jsonpatch.apply_patch(current, operations, in_place=False)
-                except Exception as exc:
-                    raise StatusError(
-                        500,
-                        "InternalError",
-                        f'Internal error occurred: JSON patch from webhook "{webhook.get("name")}" '
-                        f"could not be applied: {exc}",
-                    ) from exc
-                changed = True
-        return (current if changed else None), warnings
+        version = 0  # bumped on every change; decides reinvocation
+        seen_at: dict[tuple[str, str], int] = {}
+        webhooks = self._webhooks("MutatingWebhookConfiguration")
+        for round_ in range(2):
+            for config, webhook in webhooks:
+                key = (str(config["metadata"].get("name", "")), str(webhook.get("name", "")))
+                if round_ == 1:
+                    # reinvocationPolicy IfNeeded: called again once when a later webhook
+                    # changed the object after it last ran.
+                    if webhook.get("reinvocationPolicy") != "IfNeeded":
+                        continue
+                    if key not in seen_at or seen_at[key] >= version:
+                        continue
+                if not self._matches(webhook, attrs, current, old):
+                    continue
+                response = await self._invoke(config, webhook, attrs, current, old)
+                seen_at[key] = version
+                if response is None:
+                    continue
+                new_warnings = [str(w) for w in response.get("warnings") or []]
+                warnings.extend(new_warnings)
+                _record_warnings(new_warnings)
+                self._check_denied(webhook, response)
+                patched = self._apply_patch(webhook, response, current)
+                if patched is not None and patched != current:
+                    current = patched
+                    version += 1
+                    seen_at[key] = version
+            if not version:
+                break
+        return (current if version else None), warnings
+
+    def _apply_patch(self, webhook: Obj, response: Obj, current: Obj | None) -> Obj | None:
+        patch = response.get("patch")
+        if not patch or current is None:
+            return None
+        if response.get("patchType", "JSONPatch") != "JSONPatch":
+            raise self._failure(webhook, f"unsupported patch type {response.get('patchType')!r}")
+        try:
+            operations = json.loads(base64.b64decode(patch))
+            patched: Obj = jsonpatch.apply_patch(current, operations, in_place=False)
+        except Exception as exc:
+            raise StatusError(
+                500,
+                "InternalError",
+                f'Internal error occurred: JSON patch from webhook "{webhook.get("name")}" '
+                f"could not be applied: {exc}",
+            ) from exc
+        return patched
 
     async def validate(
         self, attrs: AdmissionAttributes, obj: Obj | None, old: Obj | None

@@ -370,3 +370,48 @@ async def test_timeout_dry_run_and_namespace_selector(
     finally:
         sleeper.set()
         await runner.cleanup()
+
+
+async def test_if_needed_webhook_is_reinvoked_after_a_later_change(
+    cluster: LocalCluster, api: k8s.ApiClient, webhook: TinyWebhook
+) -> None:
+    def count_labels(request: Review) -> dict[str, Any]:
+        labels = dict(request["object"]["metadata"].get("labels") or {})
+        labels.pop("label-count", None)
+        patch = [
+            {
+                "op": "add",
+                "path": "/metadata/labels",
+                "value": {**labels, "label-count": str(len(labels))},
+            }
+        ]
+        return {
+            "allowed": True,
+            "patchType": "JSONPatch",
+            "patch": base64.b64encode(json.dumps(patch).encode()).decode(),
+        }
+
+    webhook.routes["/count"] = count_labels
+    webhook.routes["/mutate"] = add_label
+    url = f"https://127.0.0.1:{webhook.port}"
+    await k8s.AdmissionregistrationV1Api(api).create_mutating_webhook_configuration(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "pair"},
+            "webhooks": [
+                webhook_entry(
+                    "count.tiny.example.com",
+                    {"url": f"{url}/count", "caBundle": webhook.ca_bundle},
+                    reinvocationPolicy="IfNeeded",
+                ),
+                webhook_entry(
+                    "label.tiny.example.com",
+                    {"url": f"{url}/mutate", "caBundle": webhook.ca_bundle},
+                ),
+            ],
+        }
+    )
+    created = await k8s.CoreV1Api(api).create_namespaced_config_map("default", configmap("counted"))
+    assert created.metadata.labels == {"mutated-by": "tiny-webhook", "label-count": "1"}
+    assert [r["request"]["name"] for r in webhook.reviews] == ["counted"] * 3
