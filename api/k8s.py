@@ -33,6 +33,7 @@ from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 from api.base import QUANTITY_PATTERN
 
 __all__ = [
+    "CORE_TYPES",
     "KUBERNETES_VERSION",
     "Affinity",
     "Condition",
@@ -40,6 +41,7 @@ __all__ = [
     "Container",
     "ContainerPort",
     "CoreType",
+    "DeviceRequest",
     "EnvFromSource",
     "EnvVar",
     "HorizontalPodAutoscalerBehavior",
@@ -47,16 +49,22 @@ __all__ = [
     "LabelSelector",
     "LocalObjectReference",
     "MetricSpec",
+    "NodeSelector",
     "ObjectMetaDict",
+    "ObjectReference",
+    "PersistentVolumeClaimSpec",
     "PodAffinity",
     "PodSecurityContext",
+    "PodSpec",
     "Probe",
     "ResourceClaim",
+    "ResourceClaimTemplateSpec",
     "ResourceRequirements",
     "SecretKeySelector",
     "SecurityContext",
     "ServicePort",
     "Toleration",
+    "TopologySpreadConstraint",
     "Volume",
     "VolumeMount",
     "definition",
@@ -285,3 +293,21 @@ HorizontalPodAutoscalerBehavior = Annotated[
 LabelSelector = Annotated[dict[str, Any], CoreType(_META + "LabelSelector")]
 Condition = Annotated[dict[str, Any], CoreType(_META + "Condition")]
 ObjectMetaDict = Annotated[dict[str, Any], CoreType(_META + "ObjectMeta")]
+ObjectReference = Annotated[dict[str, Any], CoreType(_V1 + "ObjectReference")]
+NodeSelector = Annotated[dict[str, Any], CoreType(_V1 + "NodeSelector")]
+TopologySpreadConstraint = Annotated[dict[str, Any], CoreType(_V1 + "TopologySpreadConstraint")]
+PersistentVolumeClaimSpec = Annotated[dict[str, Any], CoreType(_V1 + "PersistentVolumeClaimSpec")]
+PodSpec = Annotated[dict[str, Any], CoreType(_V1 + "PodSpec")]
+ResourceClaimTemplateSpec = Annotated[
+    dict[str, Any], CoreType("io.k8s.api.resource.v1beta1.ResourceClaimTemplateSpec")
+]
+DeviceRequest = Annotated[dict[str, Any], CoreType("io.k8s.api.resource.v1beta1.DeviceRequest")]
+
+CORE_TYPES: Final = MappingProxyType(
+    {
+        name: value.__metadata__[0].name
+        for name, value in dict(globals()).items()
+        if getattr(value, "__metadata__", None) and isinstance(value.__metadata__[0], CoreType)
+    }
+)
+"""Python alias -> Kubernetes definition name of every core type above."""
