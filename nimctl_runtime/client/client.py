@@ -577,6 +577,33 @@ class Client:
         result: dict[str, Any] = await self.request("DELETE", path, body=options)
         return result
 
+    async def delete_all_of(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | Mapping[str, str] | None = None,
+        field_selector: str | None = None,
+        propagation_policy: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """DELETE a collection (``deletecollection``), filtered by selectors."""
+        params: dict[str, str] = {}
+        selector = selector_text(label_selector)
+        if selector:
+            params["labelSelector"] = selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        if dry_run:
+            options["dryRun"] = ["All"]
+        path = await self._path(api_version, kind, namespace)
+        result: dict[str, Any] = await self.request("DELETE", path, params=params, body=options)
+        return result
+
     async def watch(
         self,
         api_version: str,

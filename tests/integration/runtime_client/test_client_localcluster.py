@@ -200,3 +200,13 @@ async def test_status_subresource_and_crd_installed_after_start(client):
         subresource="status",
     )
     assert patched["status"]["ready"] is False
+
+
+async def test_delete_all_of_removes_only_selected_objects(client):
+    for name, team in (("s1", "a"), ("s2", "a"), ("s3", "b")):
+        obj = cm(name)
+        obj["metadata"]["labels"] = {"team": team}
+        await client.create(obj)
+    await client.delete_all_of("v1", "ConfigMap", NS, label_selector={"team": "a"})
+    left = {i["metadata"]["name"] for i in (await client.list("v1", "ConfigMap", NS))["items"]}
+    assert "s3" in left and not left & {"s1", "s2"}
