@@ -172,32 +172,15 @@ class Manager:
         self._errors: list[BaseException] = []
         self.elected = asyncio.Event()
         self.elector: LeaderElector | None = None
+        self._identity = default_identity()
         self.health_server: HealthProbeServer | None = None
         self.metrics_server: MetricsServer | None = None
         self.add(self._broadcaster)
         if opts.leader_election:
-            namespace = opts.leader_election_namespace or default_namespace()
-            if not namespace:
-                namespace = "default"
-                self.log.warning(
-                    "leader election namespace unknown (not in a pod); using 'default': "
-                    "pass --leader-election-namespace to choose"
-                )
-            self.elector = LeaderElector(
-                self.client,
-                LeaderElectionConfig(
-                    name=opts.leader_election_id,
-                    namespace=namespace,
-                    identity=opts.identity or default_identity(),
-                    lease_duration=opts.lease_duration,
-                    renew_deadline=opts.renew_deadline,
-                    retry_period=opts.retry_period,
-                    release_on_cancel=opts.leader_election_release_on_cancel,
-                ),
-                on_started_leading=self._on_started_leading,
-                on_stopped_leading=self._on_stopped_leading,
-            )
-            self._healthz["leaderElection"] = self.elector.check(opts.renew_deadline)
+            # validate the settings now; the elector itself is made in start(),
+            # where finding the pod's namespace may read a file off the loop
+            self._election_config(opts.leader_election_namespace or "-").validate()
+            self._healthz["leaderElection"] = self._leader_election_check
         self._readyz["cacheSync"] = self._cache_sync_check
 
     # -- registration ---------------------------------------------------------------
@@ -248,7 +231,41 @@ class Manager:
     def is_leader(self) -> bool:
         return self._leading
 
+    def _election_config(self, namespace: str) -> LeaderElectionConfig:
+        opts = self.options
+        return LeaderElectionConfig(
+            name=opts.leader_election_id,
+            namespace=namespace,
+            identity=opts.identity or self._identity,
+            lease_duration=opts.lease_duration,
+            renew_deadline=opts.renew_deadline,
+            retry_period=opts.retry_period,
+            release_on_cancel=opts.leader_election_release_on_cancel,
+        )
+
+    async def _make_elector(self) -> LeaderElector:
+        namespace = self.options.leader_election_namespace
+        if not namespace:
+            namespace = await asyncio.to_thread(default_namespace)
+        if not namespace:
+            namespace = "default"
+            self.log.warning(
+                "leader election namespace unknown (not in a pod); using 'default': "
+                "pass --leader-election-namespace to choose"
+            )
+        return LeaderElector(
+            self.client,
+            self._election_config(namespace),
+            on_started_leading=self._on_started_leading,
+            on_stopped_leading=self._on_stopped_leading,
+        )
+
     # -- checks -----------------------------------------------------------------------
+
+    def _leader_election_check(self) -> None:
+        """Fails when this replica leads but renewals stalled past the lease + renew deadline."""
+        if self.elector is not None:
+            self.elector.check(self.options.renew_deadline)()
 
     def _cache_sync_check(self) -> None:
         if not self._caches_synced:
@@ -365,7 +382,8 @@ class Manager:
             else:
                 sync.cancel()
             if not self._should_stop(stop_event):
-                if self.elector is not None:
+                if self.options.leader_election:
+                    self.elector = await self._make_elector()
                     elector_task = asyncio.create_task(
                         self.elector.run(elector_stop), name="leader-election"
                     )
