@@ -23,7 +23,8 @@ strings (``charAt``, ``indexOf``, ``lastIndexOf``, ``lowerAscii``,
 ``reverse``), lists (``isSorted``, ``sum``, ``min``, ``max``, ``indexOf``,
 ``lastIndexOf``), regex (``find``, ``findAll``). Not bridged: ``url``,
 ``quantity``, ``ip``/``cidr``, ``format``, the ``optional`` library beyond
-``oldSelf``, and cost limits.
+``oldSelf``, and static cost estimation (the fast path has a runtime budget
+on macro iterations instead).
 
 Speed: programs are compiled once per rule text; each rule's result is
 memoised by the canonical JSON of ``self``/``oldSelf`` (values over 4 KiB are

@@ -31,6 +31,11 @@ import lark
 Env = dict[str, Any]
 Fn = Callable[[Env], Any]
 
+# Macro iterations allowed per evaluation (a fraction of Kubernetes' per-call
+# cost limit, as Python is slower); runaway nested loops end with its error text.
+COST_LIMIT = 100_000
+_BUDGET = " budget"  # not a CEL identifier, so no rule can shadow it
+
 _INT_MIN = -(2**63)
 _INT_MAX = 2**63 - 1
 
@@ -587,10 +592,19 @@ def _macro(name: str, target: Fn, args: list[Any]) -> Fn:
     def items_of(env: Env) -> list[Any]:
         value = target(env)
         if isinstance(value, dict):
-            return list(value.keys())
-        if isinstance(value, list | tuple):
-            return list(value)
-        raise EvalFailure(f"no such overload: {name} on {_tag(value)}")
+            items = list(value.keys())
+        elif isinstance(value, list | tuple):
+            items = list(value)
+        else:
+            raise EvalFailure(f"no such overload: {name} on {_tag(value)}")
+        budget = env.get(_BUDGET)
+        if budget is not None:
+            budget[0] -= len(items) + 1
+            if budget[0] < 0:
+                raise EvalFailure(
+                    "operation cancelled: actual cost limit exceeded", definite=True
+                )
+        return items
 
     if name in ("all", "exists"):
         (body,) = bodies
@@ -831,6 +845,11 @@ def compile_fast(rule: str) -> Fn | None:
 
     try:
         runner = cel.compile_rule(rule)
-        return _compile(runner.ast)
+        compiled = _compile(runner.ast)
     except (Unsupported, cel.CELError, EvalFailure, KeyError, ValueError):
         return None
+
+    def run(env: Env) -> Any:
+        return compiled({**env, _BUDGET: [COST_LIMIT]})
+
+    return run

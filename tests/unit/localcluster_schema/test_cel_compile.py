@@ -213,3 +213,12 @@ def test_nvidia_rules_agree_on_random_objects(value: dict[str, Any]) -> None:
                 assert str(exc).startswith("no such key"), rule
                 continue
         assert got == expected, rule
+
+
+def test_runaway_nested_loops_hit_the_cost_limit() -> None:
+    fast = compile_fast("self.all(x, self.all(y, x + y >= 0))")
+    assert fast is not None
+    with pytest.raises(EvalFailure, match="actual cost limit exceeded") as info:
+        fast({"self": list(range(400))})
+    assert info.value.definite
+    assert fast({"self": list(range(50))}) is True
