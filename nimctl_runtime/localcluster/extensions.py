@@ -166,6 +166,12 @@ class Extensions:
         if path == "simulator/resume" and method == "POST":
             faults.resume_simulator()
             return faults.state()
+        if path == "simulator/failure-mode" and method == "POST":
+            if self.simulator is None:
+                raise ValueError("this cluster runs without the simulator")
+            mode = body.get("mode")
+            self.simulator.set_failure_mode(str(body["pod"]), str(mode) if mode else None)
+            return {"pod": body["pod"], "mode": mode}
         if path == "catalog" and method in ("PUT", "POST"):
             exit_code = body.get("exitCode")
             self.catalog.set(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import fnmatch
 import functools
 import heapq
 import itertools
@@ -30,6 +31,8 @@ from nimctl_runtime.localcluster.simulator.deployment import (
 )
 from nimctl_runtime.localcluster.simulator.job import reconcile_job
 from nimctl_runtime.localcluster.simulator.kubelet import (
+    FAILURE_MODES,
+    SIMULATE_ANNOTATION,
     KubeletTiming,
     PodPlan,
     container_logs,
@@ -169,6 +172,7 @@ class Simulator:
         self._requests: dict[str, Usage] = {}
         self._allocatable: dict[str, tuple[str, Usage]] = {}
         self._unbound: set[tuple[str, str]] = set()
+        self._failure_modes: dict[str, str] = {}
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -217,6 +221,38 @@ class Simulator:
         self._running.set()
         self._wake.set()
 
+    def set_failure_mode(self, pod_pattern: str, mode: str | None) -> None:
+        """Make pods whose ``namespace/name`` matches *pod_pattern* (fnmatch) misbehave.
+
+        *mode* is what the ``localcluster.nimctl.io/simulate`` annotation takes
+        (``fail``, ``crash-loop``, ``never-ready``); ``None`` removes the rule. The
+        annotation on a pod wins over these rules. Matching pods are re-evaluated now.
+        """
+        if mode is None:
+            self._failure_modes.pop(pod_pattern, None)
+        else:
+            if mode not in FAILURE_MODES:
+                raise ValueError(f"unknown failure mode {mode!r}: use one of {FAILURE_MODES}")
+            self._failure_modes[pod_pattern] = mode
+        for pod in self.view.list("Pod"):
+            if fnmatch.fnmatchcase(f"{namespace_of(pod)}/{name_of(pod)}", pod_pattern):
+                self._enqueue(("Pod", namespace_of(pod), name_of(pod)))
+
+    def _with_failure_mode(self, pod: Obj) -> Obj:
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        if SIMULATE_ANNOTATION in annotations or not self._failure_modes:
+            return pod
+        key = f"{namespace_of(pod)}/{name_of(pod)}"
+        for pattern, mode in self._failure_modes.items():
+            if fnmatch.fnmatchcase(key, pattern):
+                out = dict(pod)
+                out["metadata"] = {
+                    **(pod.get("metadata") or {}),
+                    "annotations": {**annotations, SIMULATE_ANNOTATION: mode},
+                }
+                return out
+        return pod
+
     @property
     def stalled(self) -> bool:
         return not self._running.is_set()
@@ -251,7 +287,7 @@ class Simulator:
             if st.get("name") == container:
                 state = st.get("state") or {}
                 started = "running" in state or "terminated" in state or bool(st.get("lastState"))
-        return container_logs(obj, container, self.catalog, started)
+        return container_logs(self._with_failure_mode(obj), container, self.catalog, started)
 
     # ---------------------------------------------------------------- events in
 
@@ -462,7 +498,11 @@ class Simulator:
             )
             self._plans[uid_of(pod)] = plan
         status, wake = pod_status(
-            pod, plan, self.catalog, self.clock.now(), lambda t: rfc3339(self.clock.wall_at(t))
+            self._with_failure_mode(pod),
+            plan,
+            self.catalog,
+            self.clock.now(),
+            lambda t: rfc3339(self.clock.wall_at(t)),
         )
         key: Key = ("Pod", namespace, name)
         if wake is not None:

@@ -25,6 +25,7 @@ from nimctl_runtime.localcluster.simulator.quantity import parse_quantity
 
 SIMULATE_ANNOTATION = "localcluster.nimctl.io/simulate"
 READY_AFTER_ANNOTATION = "localcluster.nimctl.io/ready-after"
+FAILURE_MODES = ("fail", "crash-loop", "never-ready")
 MAX_BACKOFF = 300.0
 BASE_BACKOFF = 10.0
 

@@ -327,3 +327,27 @@ async def test_nodes_come_from_the_profile(api: k8s.ApiClient, ext: Extensions) 
         n.status.node_info.container_runtime_version.startswith("containerd://") for n in nodes
     )
     assert all({c.type: c.status for c in n.status.conditions}["Ready"] == "True" for n in nodes)
+
+
+async def test_failure_mode_set_through_the_test_api(api: k8s.ApiClient, ext: Extensions) -> None:
+    assert ext.simulator is not None
+    ext.simulator.set_failure_mode("default/stuck-*", "never-ready")
+    apps = k8s.AppsV1Api(api)
+    await apps.create_namespaced_deployment("default", deployment("stuck", replicas=2))
+
+    async def running_but_unready() -> Any:
+        pods = (
+            await k8s.CoreV1Api(api).list_namespaced_pod("default", label_selector="app=stuck")
+        ).items
+        return len(pods) == 2 and all(p.status.phase == "Running" for p in pods)
+
+    await eventually(running_but_unready)
+    d = await apps.read_namespaced_deployment("stuck", "default")
+    assert not d.status.available_replicas
+    ext.simulator.set_failure_mode("default/stuck-*", None)
+
+    async def available() -> Any:
+        s = (await apps.read_namespaced_deployment("stuck", "default")).status
+        return s.available_replicas == 2
+
+    await eventually(available)
