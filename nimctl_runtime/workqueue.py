@@ -414,7 +414,8 @@ class WorkQueue(Generic[T]):
         self._timer = None
         self._timer_at = math.inf
         loop = asyncio.get_running_loop()
-        now = loop.time()
+        # timers may fire a clock tick early; never re-arm for a past instant
+        now = loop.time() + 1e-6
         while self._heap:
             ready_at, _, item = self._heap[0]
             if self._waiting.get(item) != ready_at:
