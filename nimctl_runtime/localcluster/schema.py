@@ -978,10 +978,7 @@ def _check_node(
                 errors.append(f"{path}.{key}: Forbidden: must be empty to be structural")
     elif not stype and not int_or_string and not preserve:
         what = "at the root" if is_root else "for specified object fields"
-        if is_root:
-            errors.append(f"{path}.type: Required value: must not be empty {what}")
-        else:
-            errors.append(f"{path}.type: Required value: must not be empty {what}")
+        errors.append(f"{path}.type: Required value: must not be empty {what}")
     if is_root and stype not in (None, "object"):
         errors.append(f'{path}.type: Invalid value: "{stype}": must be object at the root')
     if stype is not None and stype not in (
