@@ -288,7 +288,7 @@ class NIMCacheStatus(ApiModel):
 
     state: str | None = None
     """NotReady, PVC-Created, Started, InProgress, Pending, Ready, Failed."""
-    type: Literal["", "model-free", "native"] | None = None
+    type: str | None = None
     """Cache type: legacy (empty), model-free, native."""
     pvc: str | None = None
     """PVC holding the cache, once Ready."""
