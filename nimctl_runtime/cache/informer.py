@@ -77,7 +77,6 @@ class HandlerRegistration:
         self._pending: deque[tuple[str, Any, Any]] = deque()
         self._wakeup = asyncio.Event()
         self._synced = False
-        self._sync_marker_pending = False
         self._tasks: list[asyncio.Task[None]] = []
 
     def has_synced(self) -> bool:
