@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from controllers import nimservice_status as nss
-from controllers.sync import ObjectReader, WriteLog, owned_by, sync_object, without_replicas
+from controllers.sync import ObjectReader, WriteLog, hpa_owned, owned_by, sync_object
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.reconcile import Request, Result
@@ -360,7 +360,7 @@ class NIMServiceReconciler:
                 skipped.append(kind)
                 continue
             if kind == "Deployment" and autoscaling:
-                d = without_replicas(d)
+                d = hpa_owned(d)
             dname = str((d.get("metadata") or {}).get("name", ""))
             rendered.add((api_version, kind, dname))
             cached = await self._cached(api_version, kind, dname, namespace)
@@ -372,6 +372,7 @@ class NIMServiceReconciler:
                     writer=self.client,
                     log=self._writes,
                     create_only=kind == "PersistentVolumeClaim",
+                    keep_live_replicas=kind == "Deployment" and autoscaling,
                 )
             except Conflict:
                 raise

@@ -75,22 +75,33 @@ def ensure_hash(obj: Obj) -> Obj:
     return obj
 
 
-def without_replicas(obj: Obj) -> Obj:
-    """A Deployment whose replica count belongs to an HPA: drop it and re-hash."""
+def hpa_owned(obj: Obj) -> Obj:
+    """A Deployment whose replica count belongs to an HPA: hash it without ``replicas``.
+
+    The replica count stays in the object for the create; updates keep the
+    live count (``update_body(..., keep_live_replicas=True)``), so the HPA
+    scaling never makes the operator write.
+    """
     out = copy.deepcopy(obj)
-    (out.get("spec") or {}).pop("replicas", None)
-    (out.get("metadata") or {}).get("annotations", {}).pop(LAST_APPLIED_HASH_ANNOTATION, None)
-    stamp_hash(out)
+    bare = copy.deepcopy(obj)
+    (bare.get("spec") or {}).pop("replicas", None)
+    (bare.get("metadata") or {}).get("annotations", {}).pop(LAST_APPLIED_HASH_ANNOTATION, None)
+    stamp_hash(bare)
+    out.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED_HASH_ANNOTATION] = (
+        bare["metadata"]["annotations"][LAST_APPLIED_HASH_ANNOTATION]
+    )
     return out
 
 
-def needs_write(desired: Mapping[str, Any], live: Mapping[str, Any] | None) -> bool:
+def needs_write(
+    desired: Mapping[str, Any], live: Mapping[str, Any] | None, *, keep_live_replicas: bool = False
+) -> bool:
     """Whether the live object differs from what we want (hash or replica drift)."""
     if live is None:
         return True
     if hash_of(live) != hash_of(desired):
         return True
-    if desired.get("kind") == "Deployment":
+    if desired.get("kind") == "Deployment" and not keep_live_replicas:
         want = (desired.get("spec") or {}).get("replicas")
         have = (live.get("spec") or {}).get("replicas")
         if want is not None and want != have:
@@ -98,9 +109,13 @@ def needs_write(desired: Mapping[str, Any], live: Mapping[str, Any] | None) -> b
     return False
 
 
-def update_body(desired: Mapping[str, Any], live: Mapping[str, Any]) -> Obj:
+def update_body(
+    desired: Mapping[str, Any], live: Mapping[str, Any], *, keep_live_replicas: bool = False
+) -> Obj:
     """The object to PUT: ours, on the live object's identity and server-owned fields."""
     body = copy.deepcopy(dict(desired))
+    if keep_live_replicas and body.get("kind") == "Deployment":
+        (body.get("spec") or {}).pop("replicas", None)
     live_meta = live.get("metadata") or {}
     meta = body.setdefault("metadata", {})
     meta["resourceVersion"] = live_meta.get("resourceVersion")
@@ -167,30 +182,35 @@ async def sync_object(
     writer: ObjectWriter,
     log: WriteLog,
     create_only: bool = False,
+    keep_live_replicas: bool = False,
 ) -> SyncOutcome:
     """Bring one object to ``desired``; no request when the cached/live object matches."""
     api_version, kind, namespace, name = key_of(desired)
     live = cached
-    if needs_write(desired, live) and log.wrote(desired):
+
+    def differs(obj: Mapping[str, Any] | None) -> bool:
+        return needs_write(desired, obj, keep_live_replicas=keep_live_replicas)
+
+    if differs(live) and log.wrote(desired):
         # We wrote exactly this already; the cache has not caught up. Look at the server.
         try:
             live = await reader.get(api_version, kind, name, namespace or None)
         except NotFound:
             live = None
-    if live is not None and (create_only or not needs_write(desired, live)):
+    if live is not None and (create_only or not differs(live)):
         return SyncOutcome(live, "none")
     if live is None:
         try:
             created = await writer.create(desired)
         except AlreadyExists:
             live = await reader.get(api_version, kind, name, namespace or None)
-            if create_only or not needs_write(desired, live):
+            if create_only or not differs(live):
                 log.record(desired)
                 return SyncOutcome(live, "none")
         else:
             log.record(desired)
             return SyncOutcome(created, "created")
-    updated = await writer.update(update_body(desired, live))
+    updated = await writer.update(update_body(desired, live, keep_live_replicas=keep_live_replicas))
     log.record(desired)
     return SyncOutcome(updated, "updated")
 
@@ -211,9 +231,9 @@ __all__ = [
     "desired_hash",
     "ensure_hash",
     "hash_of",
+    "hpa_owned",
     "needs_write",
     "owned_by",
     "sync_object",
     "update_body",
-    "without_replicas",
 ]

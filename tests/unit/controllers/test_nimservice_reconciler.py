@@ -285,6 +285,7 @@ async def test_hpa_owns_the_replica_count() -> None:
     await r.reconcile(REQ)
     dep = api.obj("apps/v1", "Deployment", "llm")
     assert dep is not None
+    assert dep["spec"]["replicas"] == 1  # created at hpa.minReplicas
     dep["spec"]["replicas"] = 3  # the HPA scaled up
     api.writes.clear()
     await r.reconcile(REQ)
