@@ -50,7 +50,9 @@ class TinyWebhook:
 @pytest.fixture
 async def webhook() -> AsyncIterator[TinyWebhook]:
     ca = certs.generate_ca("test-webhook-ca")
-    serving = certs.generate_serving_cert(ca, ["127.0.0.1", "tiny-webhook.default.svc"])
+    serving = certs.generate_serving_cert(
+        ca, ["127.0.0.1", "tiny-webhook.default.svc", "sliced.default.svc"]
+    )
     hook = TinyWebhook(ca)
     app = web.Application()
     app.router.add_post("/{tail:.*}", hook.handle)
@@ -415,3 +417,56 @@ async def test_if_needed_webhook_is_reinvoked_after_a_later_change(
     created = await k8s.CoreV1Api(api).create_namespaced_config_map("default", configmap("counted"))
     assert created.metadata.labels == {"mutated-by": "tiny-webhook", "label-count": "1"}
     assert [r["request"]["name"] for r in webhook.reviews] == ["counted"] * 3
+
+
+async def test_service_resolved_by_registration_or_endpointslice(
+    cluster: LocalCluster, api: k8s.ApiClient, webhook: TinyWebhook
+) -> None:
+    webhook.routes["/mutate"] = add_label
+    # An operator running as a local process registers where its webhook Service lives.
+    extensions_of(cluster).webhooks.register_service(
+        "default", "tiny-webhook", "127.0.0.1", webhook.port
+    )
+    entry = webhook_entry(
+        "registered.tiny.example.com",
+        {
+            "service": {"namespace": "default", "name": "tiny-webhook", "path": "/mutate"},
+            "caBundle": webhook.ca_bundle,
+        },
+    )
+    sliced = webhook_entry(
+        "sliced.tiny.example.com",
+        {
+            "service": {"namespace": "default", "name": "sliced", "path": "/mutate", "port": 8443},
+            "caBundle": webhook.ca_bundle,
+        },
+    )
+    sliced["rules"][0]["resources"] = ["secrets"]
+    core = k8s.CoreV1Api(api)
+    await core.create_namespaced_service(
+        "default",
+        {"metadata": {"name": "sliced"}, "spec": {"ports": [{"name": "https", "port": 8443}]}},
+    )
+    await k8s.DiscoveryV1Api(api).create_namespaced_endpoint_slice(
+        "default",
+        {
+            "metadata": {"name": "sliced-abc", "labels": {"kubernetes.io/service-name": "sliced"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
+            "ports": [{"name": "https", "port": webhook.port}],
+        },
+    )
+    await k8s.AdmissionregistrationV1Api(api).create_mutating_webhook_configuration(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "resolved"},
+            "webhooks": [entry, sliced],
+        }
+    )
+    cm = await core.create_namespaced_config_map("default", configmap("via-registration"))
+    assert cm.metadata.labels == {"mutated-by": "tiny-webhook"}
+    secret = await core.create_namespaced_secret(
+        "default", {"metadata": {"name": "via-slice"}, "stringData": {"a": "b"}}
+    )
+    assert secret.metadata.labels == {"mutated-by": "tiny-webhook"}
