@@ -25,6 +25,7 @@ call the ``*_object`` methods with an already-resolved ``ResourceInfo``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import bisect
 import datetime
 import json
@@ -328,6 +329,19 @@ def _normalize_meta(meta: dict[str, Any]) -> None:
     for key in _OMIT_EMPTY_META:
         if key in meta and not meta[key]:
             del meta[key]
+
+
+def _normalize_builtin(info: ResourceInfo, obj: Obj) -> None:
+    """Server-side normalisation of built-in kinds (Secret ``stringData`` -> ``data``)."""
+    if info.group == "" and info.resource == "secrets":
+        string_data = obj.pop("stringData", None)
+        if isinstance(string_data, dict) and string_data:
+            data = obj.get("data")
+            if not isinstance(data, dict):
+                data = obj["data"] = {}
+            for key, value in string_data.items():
+                data[key] = base64.b64encode(str(value).encode()).decode()
+        obj.setdefault("type", "Opaque")
 
 
 def _strip_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -751,6 +765,7 @@ class Storage:
     def _prepare_builtin_create(self, info: ResourceInfo, obj: Obj) -> None:
         if info.crd:
             return
+        _normalize_builtin(info, obj)
         if info.resource == "namespaces":
             obj.setdefault("spec", {})["finalizers"] = [NAMESPACE_FINALIZER]
             obj["status"] = {"phase": "Active"}
@@ -841,6 +856,8 @@ class Storage:
                 else:
                     new.pop("status", None)
             self._check_metadata(info, name, new_meta)
+            if not info.crd:
+                _normalize_builtin(info, new)
             if "generation" in old_meta and _strip_spec(new) != _strip_spec(old):
                 new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
             if old_meta.get("deletionTimestamp"):

@@ -162,3 +162,16 @@ def test_compaction_makes_old_versions_gone(storage: Storage) -> None:
     with pytest.raises(StatusError) as exc:
         storage.watch("apps/v1", "Deployment", resource_version=rv)
     assert exc.value.code == 410
+
+
+def test_secret_string_data_is_stored_as_base64_data(storage: Storage) -> None:
+    secret = storage.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"},
+            "stringData": {"token": "abc"},
+        }
+    )
+    assert secret["data"] == {"token": "YWJj"} and "stringData" not in secret
+    assert secret["type"] == "Opaque"
