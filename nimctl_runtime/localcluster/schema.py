@@ -926,7 +926,41 @@ def check_structural(schema: Mapping[str, Any], *, root: str = "openAPIV3Schema"
     if not isinstance(schema, dict):
         return [f"{root}: Required value: must be an object"]
     _check_node(schema, root, errors, is_root=True, in_junctor=False)
+    if not errors:
+        _check_defaults(schema, root, "", errors)
     return errors
+
+
+def _check_defaults(schema: Any, path: str, field: str, errors: list[str]) -> None:
+    """Every ``default`` must survive pruning and validate against its own node."""
+    if not isinstance(schema, dict):
+        return
+    if "default" in schema and field:
+        value = copy.deepcopy(schema["default"])
+        if isinstance(value, dict | list):
+            pruned = _prune_default(schema, value, field)
+            for unknown in pruned:
+                errors.append(f"{path}.default: Forbidden: unknown field \"{unknown}\"")
+        for cause in validate(schema, value, root=field):
+            errors.append(f"{path}.default: {cause['message']}")
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for key, sub in props.items():
+            if not field and key == "metadata":
+                continue
+            _check_defaults(sub, f"{path}.properties[{key}]", child_path(field, key), errors)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _check_defaults(items, f"{path}.items", index_path(field, 0), errors)
+    additional = schema.get("additionalProperties")
+    if isinstance(additional, dict):
+        _check_defaults(additional, f"{path}.additionalProperties", f"{field}[key]", errors)
+
+
+def _prune_default(schema: Mapping[str, Any], value: Any, field: str) -> list[str]:
+    pruned: list[str] = []
+    _prune_node(schema, value, field, pruned)
+    return pruned
 
 
 _REASON_BY_BODY = (

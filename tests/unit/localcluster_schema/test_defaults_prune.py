@@ -250,3 +250,28 @@ def test_prune_drops_unknown_object_meta_fields_at_the_root() -> None:
                            "metadata": {"name": "n", "labels": {"a": "b"}, "colour": "red"}}
     assert prune(SCHEMA, obj) == ["metadata.colour"]
     assert obj["metadata"] == {"name": "n", "labels": {"a": "b"}}
+
+
+def test_defaults_must_validate_and_have_no_unknown_fields() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "port": {"type": "integer", "default": "8000"},
+                    "mode": {"type": "string", "enum": ["a"], "default": "b"},
+                    "gw": {"type": "object", "default": {"x": 1},
+                           "properties": {"y": {"type": "integer"}}},
+                },
+            }
+        },
+    }
+    assert check_structural(schema) == [
+        'openAPIV3Schema.properties[spec].properties[port].default: Invalid value: "string": '
+        'spec.port in body must be of type integer: "string"',
+        'openAPIV3Schema.properties[spec].properties[mode].default: Unsupported value: "b": '
+        'supported values: "a"',
+        'openAPIV3Schema.properties[spec].properties[gw].default: Forbidden: unknown field '
+        '"spec.gw.x"',
+    ]
