@@ -941,6 +941,8 @@ def _check_defaults(schema: Any, path: str, field: str, errors: list[str]) -> No
             pruned = _prune_default(schema, value, field)
             for unknown in pruned:
                 errors.append(f"{path}.default: Forbidden: unknown field \"{unknown}\"")
+            # Nested defaults apply to a default value too before it is judged.
+            value = apply_defaults(schema, value)
         for cause in validate(schema, value, root=field):
             errors.append(f"{path}.default: {cause['message']}")
     props = schema.get("properties")

@@ -275,3 +275,26 @@ def test_defaults_must_validate_and_have_no_unknown_fields() -> None:
         'openAPIV3Schema.properties[spec].properties[gw].default: Forbidden: unknown field '
         '"spec.gw.x"',
     ]
+
+
+def test_nested_defaults_complete_an_object_default_before_it_is_checked() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "gw": {
+                "type": "object",
+                "default": {},
+                "required": ["http"],
+                "properties": {"http": {"type": "boolean", "default": True}},
+            },
+            "bad": {
+                "type": "object",
+                "default": {},
+                "required": ["name"],
+                "properties": {"name": {"type": "string"}},
+            },
+        },
+    }
+    assert check_structural(schema) == [
+        "openAPIV3Schema.properties[bad].default: Required value"
+    ]
