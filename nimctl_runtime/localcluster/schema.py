@@ -944,7 +944,8 @@ def _check_defaults(schema: Any, path: str, field: str, errors: list[str]) -> No
             # Nested defaults apply to a default value too before it is judged.
             value = apply_defaults(schema, value)
         for cause in validate(schema, value, root=field):
-            errors.append(f"{path}.default: {cause['message']}")
+            below = cause["field"][len(field) :] if cause["field"].startswith(field) else ""
+            errors.append(f"{path}.default{below}: {cause['message']}")
     props = schema.get("properties")
     if isinstance(props, dict):
         for key, sub in props.items():

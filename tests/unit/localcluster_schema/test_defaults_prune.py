@@ -296,5 +296,5 @@ def test_nested_defaults_complete_an_object_default_before_it_is_checked() -> No
         },
     }
     assert check_structural(schema) == [
-        "openAPIV3Schema.properties[bad].default: Required value"
+        "openAPIV3Schema.properties[bad].default.name: Required value"
     ]
