@@ -57,6 +57,23 @@ def _accepts_initial_flag(fn: Callable[..., Any]) -> bool:
     return len(positional) >= 2 or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
 
 
+class _Decoded:
+    """Stored bytes decoded on first use and shared by every handler (like a watch event)."""
+
+    __slots__ = ("_data", "_obj")
+
+    def __init__(self, data: bytes) -> None:
+        self._data: bytes | None = data
+        self._obj: Obj | None = None
+
+    def get(self) -> Obj:
+        if self._obj is None:
+            assert self._data is not None
+            self._obj = decode(self._data)
+            self._data = None
+        return self._obj
+
+
 class HandlerRegistration:
     """One handler's listener: its queue, its task and whether it has seen the initial list."""
 
@@ -114,11 +131,11 @@ class HandlerRegistration:
             await self._deliver(kind, a, b)
 
     async def _deliver(self, kind: str, a: Any, b: Any) -> None:
-        # Relist notifications carry the stored bytes: each handler decodes its own copy.
-        if isinstance(a, bytes):
-            a = decode(a)
-        if isinstance(b, bytes):
-            b = decode(b)
+        # Relist notifications carry the stored bytes, decoded once for all handlers.
+        if isinstance(a, _Decoded):
+            a = a.get()
+        if isinstance(b, _Decoded):
+            b = b.get()
         try:
             result: Any = None
             if kind == "add" and self.on_add is not None:
@@ -285,10 +302,10 @@ class SharedInformer:
         initial = not self._synced.is_set()
         with gc_paused():
             added, updated, deleted = self.store.replace(items)
-        for obj in added:
-            self._notify("add", obj, initial)
-        for old, new in updated:
-            self._notify("update", old, new)
+        for data in added:
+            self._notify("add", _Decoded(data), initial)
+        for old_data, new_data in updated:
+            self._notify("update", _Decoded(old_data), _Decoded(new_data))
         for tombstone in deleted:
             self._notify("delete", tombstone)
         if initial:
