@@ -302,6 +302,12 @@ def compile_rule(rule: str) -> celpy.Runner:
         raise CELError(f"compilation failed: {detail}") from exc
 
 
+def warm_up() -> None:
+    """Build celpy's parser now (its first use costs ~0.1 s); call it off the
+    event loop at start-up, e.g. ``await asyncio.to_thread(cel.warm_up)``."""
+    compile_rule("self == oldSelf")
+
+
 def evaluate(rule: str, activation: Mapping[str, Any]) -> Any:
     """Evaluate ``rule`` with celpy values bound; raises CELError on failure."""
     runner = compile_rule(rule)

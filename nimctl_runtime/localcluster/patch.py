@@ -46,6 +46,7 @@ __all__ = [
     "strategic_merge_patch",
     "strategic_schema",
     "track_update",
+    "warm_up",
 ]
 
 KUBERNETES_SCHEMA_VERSION = "v1.32.0"
@@ -331,6 +332,12 @@ def strategic_schema(kind_key: Any) -> dict[str, Any] | None:
     if key is None or key not in index:
         return None
     return _resolve(defs[index[key]])
+
+
+def warm_up() -> None:
+    """Load Kubernetes' schemas now (about 1.3 MB of JSON); call it off the event
+    loop at start-up, e.g. ``await asyncio.to_thread(patch.warm_up)``."""
+    _definitions()
 
 
 def has_strategic_schema(api_version: str, kind: str) -> bool:
