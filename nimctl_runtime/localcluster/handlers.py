@@ -91,13 +91,15 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         raise errors.bad_request("the request body is empty: an object was expected")
     if mt in YAML_TYPES or mt == APPLY_PATCH:
         try:
-            return _yaml_load(raw.decode("utf-8"))
-        except (YAMLError, UnicodeDecodeError, ValueError) as exc:
+            doc = _yaml_load(raw.decode("utf-8"))
+        except (YAMLError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+        _check_expanded_size(doc)
+        return doc
     if mt in ("", JSON, MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, "*/*", "text/plain"):
         try:
             return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
     if "protobuf" in mt:
         raise StatusError(
@@ -108,6 +110,26 @@ def decode_body(raw: bytes, content_type: str) -> Any:
             "kubectl create/run/expose send it, kubectl apply does not)",
         )
     raise errors.unsupported_media_type(("application/json", "application/yaml"))
+
+
+MAX_DECODED_NODES = 1_000_000
+
+
+def _check_expanded_size(doc: Any) -> None:
+    """Refuse YAML whose aliases expand into an enormous document ("billion laughs")."""
+    budget = MAX_DECODED_NODES
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise errors.request_entity_too_large(
+                "Request entity too large: the YAML document expands to too many values"
+            )
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def check_type_meta(ctx: RequestContext, obj: Any) -> Obj:

@@ -325,3 +325,18 @@ async def test_events_are_served_by_both_event_apis(http: Http) -> None:
         "GET", "/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name%3Dp"
     )
     assert listed["kind"] == "EventList" and listed["items"][0]["reportingController"] == "kubelet"
+
+
+async def test_hostile_bodies_are_refused(http: Http) -> None:
+    deep = b"[" * 100000 + b"]" * 100000
+    status, _, _ = await http.call("POST", CMS, raw=deep)
+    assert status == 400
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    for i in range(1, 9):
+        laughs += f"{chr(97 + i)}: &{chr(97 + i)} [" + ", ".join([f"*{chr(96 + i)}"] * 10) + "]\n"
+    status, _body, _ = await http.call(
+        "POST", CMS, raw=laughs.encode(), content_type="application/yaml"
+    )
+    assert status == 413
+    ok, _, _ = await http.call("GET", CMS)
+    assert ok == 200
