@@ -150,7 +150,10 @@ class LocalCluster:
             self.workdir = self._workdir_arg
             self.workdir.mkdir(parents=True, exist_ok=True)
         hosts = [self.host, "localhost", "127.0.0.1"]
-        ca, serving = await asyncio.to_thread(_make_certs, list(dict.fromkeys(hosts)))
+        (ca, serving), _ = await asyncio.gather(
+            asyncio.to_thread(_make_certs, list(dict.fromkeys(hosts))),
+            asyncio.to_thread(_warm_up),
+        )
         self.ca = ca
         self.ca_pem = ca.cert_pem
         self.server_ssl_context = certs.server_ssl_context(serving)
@@ -198,6 +201,14 @@ class LocalCluster:
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
         log.info("localcluster stopped", url=self.url)
+
+
+def _warm_up() -> None:
+    """Pay the first-use cost of the patch schemas and the CEL parser off the event loop."""
+    from . import cel, patch
+
+    patch.warm_up()
+    cel.warm_up()
 
 
 def _make_certs(hosts: list[str]) -> tuple[certs.CertPair, certs.CertPair]:
