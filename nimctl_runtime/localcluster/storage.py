@@ -1021,8 +1021,6 @@ class Storage:
                     )
                 )
             watcher._preload(events)
-            if send_initial_events and resource_version not in (None, "", "0"):
-                self._check_rv_not_too_old(resource_version)
         else:
             rv = self._check_rv_not_too_old(resource_version)
             watcher._preload(
