@@ -721,11 +721,11 @@ def _with_field_path(path: str, field_path: Any) -> str:
 def check_rules(schema: Mapping[str, Any], *, root: str = "openAPIV3Schema") -> list[str]:
     """Messages for rules that do not compile (CRD registration time)."""
     errors: list[str] = []
-    _check(schema, root, errors)
+    _check(schema, root, errors, correlatable=True)
     return errors
 
 
-def _check(schema: Any, path: str, errors: list[str]) -> None:
+def _check(schema: Any, path: str, errors: list[str], *, correlatable: bool) -> None:
     if not isinstance(schema, dict):
         return
     rules = schema.get("x-kubernetes-validations")
@@ -743,6 +743,11 @@ def _check(schema: Any, path: str, errors: list[str]) -> None:
                     compile_rule(text)
                 except CELError as exc:
                     errors.append(f"{where}.{key}: Invalid value: {go_quote(text)}: {exc}")
+            if not correlatable and is_transition_rule(spec["rule"]):
+                errors.append(
+                    f"{where}.rule: Invalid value: {go_quote(spec['rule'])}: oldSelf cannot be "
+                    "used on the uncorrelatable portion of the schema"
+                )
             if spec.get("optionalOldSelf") and not is_transition_rule(spec["rule"]):
                 errors.append(
                     f"{where}.optionalOldSelf: Forbidden: may not be set if oldSelf is not "
@@ -763,6 +768,14 @@ def _check(schema: Any, path: str, errors: list[str]) -> None:
     props = schema.get("properties")
     if isinstance(props, dict):
         for key, sub in props.items():
-            _check(sub, f"{path}.properties[{key}]", errors)
-    _check(schema.get("items"), f"{path}.items", errors)
-    _check(schema.get("additionalProperties"), f"{path}.additionalProperties", errors)
+            _check(sub, f"{path}.properties[{key}]", errors, correlatable=correlatable)
+    # Only map lists correlate old and new elements (by key); sets and atomic
+    # lists do not, so transition rules below them could never run.
+    items_correlate = correlatable and schema.get("x-kubernetes-list-type") == "map"
+    _check(schema.get("items"), f"{path}.items", errors, correlatable=items_correlate)
+    _check(
+        schema.get("additionalProperties"),
+        f"{path}.additionalProperties",
+        errors,
+        correlatable=correlatable,
+    )

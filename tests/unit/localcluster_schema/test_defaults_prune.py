@@ -298,3 +298,27 @@ def test_nested_defaults_complete_an_object_default_before_it_is_checked() -> No
     assert check_structural(schema) == [
         "openAPIV3Schema.properties[bad].default.name: Required value"
     ]
+
+
+def test_transition_rules_below_uncorrelatable_lists_are_rejected() -> None:
+    rule = {"rule": "self == oldSelf", "message": "immutable"}
+    schema = {
+        "type": "object",
+        "properties": {
+            "atomic": {"type": "array", "items": {"type": "string",
+                                                   "x-kubernetes-validations": [rule]}},
+            "keyed": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "required": ["name"],
+                                "x-kubernetes-validations": [rule],
+                                "properties": {"name": {"type": "string"}}}},
+        },
+    }
+    assert crd_schema_causes(schema, root="s") == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "self == oldSelf": oldSelf cannot be used on the '
+            "uncorrelatable portion of the schema",
+            "field": "s.properties[atomic].items.x-kubernetes-validations[0].rule",
+        }
+    ]
