@@ -411,9 +411,11 @@ class Controller:
                 self._m_panics.inc()
             if is_terminal(exc):
                 self._m_terminal.inc()
-                log.error("reconciler error (terminal, not requeued)", exc_info=exc)
+                log.error(
+                    "reconciler error (terminal, not requeued)", error=str(exc), exc_info=exc
+                )
                 return
-            log.error("reconciler error", exc_info=exc)
+            log.error("reconciler error", error=str(exc) or type(exc).__name__, exc_info=exc)
             self.queue.add_rate_limited(req)
             return
         self._m_time.observe(time.monotonic() - started)
