@@ -279,22 +279,24 @@ class Reflector:
         paginated = False
         list_rv = ""
         while True:
-            try:
-                page = await self.lister_watcher.list(
-                    resource_version=resource_version, limit=limit, continue_=continue_
-                )
-            except Gone:
-                if continue_ is None:
-                    raise
-                # The continue token expired: list again in one go (FullListIfExpired).
-                items, continue_, limit, paginated = [], None, None, False
-                continue
-            meta = page.get("metadata") or {}
+            # The cyclic GC stays off from decoding a page until its dicts are freed:
+            # they die by refcount, so the collector never has to walk them (§4.2).
             with gc_paused():
+                try:
+                    page = await self.lister_watcher.list(
+                        resource_version=resource_version, limit=limit, continue_=continue_
+                    )
+                except Gone:
+                    if continue_ is None:
+                        raise
+                    # The continue token expired: list again in one go (FullListIfExpired).
+                    items, continue_, limit, paginated = [], None, None, False
+                    continue
+                meta = page.get("metadata") or {}
                 for item in page.get("items") or []:
                     self._fill_type(item)
                     items.append(self.store.prepare(item))
-            del page
+                del page
             list_rv = str(meta.get("resourceVersion") or list_rv)
             continue_ = meta.get("continue") or None
             if not continue_:
