@@ -246,3 +246,31 @@ async def test_killed_leader_is_replaced_within_lease_plus_retry_and_sigterm_exi
             if p.returncode is None:
                 p.kill()
                 await p.wait()
+
+
+async def test_the_lease_is_held_until_in_flight_reconciles_finished(env: Env) -> None:
+    """A graceful stop releases the Lease only after draining: two leaders never overlap."""
+    a = Member(env, "alice")
+    await wait_holder(env, "alice", 5)
+    b = Member(env, "bob")
+    try:
+        await wait_standby(env, "bob")
+        a.rec.delay = 1.0  # the reconcile will still be running when the stop comes
+        await create_sources(env, 1, prefix="slow")
+        async with asyncio.timeout(10):
+            while not a.rec.active:
+                await asyncio.sleep(0.01)
+        a.stop.set()
+        await wait_holder(env, "bob", 5)
+        await a.task
+    finally:
+        await a.close()
+        await b.close()
+    alice_write = next(
+        r
+        for r in accepted_writes(env.audit, user="alice", resource="configmaps")
+        if r.name == "slow0-echo"
+    )
+    bob_acquired = next(r for r in accepted_writes(env.audit, resource="leases")
+                        if r.user == "bob")  # fmt: skip
+    assert alice_write.seq < bob_acquired.seq, "the standby took over during the drain"
