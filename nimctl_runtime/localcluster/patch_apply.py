@@ -176,10 +176,27 @@ def _key_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+# Key fields Kubernetes defaults before keying associative lists (ports are
+# keyed by port + protocol, and protocol defaults to TCP), so that an applied
+# port without a protocol is the live port with TCP, as in its managedFields.
+_KEY_DEFAULTS = {"protocol": "TCP"}
+
+
+def _key_value(item: Mapping[str, Any], key: str) -> Any:
+    if key in item:
+        return item[key]
+    return _KEY_DEFAULTS.get(key, _MISSING)
+
+
 def _item_key(item: Any, keys: list[str]) -> dict[str, Any] | None:
     if not isinstance(item, dict):
         return None
-    return {k: item[k] for k in keys if k in item} or None
+    out = {}
+    for key in keys:
+        value = _key_value(item, key)
+        if value is not _MISSING:
+            out[key] = value
+    return out or None
 
 
 def field_set(obj: Any, schema_hint: Any = None) -> FieldSet:
@@ -320,7 +337,7 @@ def _value_at(obj: Any, path: Path) -> Any:
                     item
                     for item in node
                     if isinstance(item, dict)
-                    and all(item.get(k, _MISSING) == v for k, v in keys.items())
+                    and all(_key_value(item, k) == v for k, v in keys.items())
                 ),
                 _MISSING,
             )
@@ -354,7 +371,7 @@ def _delete_at(obj: Any, path: Path) -> None:
             for item in parent
             if not (
                 isinstance(item, dict)
-                and all(item.get(k, _MISSING) == v for k, v in keys.items())
+                and all(_key_value(item, k) == v for k, v in keys.items())
             )
         ]
     elif prefix == "v" and isinstance(parent, list):

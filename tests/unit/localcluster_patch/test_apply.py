@@ -181,3 +181,20 @@ def test_ignored_fields_are_neither_applied_nor_owned() -> None:
     updated = track_update(result, {**result, "status": {"state": "x"}}, field_manager="u",
                            ignored_fields=("status",), now=NOW)
     assert _managers(updated) == [("m", "Apply")]
+
+
+def test_ports_are_keyed_with_the_default_protocol() -> None:
+    def cfg(image: str) -> dict[str, Any]:
+        return _deploy({"template": {"spec": {"containers": [
+            {"name": "c", "image": image, "ports": [{"containerPort": 80}]}]}}})
+
+    live = apply(None, cfg("a"), field_manager="m", force=False, schema_hint=KEY, now=NOW)
+    fields = live["metadata"]["managedFields"][0]["fieldsV1"]
+    ports = fields["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"c"}']["f:ports"]
+    assert list(ports) == ['k:{"containerPort":80,"protocol":"TCP"}']
+    # The server defaulted the protocol; re-applying without it matches that port.
+    live["spec"]["template"]["spec"]["containers"][0]["ports"][0]["protocol"] = "TCP"
+    again = apply(live, cfg("b"), field_manager="m", force=False, schema_hint=KEY, now=NOW)
+    assert again["spec"]["template"]["spec"]["containers"][0]["ports"] == [
+        {"containerPort": 80, "protocol": "TCP"}
+    ]
