@@ -12,6 +12,9 @@ machinery is copied in spirit:
 * repeats of the same event (same object, type, reason, message, source) are
   aggregated: the existing Event gets ``count + 1`` and a new
   ``lastTimestamp`` instead of a new object (client-go's ``EventCorrelator``);
+* more than 10 different messages for the same object, type and reason
+  within 10 minutes are combined into one Event whose message starts with
+  ``(combined from similar events):`` (client-go's ``EventAggregator``);
 * a per-object token bucket (burst 25, one more every 5 minutes, like
   client-go's spam filter) stops a hot loop from flooding the API server.
 """
@@ -43,6 +46,11 @@ EVENT_TYPE_NORMAL = "Normal"
 EVENT_TYPE_WARNING = "Warning"
 _MAX_MESSAGE = 1024
 _CACHE_SIZE = 4096
+#: client-go's EventAggregator: past 10 distinct messages for the same object,
+#: type and reason within 10 minutes, further ones are combined into one Event.
+_SIMILAR_MAX_EVENTS = 10
+_SIMILAR_INTERVAL = 600.0
+_COMBINED_PREFIX = "(combined from similar events): "
 
 
 class EventClient(Protocol):
@@ -79,7 +87,8 @@ class _PendingEvent:
     at: dt.datetime
     annotations: dict[str, str] = field(default_factory=dict)
 
-    def key(self) -> tuple[str, ...]:
+    def aggregate_key(self) -> tuple[str, ...]:
+        """Everything but the message: events that differ only in their text."""
         inv = self.involved
         return (
             inv.get("kind", ""),
@@ -88,10 +97,12 @@ class _PendingEvent:
             inv.get("uid", ""),
             self.type,
             self.reason,
-            self.message,
             self.component,
             self.host,
         )
+
+    def key(self) -> tuple[str, ...]:
+        return (*self.aggregate_key(), self.message)
 
 
 @dataclass(slots=True)
@@ -228,6 +239,7 @@ class EventBroadcaster:
         self._queue: deque[_PendingEvent] = deque()
         self._wake = asyncio.Event()
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
+        self._similar: OrderedDict[tuple[str, ...], tuple[set[str], float]] = OrderedDict()
         self._buckets: OrderedDict[tuple[str, ...], _TokenBucket] = OrderedDict()
         self._running = False
 
@@ -304,12 +316,12 @@ class EventBroadcaster:
                 self.dropped += 1
                 self.log.debug("event rate-limited", reason=ev.reason, object=ev.involved["name"])
                 return
-            key = ev.key()
+            key = self._aggregate(ev)
             seen = self._seen.get(key)
             now = _timestamp(ev.at)
             if seen is not None:
                 self._seen.move_to_end(key)
-                if await self._bump(seen, now):
+                if await self._bump(seen, now, ev.message):
                     return
             created = await self._create(ev, now)
             if created is not None:
@@ -326,7 +338,24 @@ class EventBroadcaster:
                 error=str(exc),
             )
 
-    async def _bump(self, seen: _Seen, now: str) -> bool:
+    def _aggregate(self, ev: _PendingEvent) -> tuple[str, ...]:
+        """The dedupe key of ``ev``, combining it with similar events past the limit."""
+        agg = ev.aggregate_key()
+        now = time.monotonic()
+        messages, since = self._similar.get(agg, (set(), now))
+        if now - since > _SIMILAR_INTERVAL:
+            messages, since = set(), now
+        self._similar[agg] = (messages, since)
+        self._similar.move_to_end(agg)
+        if len(self._similar) > _CACHE_SIZE:
+            self._similar.popitem(last=False)
+        if ev.message in messages or len(messages) < _SIMILAR_MAX_EVENTS:
+            messages.add(ev.message)
+            return ev.key()
+        ev.message = (_COMBINED_PREFIX + ev.message)[:_MAX_MESSAGE]
+        return (*agg, _COMBINED_PREFIX)
+
+    async def _bump(self, seen: _Seen, now: str, message: str) -> bool:
         from nimctl_runtime.client.errors import NotFound
 
         count = seen.count + 1
@@ -335,7 +364,7 @@ class EventBroadcaster:
                 "v1",
                 "Event",
                 seen.name,
-                {"count": count, "lastTimestamp": now},
+                {"count": count, "lastTimestamp": now, "message": message},
                 namespace=seen.namespace,
                 patch_type="merge",
             )

@@ -172,3 +172,18 @@ async def test_spam_filter_limits_events_per_object() -> None:
     await b.flush()
     assert len(events(client)) == 5
     assert b.dropped == 15
+
+
+async def test_many_different_messages_are_combined_after_ten() -> None:
+    client = FakeObjectClient()
+    b = EventBroadcaster(client, burst=100)
+    rec = b.new_recorder("c")
+    for i in range(15):
+        rec.event(pod(), "Warning", "BackOff", f"restarting container, attempt {i}")
+    await b.flush()
+    evs = events(client)
+    combined = [e for e in evs if e["message"].startswith("(combined from similar events): ")]
+    assert len(evs) == 11, "ten distinct events, then one combined Event"
+    assert len(combined) == 1
+    assert combined[0]["count"] == 5
+    assert combined[0]["message"].endswith("attempt 14"), "the combined Event shows the latest"
