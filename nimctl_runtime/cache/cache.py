@@ -34,7 +34,7 @@ IndexFn = Callable[[Obj], "Iterable[str] | str | None"]
 class ByObject:
     """Per-kind cache options (controller-runtime's ``cache.ByObject``)."""
 
-    label_selector: str | Mapping[str, str] | None = None
+    label_selector: str | Mapping[str, str] | Selector | None = None
     field_selector: str | None = None
     namespace: str | None = None
     transform: Transform | None = strip_managed_fields

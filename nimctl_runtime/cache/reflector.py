@@ -45,6 +45,7 @@ from nimctl_runtime.client.errors import (
     TooManyRequests,
 )
 from nimctl_runtime.client.ratelimit import Backoff
+from nimctl_runtime.labels import Selector
 from nimctl_runtime.logsetup import get_logger
 
 Obj = dict[str, Any]
@@ -110,7 +111,7 @@ class ClientListerWatcher:
         kind: str,
         *,
         namespace: str | None = None,
-        label_selector: str | Mapping[str, str] | None = None,
+        label_selector: str | Mapping[str, str] | Selector | None = None,
         field_selector: str | None = None,
     ) -> None:
         self.client = client

@@ -36,6 +36,7 @@ from nimctl_runtime.client.errors import (
 )
 from nimctl_runtime.client.mapper import RESTMapper, RESTMapping
 from nimctl_runtime.client.ratelimit import Backoff, TokenBucket
+from nimctl_runtime.labels import Selector
 from nimctl_runtime.logsetup import get_logger
 
 PatchType = Literal["merge", "json", "strategic", "apply"]
@@ -81,13 +82,16 @@ def encode_json(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
-def selector_text(selector: str | Mapping[str, str] | None) -> str | None:
-    """A label selector as query text: strings pass through, mappings become ``k=v,...``."""
+def selector_text(selector: str | Mapping[str, str] | object | None) -> str | None:
+    """A label selector as query text: strings pass through, mappings become ``k=v,...``,
+    anything else (a parsed ``nimctl_runtime.labels.Selector``) is rendered with ``str``."""
     if selector is None:
         return None
     if isinstance(selector, str):
         return selector or None
-    return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or None
+    if isinstance(selector, Mapping):
+        return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or None
+    return str(selector) or None
 
 
 @dataclass(slots=True)
@@ -374,7 +378,7 @@ class Client:
         kind: str,
         namespace: str | None = None,
         *,
-        label_selector: str | Mapping[str, str] | None = None,
+        label_selector: str | Mapping[str, str] | Selector | None = None,
         field_selector: str | None = None,
         limit: int | None = 500,
         continue_: str | None = None,
@@ -409,7 +413,7 @@ class Client:
         kind: str,
         namespace: str | None = None,
         *,
-        label_selector: str | Mapping[str, str] | None = None,
+        label_selector: str | Mapping[str, str] | Selector | None = None,
         field_selector: str | None = None,
         limit: int = 500,
         resource_version: str | None = None,
@@ -583,7 +587,7 @@ class Client:
         kind: str,
         namespace: str | None = None,
         *,
-        label_selector: str | Mapping[str, str] | None = None,
+        label_selector: str | Mapping[str, str] | Selector | None = None,
         field_selector: str | None = None,
         propagation_policy: str | None = None,
         dry_run: bool = False,
@@ -611,7 +615,7 @@ class Client:
         namespace: str | None = None,
         *,
         resource_version: str | None = None,
-        label_selector: str | Mapping[str, str] | None = None,
+        label_selector: str | Mapping[str, str] | Selector | None = None,
         field_selector: str | None = None,
         allow_bookmarks: bool = True,
         timeout_seconds: int | None = None,
