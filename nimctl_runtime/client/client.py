@@ -677,7 +677,7 @@ class Client:
                     timeout=timeout,
                     server_hostname=self.config.tls_server_name,
                 ) as resp:
-                    self._observe("WATCH", resp.status, time.monotonic() - started)
+                    self._observe("GET", resp.status, time.monotonic() - started)
                     if resp.status != 200:
                         payload = await resp.read()
                         retry_after = _retry_after(resp.headers)
@@ -696,10 +696,10 @@ class Client:
                             yield event
                         return
             except (TimeoutError, aiohttp.ServerTimeoutError) as err:
-                self._observe("WATCH", "<error>", time.monotonic() - started)
+                self._observe("GET", "<error>", time.monotonic() - started)
                 raise ServerTimeout(504, "Timeout", f"WATCH {path}: no response headers") from err
             except aiohttp.ClientConnectorError as err:
-                self._observe("WATCH", "<error>", time.monotonic() - started)
+                self._observe("GET", "<error>", time.monotonic() - started)
                 raise ApiConnectionError(
                     0, "ConnectionFailed", f"WATCH {self.config.host}{path}: {err}"
                 ) from err
