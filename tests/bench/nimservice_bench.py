@@ -55,7 +55,8 @@ def _cpu() -> float:
 async def _serve_cluster(kubeconfig: str) -> None:
     from nimctl_runtime.localcluster import LocalCluster
 
-    async with LocalCluster() as cluster:
+    # The default profile's 3 nodes hold 330 pods; the scale profile holds thousands.
+    async with LocalCluster(profile="many-nodes") as cluster:
         cluster.write_kubeconfig(kubeconfig)
         cluster.write_kubeconfig(kubeconfig + ".operator", user="nimctl-operator")
         print("ready", flush=True)
@@ -148,7 +149,8 @@ async def main(count: int, steady_seconds: float, workers: int) -> None:
             await _create_all(admin, [_service(i, schedulable=True) for i in range(count)])
             t_created = time.monotonic() - t0
             while (ready := await _count_state(admin, "Ready", "svc-")) < count:
-                await asyncio.sleep(1.0)
+                print(f"  ... {ready}/{count} Ready after {time.monotonic() - t0:.0f} s", flush=True)
+                await asyncio.sleep(2.0)
             t_ready = time.monotonic() - t0
             await asyncio.sleep(2.0)
             cpu_ready = _cpu() - cpu0
