@@ -1,0 +1,249 @@
+"""Shapes shared by the NeMo kinds (NemoCustomizer, NemoDatastore, NemoEntitystore,
+NemoEvaluator, NemoGuardrail), as in NVIDIA's nemo_common_types.go: service
+endpoints, the external PostgreSQL configuration, Weights & Biases, OpenTelemetry,
+ConfigMap references, and the spec fields, CEL rules, status, states and condition
+types every NeMo kind has in common.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal
+
+from pydantic import Field
+
+from api import k8s
+from api.apps.v1alpha1.common import (
+    STATE_FAILED,
+    STATE_NOT_READY,
+    STATE_PENDING,
+    STATE_READY,
+    Autoscaling,
+    ExposeV1,
+    Image,
+    Metrics,
+    Port,
+)
+from api.base import ApiModel, Int32, Int64, Rule
+
+__all__ = [
+    "CONDITION_FAILED",
+    "CONDITION_READY",
+    "DEPRECATED_INGRESS_MESSAGE",
+    "NEMO_SPEC_RULES",
+    "NEMO_STATES",
+    "REASON_FAILED",
+    "REASON_NOT_READY",
+    "REASON_READY",
+    "ArgoWorkflows",
+    "ConfigMapRef",
+    "DatabaseConfig",
+    "DatabaseCredentials",
+    "Datastore",
+    "Entitystore",
+    "ExporterConfig",
+    "MLFlow",
+    "NemoServiceSpec",
+    "NemoServiceStatus",
+    "OTelSpec",
+    "VectorDB",
+    "WandBConfig",
+]
+
+NEMO_STATES: Final = (STATE_PENDING, STATE_NOT_READY, STATE_READY, STATE_FAILED)
+"""The `status.state` values of every NeMo kind."""
+CONDITION_READY: Final = "Ready"
+CONDITION_FAILED: Final = "Failed"
+REASON_READY: Final = "Ready"
+REASON_NOT_READY: Final = "NotReady"
+REASON_FAILED: Final = "Failed"
+
+DEPRECATED_INGRESS_MESSAGE: Final = (
+    ".spec.expose.ingress is deprecated, and will be removed in a future release. If "
+    ".spec.expose.ingress is set, please do not set .spec.expose.router.ingress."
+)
+
+NEMO_SPEC_RULES: Final = (
+    Rule(
+        "!(has(self.expose.ingress) && has(self.expose.ingress.enabled) && "
+        "self.expose.ingress.enabled && has(self.expose.router) && "
+        "has(self.expose.router.ingress))",
+        DEPRECATED_INGRESS_MESSAGE,
+    ),
+    Rule(
+        "!(has(self.scale) && has(self.scale.enabled) && self.scale.enabled && has(self.replicas))",
+        "spec.replicas cannot be set when spec.scale.enabled is true",
+    ),
+)
+"""CEL rules NVIDIA puts on every NeMo spec."""
+
+HTTP_ENDPOINT_PATTERN: Final = r"^http"
+HttpEndpoint = Annotated[str, Field(min_length=1, pattern=HTTP_ENDPOINT_PATTERN)]
+"""An http(s) URL of a dependency."""
+NonEmpty = Annotated[str, Field(min_length=1)]
+LogLevel = Literal["INFO", "DEBUG"]
+Exporter = Literal["otlp", "console", "none"]
+
+
+class ArgoWorkflows(ApiModel):
+    """Argo Workflows server the evaluator submits jobs to."""
+
+    endpoint: HttpEndpoint
+    """Argo server URL."""
+    service_account: str
+    """Service account the workflows run as."""
+
+
+class VectorDB(ApiModel):
+    """External vector database (Milvus)."""
+
+    endpoint: HttpEndpoint
+    """Vector database URL."""
+
+
+class Datastore(ApiModel):
+    """NeMo Datastore service."""
+
+    endpoint: HttpEndpoint
+    """Datastore URL."""
+
+
+class Entitystore(ApiModel):
+    """NeMo Entitystore service."""
+
+    endpoint: HttpEndpoint
+    """Entitystore URL."""
+
+
+class MLFlow(ApiModel):
+    """MLflow tracking service."""
+
+    endpoint: HttpEndpoint
+    """MLflow tracking URL."""
+
+
+class DatabaseCredentials(ApiModel):
+    """Where the database user's password is."""
+
+    user: NonEmpty
+    """Non-root database user."""
+    secret_name: NonEmpty
+    """Secret holding the password."""
+    password_key: str = "password"
+    """Key of the password in the secret."""
+
+
+class DatabaseConfig(ApiModel):
+    """External PostgreSQL database."""
+
+    host: NonEmpty
+    """Database host name."""
+    port: Port = 5432
+    """Database port."""
+    database_name: NonEmpty
+    """Database name."""
+    credentials: DatabaseCredentials
+    """Database credentials."""
+
+
+class WandBConfig(ApiModel):
+    """Weights & Biases, for training metrics."""
+
+    secret_name: NonEmpty
+    """Secret holding the W&B API key."""
+    api_key: NonEmpty = Field(default="apiKey", alias="apiKey")
+    """Key of the API key in the secret."""
+    encryption_key: str = "encryptionKey"
+    """Key of the encryption key in the secret."""
+    entity: str = "null"
+    """User or team the runs are logged under."""
+    project_name: str = "nvidia-nemo-customizer"
+    """Project the runs are logged under."""
+
+
+class ExporterConfig(ApiModel):
+    """OpenTelemetry exporters."""
+
+    traces_exporter: Exporter = "otlp"
+    """Traces exporter."""
+    metrics_exporter: Exporter = "otlp"
+    """Metrics exporter."""
+    logs_exporter: Exporter = "otlp"
+    """Logs exporter."""
+
+
+class OTelSpec(ApiModel):
+    """OpenTelemetry settings."""
+
+    enabled: bool | None = None
+    """Export traces, metrics and logs."""
+    exporter_otlp_endpoint: str | None = None
+    """OTLP collector endpoint."""
+    disable_logging: bool | None = None
+    """Disable Python logging auto-instrumentation."""
+    exporter_config: ExporterConfig = Field(default_factory=ExporterConfig)
+    """Exporters."""
+    excluded_urls: list[str] = Field(default=["health"])
+    """URLs excluded from tracing."""
+    log_level: LogLevel = "INFO"
+    """OpenTelemetry log level."""
+
+
+class ConfigMapRef(ApiModel):
+    """A ConfigMap by name."""
+
+    name: NonEmpty
+    """ConfigMap name."""
+
+
+class NemoServiceSpec(ApiModel):
+    """The spec fields every NeMo kind has (the kinds add their own)."""
+
+    validations = NEMO_SPEC_RULES
+
+    image: Image
+    """Service image."""
+    command: list[str] | None = None
+    """Override the container command."""
+    args: list[str] | None = None
+    """Container arguments."""
+    env: list[k8s.EnvVar] | None = None
+    """Environment variables (merged over the operator's; yours win)."""
+    labels: dict[str, str] | None = None
+    """Extra labels on every created object."""
+    annotations: dict[str, str] | None = None
+    """Extra annotations on every created object."""
+    node_selector: dict[str, str] | None = None
+    """Pod nodeSelector."""
+    tolerations: list[k8s.Toleration] | None = None
+    """Pod tolerations."""
+    affinity: k8s.Affinity | None = None
+    """Pod affinity."""
+    pod_affinity: k8s.PodAffinity | None = None
+    """Deprecated: use `affinity`."""
+    resources: k8s.ResourceRequirements | None = None
+    """Container resources."""
+    expose: ExposeV1 = Field(default_factory=ExposeV1)
+    """Service, deprecated ingress and router."""
+    scale: Autoscaling = Field(default_factory=Autoscaling)
+    """Horizontal autoscaling."""
+    metrics: Metrics = Field(default_factory=Metrics)
+    """ServiceMonitor."""
+    replicas: Annotated[Int32, Field(ge=1)] | None = None
+    """Replicas (not with `scale.enabled`)."""
+    user_id: Int64 = Field(default=1000, alias="userID")
+    """Pod runAsUser."""
+    group_id: Int64 = Field(default=2000, alias="groupID")
+    """Pod runAsGroup and fsGroup."""
+    runtime_class: str | None = None
+    """Pod runtimeClassName."""
+
+
+class NemoServiceStatus(ApiModel):
+    """Observed state of a NeMo service."""
+
+    conditions: list[k8s.Condition] | None = None
+    """Conditions (`Ready`, `Failed`)."""
+    available_replicas: Int32 | None = None
+    """Available replicas."""
+    state: str | None = None
+    """Pending, NotReady, Ready or Failed."""
