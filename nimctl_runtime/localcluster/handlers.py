@@ -530,6 +530,19 @@ class ResourceHandlers:
         obj = check_type_meta(ctx, body)
         check_namespace_and_name(ctx, obj)
         old = self.storage.read_object(info, ctx.info.namespace, ctx.info.name)
+        if info.crd and not obj["metadata"].get("resourceVersion"):
+            raise errors.invalid(
+                info.group,
+                info.kind,
+                ctx.info.name,
+                [
+                    {
+                        "reason": "FieldValueInvalid",
+                        "message": "Invalid value: 0x0: must be specified for an update",
+                        "field": "metadata.resourceVersion",
+                    }
+                ],
+            )
         obj = self._track(ctx, old, obj, sub)
         admitted = await self._admit(ctx, "UPDATE", obj, old, sub)
         assert admitted is not None
