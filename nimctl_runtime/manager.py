@@ -311,9 +311,25 @@ class Manager:
         was = self._leading
         self._leading = False
         self.elected.clear()
-        if was and self.elector is not None and self.elector.lost:
+        # only a manager shutdown stops leading on purpose; anything else is a loss
+        if was and not self._stopping:
             self.log.error("leader election lost")
             self._lost.set()
+
+    async def _run_elector(self, elector: LeaderElector, stop: asyncio.Event) -> None:
+        try:
+            await elector.run(stop)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not self._stopping:
+                self.log.error("leader election failed; stopping the manager", exc_info=exc)
+                self._errors.append(exc)
+                self._failed.set()
+            return
+        if not stop.is_set() and not self._stopping and not self._lost.is_set():
+            self._errors.append(RuntimeError("leader election ended unexpectedly"))
+            self._failed.set()
 
     async def _start_servers(self) -> None:
         opts = self.options
@@ -385,7 +401,7 @@ class Manager:
                 if self.options.leader_election:
                     self.elector = await self._make_elector()
                     elector_task = asyncio.create_task(
-                        self.elector.run(elector_stop), name="leader-election"
+                        self._run_elector(self.elector, elector_stop), name="leader-election"
                     )
                 else:
                     await self._on_started_leading()

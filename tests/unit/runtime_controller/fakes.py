@@ -84,11 +84,9 @@ class FakeObjectClient:
     """
 
     def __init__(self) -> None:
-        from nimctl_runtime.client.errors import ApiError
-
         self.objects: dict[tuple[str, str | None, str], Obj] = {}
         self.rv = 0
-        self.fail: ApiError | None = None
+        self.fail: Exception | None = None
         self.hang = False
         self.calls: list[tuple[str, str]] = []
 

@@ -178,3 +178,16 @@ async def test_expiry_uses_local_observation_not_renew_time() -> None:
     now[0] += 0.2
     assert await elector.try_acquire_or_renew(), "unchanged for longer than the duration"
     assert lease_spec(client)["leaseTransitions"] == 5
+
+
+async def test_unexpected_client_exceptions_count_as_failed_renewals() -> None:
+    client = FakeObjectClient()
+    a = Candidate(client, "a")
+    async with asyncio.timeout(2):
+        await a.started.wait()
+    client.fail = RuntimeError("Server disconnected")  # not an ApiError
+    async with asyncio.timeout(3):
+        await a.stopped.wait()
+    assert a.elector.lost
+    async with asyncio.timeout(2):
+        await a.task  # ended cleanly, no crash
