@@ -379,6 +379,9 @@ class Controller:
             self._m_active.inc()
             try:
                 await self._reconcile_handler(req)
+            except Exception as exc:  # a bug of ours must not kill the worker either
+                self.log.error("internal error handling a reconcile result", exc_info=exc)
+                self.queue.add_rate_limited(req)
             finally:
                 self._in_flight -= 1
                 self._m_active.dec()
