@@ -75,27 +75,6 @@ STANDARD_STORAGE_CLASS: dict[str, Any] = {
     "volumeBindingMode": "Immediate",
 }
 
-LLAMA_70B_MANIFEST = """\
-trt-h100-fp8-tp2-throughput:
-  model: meta/llama-3.1-70b-instruct
-  release: 1.8.4
-  tags:
-    feat_lora: 'false'
-    gpu: H100
-    gpu_device: 2330:10de
-    llm_engine: tensorrt_llm
-    precision: fp8
-    profile: throughput
-    tp: '2'
-vllm-bf16-tp4:
-  model: meta/llama-3.1-70b-instruct
-  release: 1.8.4
-  tags:
-    llm_engine: vllm
-    precision: bf16
-    tp: '4'
-"""
-
 
 async def _label_gpu_nodes(admin: Client) -> None:
     nodes = (await admin.list("v1", "Node"))["items"]
@@ -125,11 +104,6 @@ async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
         )
         await _label_gpu_nodes(admin)
         await apply_objects(admin, [STANDARD_STORAGE_CLASS])
-        extensions_of(cluster).catalog.set(
-            "nvcr.io/nim/meta/llama-3.1-70b-instruct*",
-            logs=LLAMA_70B_MANIFEST,
-            command="model_manifest.yaml",
-        )
         kubeconfig = cluster.write_kubeconfig(tmp / "operator.kubeconfig", user=OPERATOR_USER)
         operator = await start_operator(kubeconfig)
         try:
@@ -478,5 +452,20 @@ async def test_every_single_node_example_reconciles_to_ready(env: Env) -> None:
     try:
         await wait_for(all_ready, timeout=100, interval=1.0)
     except TimeoutError:
-        not_ready = {k: v for k, v in (await states()).items() if not acceptable(k, v)}
+        not_ready = {}
+        for key, state in (await states()).items():
+            if not acceptable(key, state):
+                obj = await env.admin.get(API, key[1], key[3], key[2])
+                conds = [
+                    (c["type"], c.get("reason"), c.get("message"))
+                    for c in (obj.get("status") or {}).get("conditions") or []
+                ]
+                manifest = ""
+                if key[1] == "NIMCache":
+                    try:
+                        cm = await env.admin.get("v1", "ConfigMap", f"{key[3]}-manifest", key[2])
+                        manifest = str(cm.get("data"))[:300]
+                    except NotFound:
+                        manifest = "<no manifest ConfigMap>"
+                not_ready[key] = (state, conds, manifest)
         pytest.fail(f"examples not Ready: {not_ready}")
