@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .cluster import LocalCluster
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+_DISCONNECT_CHECK = 2.0  # seconds between checks for a vanished client on an idle watch
 
 
 def _bool(value: str | None) -> bool:
@@ -158,7 +159,10 @@ class WatchServer:
                 remaining = deadline - now
                 if remaining <= 0:
                     break
-                wait = min(remaining, interval) if bookmarks else remaining
+                wait = min(remaining, interval if bookmarks else _DISCONNECT_CHECK)
+                transport = ctx.request.transport
+                if transport is None or transport.is_closing():
+                    return resp  # the client went away while the stream was idle
                 try:
                     batch = await watcher.next_batch(wait)
                 except WatchClosed as closed:

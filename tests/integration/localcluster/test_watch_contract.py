@@ -151,3 +151,19 @@ async def test_initial_events_end_with_bookmark(cluster: LocalCluster) -> None:
     assert second["type"] == "BOOKMARK"
     annotations = second["object"]["metadata"]["annotations"]
     assert annotations == {"k8s.io/initial-events-end": "true"}
+
+
+async def test_abandoned_watches_are_released(cluster: LocalCluster) -> None:
+    import aiohttp
+
+    headers = {"Authorization": f"Bearer {cluster.token_for('admin')}"}
+    url = f"{cluster.url}/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=600"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url, headers=headers, ssl=cluster.client_ssl_context()) as resp,
+    ):
+        assert resp.status == 200
+        assert cluster.storage.watcher_count() == 1
+    async with asyncio.timeout(10):
+        while cluster.storage.watcher_count():
+            await asyncio.sleep(0.1)
