@@ -63,6 +63,9 @@ def _cmd_localcluster(args: argparse.Namespace) -> int:
 
 
 def _cmd_local(args: argparse.Namespace) -> int:
+    if args.demo and args.log_level == "info":
+        # Keep the live table readable: only warnings and errors unless asked otherwise.
+        configure_logging(args.log_format, "warning")
     kubeconfig = Path(args.kubeconfig).absolute()
     kubeconfig.parent.mkdir(parents=True, exist_ok=True)
     webhook: LocalWebhook | None = None

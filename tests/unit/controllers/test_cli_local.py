@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from api.serialize import load
 from nimctl_runtime.cli import DEMO_NAME, _usage, build_parser, demo_objects
 from nimctl_runtime.statustable import LiveTable, render_table, row_for
@@ -59,3 +61,16 @@ def test_table_rows_show_state_conditions_and_replicas() -> None:
     table = LiveTable(out)
     assert table.update([row_for(cache)]) is True
     assert table.update([row_for(cache)]) is False
+
+
+def test_run_without_any_cluster_config_says_what_to_do(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nimctl_runtime.cli import main
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main(["run"]) == 1
+    err = capsys.readouterr().err
+    assert "--kubeconfig" in err and "KUBECONFIG" in err
