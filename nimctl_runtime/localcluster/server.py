@@ -11,6 +11,7 @@ can take the server down.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import traceback
 from collections.abc import Awaitable, Callable
@@ -24,6 +25,7 @@ from . import conversion, discovery, errors, openapi
 from .errors import StatusError
 from .handlers import RequestContext, ResourceHandlers, json_response
 from .hooks import Handler, RequestInfo
+from .storage import encode
 from .watch import WatchServer
 
 if TYPE_CHECKING:
@@ -124,6 +126,9 @@ class ApiServer:
         self.cluster = cluster
         self.resources = ResourceHandlers(cluster)
         self.watches = WatchServer(cluster)
+        self.builtin_schemas = openapi.BuiltinSchemas()
+        self._openapi_cache: dict[tuple[str, str], bytes | None] = {}
+        self._openapi_generation = -1
 
     def make_app(self, client_max_size: int) -> web.Application:
         app = web.Application(client_max_size=client_max_size, middlewares=[self._errors])
@@ -179,7 +184,7 @@ class ApiServer:
 
     async def _route(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         if not info.is_resource_request:
-            return self._non_resource(request, info)
+            return await self._non_resource(request, info)
         registry = self.cluster.registry
         res = registry.get(info.api_group, info.api_version, info.resource)
         if res is None:
@@ -255,7 +260,21 @@ class ApiServer:
             return await (h.delete(ctx) if info.name else h.delete_collection(ctx))
         raise errors.method_not_allowed()
 
-    def _non_resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+    async def _openapi_gv(self, group: str, version: str) -> bytes | None:
+        """The encoded OpenAPI v3 document of one group/version, cached per registry state."""
+        registry = self.cluster.registry
+        if self._openapi_generation != registry.generation:
+            self._openapi_cache.clear()
+            self._openapi_generation = registry.generation
+        key = (group, version)
+        if key not in self._openapi_cache:
+            if not self.builtin_schemas.loaded:
+                await asyncio.to_thread(self.builtin_schemas.load)
+            doc = openapi.group_version_doc(registry, group, version, self.builtin_schemas)
+            self._openapi_cache[key] = encode(doc) if doc is not None else None
+        return self._openapi_cache[key]
+
+    async def _non_resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
         registry = self.cluster.registry
         if request.method.upper() != "GET":
@@ -295,14 +314,15 @@ class ApiServer:
             return json_response(openapi.root_doc(registry))
         if path.startswith("/openapi/v3/"):
             rest = path[len("/openapi/v3/") :].split("/")
+            gv: tuple[str, str] | None = None
             if rest[0] == "api" and len(rest) == 2:
-                gv_doc = openapi.group_version_doc(registry, "", rest[1])
+                gv = ("", rest[1])
             elif rest[0] == "apis" and len(rest) == 3:
-                gv_doc = openapi.group_version_doc(registry, rest[1], rest[2])
-            else:
-                gv_doc = None
-            if gv_doc is not None:
-                return json_response(gv_doc)
+                gv = (rest[1], rest[2])
+            if gv is not None:
+                body = await self._openapi_gv(*gv)
+                if body is not None:
+                    return web.Response(body=body, content_type="application/json")
         if path in ("/openapi/v2", "/openapi/v3") or path.startswith("/openapi/"):
             raise StatusError(
                 404,
