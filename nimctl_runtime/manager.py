@@ -359,9 +359,9 @@ class Manager:
                     f"{cause}; choose a free address with the bind-address flag"
                 )
 
-    async def _wait_any(self, stop: asyncio.Event, *events: asyncio.Event) -> None:
-        events = (stop, self._failed, self._lost, *events)
-        waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    async def _wait_any(self, stop: asyncio.Event) -> None:
+        """Wait until stopped, a runnable failed or the Lease was lost."""
+        waiters = [asyncio.ensure_future(e.wait()) for e in (stop, self._failed, self._lost)]
         try:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         finally:
