@@ -201,9 +201,8 @@ async def start_extensions(cluster: Any) -> Extensions:
     catalog = options.pop("catalog", None) or ImageCatalog()
     simulator: Simulator | None = None
     if getattr(cluster, "simulator", True):
-        simulator = Simulator(
-            storage, profile=getattr(cluster, "profile", None), catalog=catalog, **options
-        )
+        options.setdefault("profile", getattr(cluster, "profile", None))
+        simulator = Simulator(storage, catalog=catalog, **options)
     audit = AuditLog()
     faults = FaultInjector(storage, simulator=simulator)
     webhooks = WebhookAdmission(storage)

@@ -163,3 +163,79 @@ async def test_job_is_deleted_after_ttl(api: k8s.ApiClient) -> None:
         return not jobs and not pods
 
     await eventually(gone, timeout=20)
+
+
+async def test_statefulset_rolling_update_and_recreate_deployment(api: k8s.ApiClient) -> None:
+    apps = k8s.AppsV1Api(api)
+    sts = {
+        "metadata": {"name": "ordered"},
+        "spec": {
+            "replicas": 3,
+            "serviceName": "ordered",
+            "selector": {"matchLabels": {"app": "ordered"}},
+            "template": {
+                "metadata": {"labels": {"app": "ordered"}},
+                "spec": {"containers": [{"name": "c", "image": "db:1"}]},
+            },
+        },
+    }
+    await apps.create_namespaced_stateful_set("default", sts)
+
+    async def rolled(generation: int) -> Any:
+        s = (await apps.read_namespaced_stateful_set("ordered", "default")).status
+        return (
+            s
+            if (
+                s is not None
+                and s.observed_generation == generation
+                and s.updated_replicas == 3
+                and s.ready_replicas == 3
+                and s.current_revision == s.update_revision
+            )
+            else None
+        )
+
+    first = await eventually(lambda: rolled(1))
+    await apps.patch_namespaced_stateful_set(
+        "ordered",
+        "default",
+        {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "db:2"}]}}}},
+    )
+    second = await eventually(lambda: rolled(2))
+    assert second.update_revision != first.update_revision
+    pods = (
+        await k8s.CoreV1Api(api).list_namespaced_pod("default", label_selector="app=ordered")
+    ).items
+    assert {p.spec.containers[0].image for p in pods} == {"db:2"}
+
+    body = deployment("recreated", replicas=2)
+    body["spec"]["strategy"] = {"type": "Recreate"}
+    await apps.create_namespaced_deployment("default", body)
+
+    async def deployed(generation: int) -> Any:
+        d = await apps.read_namespaced_deployment("recreated", "default")
+        s = d.status
+        return (
+            d
+            if (
+                s.observed_generation == generation
+                and s.updated_replicas == 2
+                and s.available_replicas == 2
+                and s.replicas == 2
+            )
+            else None
+        )
+
+    await eventually(lambda: deployed(1))
+    await apps.patch_namespaced_deployment(
+        "recreated",
+        "default",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}},
+    )
+    await eventually(lambda: deployed(2))
+    sets = sorted(
+        (r.metadata.annotations["deployment.kubernetes.io/revision"], r.spec.replicas)
+        for r in (await apps.list_namespaced_replica_set("default")).items
+        if r.metadata.name.startswith("recreated-")
+    )
+    assert sets == [("1", 0), ("2", 2)]
