@@ -87,12 +87,14 @@ class ContainerBehavior:
     ``exit_code=None`` means it runs until deleted; otherwise it exits with that
     code ``run_seconds`` (simulated seconds) after starting. ``ready=False``
     keeps a running container un-ready (its readiness probe never passes).
+    ``pull_error=True`` means the image cannot be pulled (``ImagePullBackOff``).
     """
 
     logs: str = ""
     exit_code: int | None = None
     run_seconds: float = 0.0
     ready: bool = True
+    pull_error: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,11 +150,16 @@ class ImageCatalog:
         exit_code: int | None = None,
         run_seconds: float = 0.0,
         ready: bool = True,
+        pull_error: bool = False,
         command: str = "",
     ) -> None:
         """Make *image* (a pattern) behave so, ahead of every earlier rule for the same match."""
         behavior = ContainerBehavior(
-            logs=logs, exit_code=exit_code, run_seconds=run_seconds, ready=ready
+            logs=logs,
+            exit_code=exit_code,
+            run_seconds=run_seconds,
+            ready=ready,
+            pull_error=pull_error,
         )
         self.remove(image, command=command)
         self._custom.insert(0, CatalogRule(image, behavior, command))

@@ -180,6 +180,7 @@ class Extensions:
                 exit_code=int(exit_code) if exit_code is not None else None,
                 run_seconds=float(body.get("runSeconds", 0.0)),
                 ready=bool(body.get("ready", True)),
+                pull_error=bool(body.get("pullError", False)),
                 command=str(body.get("command", "")),
             )
             return {"rules": len(self.catalog.rules)}

@@ -9,8 +9,9 @@ the same inputs always give the same status.
 
 A pod (or its template) can be told how to misbehave with the annotation
 ``localcluster.nimctl.io/simulate``: ``fail`` (containers exit 1 at once),
-``crash-loop`` (they exit 1 after running briefly, so restartable pods back off)
-or ``never-ready`` (they run but never pass readiness).
+``crash-loop`` (they exit 1 after running briefly, so restartable pods back off),
+``never-ready`` (they run but never pass readiness) or ``image-pull-error``
+(``ImagePullBackOff``, the pod stays Pending).
 ``localcluster.nimctl.io/ready-after`` overrides the readiness delay (seconds).
 """
 
@@ -25,7 +26,7 @@ from nimctl_runtime.localcluster.simulator.quantity import parse_quantity
 
 SIMULATE_ANNOTATION = "localcluster.nimctl.io/simulate"
 READY_AFTER_ANNOTATION = "localcluster.nimctl.io/ready-after"
-FAILURE_MODES = ("fail", "crash-loop", "never-ready")
+FAILURE_MODES = ("fail", "crash-loop", "never-ready", "image-pull-error")
 MAX_BACKOFF = 300.0
 BASE_BACKOFF = 10.0
 
@@ -73,6 +74,8 @@ def container_behavior(
         return ContainerBehavior(logs=behavior.logs, exit_code=1, run_seconds=0.0)
     if mode == "crash-loop":
         return ContainerBehavior(logs=behavior.logs, exit_code=1, run_seconds=0.5)
+    if mode == "image-pull-error":
+        return ContainerBehavior(pull_error=True)
     if mode == "never-ready":
         return ContainerBehavior(
             logs=behavior.logs,
@@ -106,11 +109,15 @@ def _simulate_container(
     wall_at: WallAt,
     container: str,
     pod: str,
+    image: str = "",
 ) -> _Run:
     if now < start:
         return _Run(
             {"waiting": {"reason": "ContainerCreating"}}, {}, 0, None, False, None, True, start
         )
+    if behavior.pull_error:
+        waiting = {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}
+        return _Run({"waiting": waiting}, {}, 0, None, False, None, True, None)
     restarts = 0
     current = start
     last_state: Obj = {}
@@ -294,6 +301,7 @@ def pod_status(
             wall_at=wall_at,
             container=container.get("name", ""),
             pod=name,
+            image=str(container.get("image", "")),
         )
         if run.next_event is not None:
             wake.append(run.next_event)
@@ -330,6 +338,7 @@ def pod_status(
                 wall_at=wall_at,
                 container=cname,
                 pod=name,
+                image=str(container.get("image", "")),
             )
         if run.next_event is not None:
             wake.append(run.next_event)

@@ -86,3 +86,18 @@ def test_never_ready_and_manifest_probe() -> None:
     from nimctl_runtime.localcluster.simulator.kubelet import container_logs
 
     assert "llm_engine" in container_logs(probe, "main", cat, started=True)
+
+
+def test_image_that_cannot_be_pulled_keeps_the_pod_pending() -> None:
+    cat = ImageCatalog()
+    cat.set("registry.example.com/missing:*", pull_error=True)
+    s, wake = pod_status(pod("registry.example.com/missing:1"), PLAN, cat, 10.0, wall)
+    st = s["containerStatuses"][0]
+    assert s["phase"] == "Pending" and ready(s) == "False" and wake is None
+    assert st["state"]["waiting"] == {
+        "reason": "ImagePullBackOff",
+        "message": 'Back-off pulling image "registry.example.com/missing:1"',
+    }
+    by_annotation = pod(annotations={"localcluster.nimctl.io/simulate": "image-pull-error"})
+    s, _ = pod_status(by_annotation, PLAN, cat, 10.0, wall)
+    assert s["containerStatuses"][0]["state"]["waiting"]["reason"] == "ImagePullBackOff"
