@@ -143,3 +143,19 @@ def test_nimctl_render_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
     assert nimctl_main(["render", "-f", str(EXAMPLES / "nimservice-emptydir.yaml")]) == 0
     docs = list(YAML(typ="safe").load_all(capsys.readouterr().out))
     assert [d["kind"] for d in docs][-1] == "Deployment"
+
+
+def test_nimcache_with_explicit_profiles_shows_its_job(tmp_path: Path) -> None:
+    code, docs, _ = _render(tmp_path, (EXAMPLES / "nimcache-ngc-profiles.yaml").read_text())
+    assert code == 0
+    job = next(d for d in docs if d["kind"] == "Job")
+    ctr = job["spec"]["template"]["spec"]["containers"][0]
+    assert ctr["command"] == ["download-to-cache"]
+    assert ctr["args"][0] == "--profiles" and len(ctr["args"]) == 3
+    assert [d["kind"] for d in docs][:3] == ["ServiceAccount", "Role", "RoleBinding"]
+
+
+def test_render_is_stable_across_runs(tmp_path: Path) -> None:
+    first = _render(tmp_path, (EXAMPLES / "nimservice-full.yaml").read_text())
+    second = _render(tmp_path, (EXAMPLES / "nimservice-full.yaml").read_text())
+    assert first[0] == second[0] == 0 and first[1] == second[1]

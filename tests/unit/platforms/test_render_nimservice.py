@@ -1027,6 +1027,7 @@ def test_dra_claims_from_names_templates_and_creation_specs() -> None:
         {"name": claims[0]["name"], "request": "nic"},
         {"name": claims[1]["name"]},
     ]
+    assert_valid_k8s(objs)
 
 
 def test_dra_disables_gpu_auto_assignment() -> None:
