@@ -351,3 +351,35 @@ async def test_failure_mode_set_through_the_test_api(api: k8s.ApiClient, ext: Ex
         return s.available_replicas == 2
 
     await eventually(available)
+
+
+async def test_simulator_options_choose_profile_and_speed() -> None:
+    cluster = LocalCluster(debug_api=False)
+    cluster.simulator_options = {  # type: ignore[attr-defined]
+        "speed": 40.0,
+        "profile": {"pools": [{"namePrefix": "big-gpu", "count": 1, "gpus": 4}]},
+    }
+    async with cluster:
+        nodes = cluster.storage.list("v1", "Node")
+        assert [n["metadata"]["name"] for n in nodes] == ["big-gpu-0"]
+        assert nodes[0]["status"]["allocatable"]["nvidia.com/gpu"] == "4"
+        cluster.storage.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": "crashy",
+                    "namespace": "default",
+                    "annotations": {"localcluster.nimctl.io/simulate": "crash-loop"},
+                },
+                "spec": {"containers": [{"name": "main", "image": "app:1"}]},
+            }
+        )
+
+        async def restarted_twice() -> bool:
+            pod = cluster.storage.get("v1", "Pod", "crashy", "default")
+            statuses = (pod.get("status") or {}).get("containerStatuses") or []
+            return bool(statuses and statuses[0]["restartCount"] >= 2)
+
+        # 10 s and 20 s of simulated back-off pass in well under a second at speed 40.
+        await eventually(restarted_twice)
