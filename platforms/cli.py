@@ -34,9 +34,10 @@ def main(filename: str, cache: str | None, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
         docs = _read(filename)
+        # A cache given with --cache wins over one of the same name in the file.
         caches = {
             dig(d, "metadata", "name"): d
-            for d in (_read(cache) if cache else []) + docs
+            for d in docs + (_read(cache) if cache else [])
             if d.get("kind") == "NIMCache"
         }
         objects: list[dict[str, Any]] = []

@@ -39,7 +39,8 @@ def test_renders_nimcache_and_nimservice_from_one_file(capsys: pytest.CaptureFix
 def test_missing_cache_is_assumed_ready_with_a_note(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, docs, _ = _render(tmp_path, (EXAMPLES / "nimservice-router-ingress.yaml").read_text())
+    service_only = (EXAMPLES / "nimservice-router-ingress.yaml").read_text().split("---")[-1]
+    code, docs, _ = _render(tmp_path, service_only)
     assert code == 0
     assert "Ingress" in [d["kind"] for d in docs]
     assert "NIMCache meta-llama3-8b-instruct not given" in capsys.readouterr().err
