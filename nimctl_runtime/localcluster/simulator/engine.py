@@ -332,6 +332,10 @@ class Simulator:
         if ref is not None and ref.get("kind") in CONTROLLERS:
             self._enqueue((str(ref["kind"]), namespace, str(ref.get("name", ""))))
         if kind == "Node":
+            if event.type == "DELETED":
+                for pod in self.view.list("Pod"):
+                    if (pod.get("spec") or {}).get("nodeName") == name:
+                        self._enqueue(("Pod", namespace_of(pod), name_of(pod)))
             for ds in self.view.list("DaemonSet"):
                 self._enqueue(("DaemonSet", namespace_of(ds), name_of(ds)))
             self._enqueue_pending_pods()
@@ -487,6 +491,8 @@ class Simulator:
             return
         node = self.view.get("Node", "", str(node_name))
         if node is None:
+            # PodGC: a pod bound to a node that no longer exists is deleted.
+            self._execute(("Pod", namespace, name), [Delete("v1", "Pod", namespace, name)])
             return
         plan = self._plans.get(uid_of(pod))
         if plan is None:

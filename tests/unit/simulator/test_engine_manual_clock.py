@@ -92,3 +92,23 @@ async def test_profile_without_gpus_leaves_gpu_pods_pending() -> None:
         assert len(storage.list("v1", "Node")) == 3
     finally:
         await sim.stop()
+
+
+async def test_pods_of_a_deleted_node_are_garbage_collected() -> None:
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    sim = Simulator(storage, clock=ManualClock(), emit_events=False, profile="no-gpu")
+    await sim.start()
+    try:
+        for i in range(6):
+            storage.create(pod(f"p{i}"))
+        assert await sim.wait_idle()
+        nodes = {storage.get("v1", "Pod", f"p{i}", "default")["spec"]["nodeName"] for i in range(6)}
+        assert nodes == {"cpu-node-0", "cpu-node-1", "cpu-node-2"}  # spread over the nodes
+        storage.delete("v1", "Node", "cpu-node-1")
+        assert await sim.wait_idle()
+        left = {p["spec"]["nodeName"] for p in storage.list("v1", "Pod", "default")}
+        assert left == {"cpu-node-0", "cpu-node-2"}
+        assert len(storage.list("v1", "Pod", "default")) == 4
+    finally:
+        await sim.stop()
