@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from api import k8s
 from api.apps.v1alpha1.common import (
@@ -236,6 +236,15 @@ class NemoServiceSpec(ApiModel):
     """Pod runAsGroup and fsGroup."""
     runtime_class: str | None = None
     """Pod runtimeClassName."""
+
+    @model_validator(mode="after")
+    def _expose_is_read_by_the_spec_rules(self) -> NemoServiceSpec:
+        # NVIDIA's first spec rule reads self.expose.ingress; without `expose` its
+        # evaluation fails and the API server refuses the object with this text
+        # (celpy's has() is lenient there, so say it here).
+        if "expose" not in self.model_fields_set:
+            raise ValueError(f"no such key: expose evaluating rule: {NEMO_SPEC_RULES[0].rule}")
+        return self
 
 
 class NemoServiceStatus(ApiModel):

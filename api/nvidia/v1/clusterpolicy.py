@@ -22,6 +22,7 @@ from api.base import (
     IntOrString,
     KindInfo,
     PreserveUnknown,
+    PrinterColumn,
     Quantity,
 )
 
@@ -49,6 +50,7 @@ __all__ = [
     "DCGMSpec",
     "DaemonsetsSpec",
     "DevicePluginSpec",
+    "DrainSpec",
     "DriverManagerSpec",
     "DriverSpec",
     "DriverUpgradePolicySpec",
@@ -61,12 +63,14 @@ __all__ = [
     "MIGManagerSpec",
     "MIGSpec",
     "OperatorSpec",
+    "PodDeletionSpec",
     "ResourceRequirements",
     "SandboxWorkloadsSpec",
     "ToolkitSpec",
     "VGPUDeviceManagerSpec",
     "VGPUManagerSpec",
     "ValidatorSpec",
+    "WaitForCompletionSpec",
 ]
 
 STATE_IGNORED: Final = "ignored"
@@ -533,7 +537,7 @@ class MIGSpec(ApiModel):
 class MIGPartedConfigSpec(ApiModel):
     """MIG manager configuration ConfigMap."""
 
-    name: str | None = None
+    name: str = "default-mig-parted-config"
     """ConfigMap name."""
     default: Literal["all-disabled", ""] = "all-disabled"
     """Configuration applied when a node has no MIG config label."""
@@ -601,6 +605,9 @@ class GPUDirectStorageSpec(ComponentSpec):
 class GDRCopySpec(ComponentSpec):
     """GDRCopy driver sidecar."""
 
+    use_precompiled: bool | None = None
+    """Use precompiled gdrdrv modules."""
+
 
 class SandboxWorkloadsSpec(ApiModel):
     """Sandbox workloads (virtual machines)."""
@@ -648,11 +655,11 @@ class VGPUDeviceManagerSpec(ComponentSpec):
 class CDIConfigSpec(ApiModel):
     """Container Device Interface."""
 
-    enabled: bool | None = None
-    """Use CDI to inject GPUs (unset: enabled)."""
-    default: bool | None = None
+    enabled: bool = True
+    """Use CDI to inject GPUs."""
+    default: bool = False
     """Deprecated and ignored."""
-    nri_plugin_enabled: bool | None = Field(default=None, alias="nriPluginEnabled")
+    nri_plugin_enabled: bool = Field(default=False, alias="nriPluginEnabled")
     """Inject devices with the toolkit's NRI plugin (needs CDI and the toolkit)."""
 
 
@@ -758,6 +765,11 @@ class ClusterPolicy(CustomResource):
         kind="ClusterPolicy",
         plural="clusterpolicies",
         scope="Cluster",
+        printer_columns=(
+            PrinterColumn("Status", "string", ".status.state"),
+            # NVIDIA declares Age as a string column (kubectl then prints the timestamp).
+            PrinterColumn("Age", "string", ".metadata.creationTimestamp"),
+        ),
     )
 
     api_version: Literal["nvidia.com/v1"] = "nvidia.com/v1"

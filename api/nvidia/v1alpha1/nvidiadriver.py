@@ -11,17 +11,19 @@ from typing import Annotated, Final, Literal
 from pydantic import Field
 
 from api import k8s
-from api.base import ApiModel, CustomResource, KindInfo, PrinterColumn, Rule, markers
+from api.base import ApiModel, CustomResource, IntOrString, KindInfo, PrinterColumn, Rule, markers
 from api.nvidia.v1.clusterpolicy import (
     ConfigMapName,
     ContainerProbeSpec,
+    DrainSpec,
     DriverManagerSpec,
-    DriverUpgradePolicySpec,
     EnvVar,
     GDRCopySpec,
     GPUDirectRDMASpec,
     GPUDirectStorageSpec,
+    PodDeletionSpec,
     ResourceRequirements,
+    WaitForCompletionSpec,
 )
 
 __all__ = [
@@ -50,15 +52,24 @@ USE_PRECOMPILED_IMMUTABLE_MESSAGE: Final = (
     "usePrecompiled is an immutable field. Please create a new NvidiaDriver resource instead "
     "when you want to change this setting."
 )
-DEFAULT_NODE_SELECTOR_MESSAGE: Final = "nodeSelector must not be set when default is true"
-"""Our wording: the reference names the rule but not NVIDIA's message."""
+DEFAULT_NODE_SELECTOR_MESSAGE: Final = "default NVIDIADriver must not use nodeSelector"
 
 
-class NVIDIADriverUpgradePolicySpec(DriverUpgradePolicySpec):
-    """Automatic driver upgrades (on by default for an NVIDIADriver)."""
+class NVIDIADriverUpgradePolicySpec(ApiModel):
+    """Automatic driver upgrades of this driver's nodes (on by default)."""
 
     auto_upgrade: bool = True
     """Upgrade drivers automatically."""
+    max_parallel_upgrades: Annotated[int, Field(ge=0)] = 1
+    """Nodes upgraded at once (0: no limit)."""
+    max_unavailable: IntOrString = "25%"
+    """Nodes that may be unavailable during the upgrade (a number or a percentage)."""
+    pod_deletion: PodDeletionSpec | None = None
+    """GPU pod deletion."""
+    wait_for_completion: WaitForCompletionSpec | None = None
+    """Waiting for jobs."""
+    drain: DrainSpec | None = None
+    """Node drain."""
 
 
 class DriverLicensingConfigSpec(ApiModel):
@@ -77,12 +88,13 @@ class NVIDIADriverSpec(ApiModel):
 
     validations = (
         Rule(
-            "!(has(self.default) && self.default && has(self.nodeSelector))",
+            "has(self.default) && self.default ? !has(self.nodeSelector) || "
+            "size(self.nodeSelector) == 0 : true",
             DEFAULT_NODE_SELECTOR_MESSAGE,
         ),
     )
 
-    default: bool | None = None
+    default: bool = False
     """The default driver, for nodes no other NVIDIADriver selects."""
     driver_type: Literal["gpu", "vgpu", "vgpu-host-manager"] = Field(
         default="gpu",
@@ -169,8 +181,8 @@ class NVIDIADriverSpec(ApiModel):
 class NVIDIADriverStatus(ApiModel):
     """Observed state of an NVIDIADriver."""
 
-    state: Literal["ready", "notReady", "disabled"]
-    """ready, notReady or disabled."""
+    state: Literal["ignored", "ready", "notReady", "disabled"]
+    """ready, notReady or disabled (disabled: ClusterPolicy does not use NVIDIADriver)."""
     namespace: str | None = None
     """Operator namespace."""
     conditions: list[k8s.Condition] | None = None
@@ -190,7 +202,7 @@ class NVIDIADriver(CustomResource):
         printer_columns=(
             PrinterColumn("Status", "string", ".status.state"),
             PrinterColumn("Default", "boolean", ".spec.default"),
-            PrinterColumn("Age", "date", ".metadata.creationTimestamp"),
+            PrinterColumn("Age", "string", ".metadata.creationTimestamp"),
         ),
     )
 
