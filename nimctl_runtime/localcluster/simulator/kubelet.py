@@ -17,6 +17,7 @@ A pod (or its template) can be told how to misbehave with the annotation
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -151,7 +152,7 @@ def _simulate_container(
             "reason": "Completed" if code == 0 else "Error",
             "startedAt": wall_at(current),
             "finishedAt": wall_at(end),
-            "containerID": f"containerd://{container}-{restarts}",
+            "containerID": container_id(pod, container, restarts),
         }
         restart = restart_policy == "Always" or (restart_policy == "OnFailure" and code != 0)
         if not restart:
@@ -225,7 +226,11 @@ def _condition(
 
 
 def _container_status(
-    container: Mapping[str, Any], run: _Run, ready: bool, behavior: ContainerBehavior
+    container: Mapping[str, Any],
+    run: _Run,
+    ready: bool,
+    behavior: ContainerBehavior,
+    pod_name: str = "",
 ) -> Obj:
     status: Obj = {
         "name": container.get("name", ""),
@@ -238,9 +243,15 @@ def _container_status(
         "lastState": run.last_state,
     }
     if run.started_at is not None:
-        status["containerID"] = f"containerd://{container.get('name', '')}-{run.restarts}"
+        status["containerID"] = container_id(pod_name, str(container.get("name", "")), run.restarts)
     del behavior
     return status
+
+
+def container_id(pod: str, container: str, restarts: int) -> str:
+    """A stable containerd-style ID for one run of a container."""
+    digest = hashlib.sha256(f"{pod}/{container}/{restarts}".encode()).hexdigest()
+    return f"containerd://{digest}"
 
 
 def pod_status(
@@ -305,7 +316,7 @@ def pod_status(
         )
         if run.next_event is not None:
             wake.append(run.next_event)
-        init_statuses.append(_container_status(container, run, False, behavior))
+        init_statuses.append(_container_status(container, run, False, behavior, name))
         if run.terminated_code == 0:
             t = t + behavior.run_seconds
             initialized_at = t
@@ -358,7 +369,7 @@ def pod_status(
             all_terminated = False
         elif run.terminated_code != 0:
             failed_any = True
-        statuses.append(_container_status(container, run, ready, behavior))
+        statuses.append(_container_status(container, run, ready, behavior, name))
 
     if init_failed:
         phase = "Failed"
