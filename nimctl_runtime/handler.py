@@ -12,6 +12,10 @@ an ``EventHandler`` maps what is left to ``Request`` keys on the workqueue:
 * ``EnqueueRequestsFromMapFunc``: whatever a (sync or async) function returns
   (``watches``).
 
+Keys from the initial list and from resyncs are queued at ``LOW_PRIORITY``
+(controller-runtime's priority queue), so after a restart with thousands of
+objects a fresh event is not stuck behind the whole list.
+
 Objects are plain dicts in Kubernetes JSON shape.
 """
 
@@ -25,6 +29,7 @@ from typing import Any, Protocol
 from nimctl_runtime.reconcile import Request, request_for
 
 __all__ = [
+    "LOW_PRIORITY",
     "CreateEvent",
     "DeleteEvent",
     "EnqueueRequestForObject",
@@ -77,9 +82,25 @@ class GenericEvent:
 class RequestQueue(Protocol):
     """The part of ``WorkQueue[Request]`` an event handler uses."""
 
-    def add(self, item: Request) -> None: ...
+    def add(self, item: Request, priority: int = 0) -> None: ...
 
-    def add_after(self, item: Request, delay: float) -> None: ...
+    def add_after(self, item: Request, delay: float, priority: int = 0) -> None: ...
+
+
+#: controller-runtime's ``handler.LowPriority`` (same value as ``workqueue.LOW_PRIORITY``).
+LOW_PRIORITY = -100
+
+
+def create_priority(event: CreateEvent) -> int:
+    """Objects of the initial list are not news: they queue behind fresh events."""
+    return LOW_PRIORITY if event.is_in_initial_list else 0
+
+
+def update_priority(event: UpdateEvent) -> int:
+    """A resync (same resourceVersion) is not news either."""
+    old_rv = (event.object_old.get("metadata") or {}).get("resourceVersion")
+    new_rv = (event.object_new.get("metadata") or {}).get("resourceVersion")
+    return LOW_PRIORITY if old_rv is not None and old_rv == new_rv else 0
 
 
 class EventHandler(Protocol):
@@ -119,10 +140,10 @@ class EnqueueRequestForObject:
     """Enqueue the ``Request`` of the event's own object."""
 
     async def create(self, event: CreateEvent, queue: RequestQueue) -> None:
-        queue.add(request_for(event.object))
+        queue.add(request_for(event.object), create_priority(event))
 
     async def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
-        queue.add(request_for(event.object_new))
+        queue.add(request_for(event.object_new), update_priority(event))
 
     async def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
         queue.add(request_for(event.object))
@@ -173,19 +194,19 @@ class EnqueueRequestForOwner:
                 out.append(req)
         return out
 
-    def _add_all(self, objs: Iterable[Obj], queue: RequestQueue) -> None:
+    def _add_all(self, objs: Iterable[Obj], queue: RequestQueue, priority: int = 0) -> None:
         seen: set[Request] = set()
         for obj in objs:
             for req in self.requests(obj):
                 if req not in seen:
                     seen.add(req)
-                    queue.add(req)
+                    queue.add(req, priority)
 
     async def create(self, event: CreateEvent, queue: RequestQueue) -> None:
-        self._add_all([event.object], queue)
+        self._add_all([event.object], queue, create_priority(event))
 
     async def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
-        self._add_all([event.object_old, event.object_new], queue)
+        self._add_all([event.object_old, event.object_new], queue, update_priority(event))
 
     async def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
         self._add_all([event.object], queue)
@@ -213,19 +234,23 @@ class EnqueueRequestsFromMapFunc:
             out = await out
         return list(out)
 
-    async def _add_all(self, objs: Iterable[Obj], queue: RequestQueue) -> None:
+    async def _add_all(
+        self, objs: Iterable[Obj], queue: RequestQueue, priority: int = 0
+    ) -> None:
         seen: set[Request] = set()
         for obj in objs:
             for req in await self._map(obj):
                 if req not in seen:
                     seen.add(req)
-                    queue.add(req)
+                    queue.add(req, priority)
 
     async def create(self, event: CreateEvent, queue: RequestQueue) -> None:
-        await self._add_all([event.object], queue)
+        await self._add_all([event.object], queue, create_priority(event))
 
     async def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
-        await self._add_all([event.object_old, event.object_new], queue)
+        await self._add_all(
+            [event.object_old, event.object_new], queue, update_priority(event)
+        )
 
     async def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
         await self._add_all([event.object], queue)

@@ -19,6 +19,12 @@ a ``RateLimiter`` for the delay. The default limiter is client-go's
 5 ms · 2^n capped at 1000 s, combined by max with a global 10 qps / burst 100
 token bucket.
 
+Ready keys carry a priority (controller-runtime's priority queue): the
+highest goes first, FIFO within a priority, and a key added twice keeps the
+higher one. Everything defaults to 0, which is client-go's plain FIFO; event
+handlers queue the initial list and resyncs at ``LOW_PRIORITY`` so fresh
+events are not stuck behind them after a restart.
+
 The queue lives on one event loop and is not thread-safe; it never blocks the
 loop (``get`` is a coroutine).
 """
@@ -31,13 +37,14 @@ import heapq
 import itertools
 import math
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from nimctl_runtime import metrics
 
 __all__ = [
+    "LOW_PRIORITY",
     "BucketRateLimiter",
     "ItemExponentialFailureRateLimiter",
     "MaxOfRateLimiter",
@@ -171,6 +178,41 @@ def default_item_based_rate_limiter() -> ItemExponentialFailureRateLimiter[T]:
 
 # -- the queue ------------------------------------------------------------------
 
+#: Priority of adds that are not news: the initial list after a (re)start and
+#: resyncs (controller-runtime's ``handler.LowPriority``).
+LOW_PRIORITY = -100
+
+
+class _ReadyQueue(Generic[T]):
+    """FIFO per priority; ``pop`` takes from the highest priority first."""
+
+    def __init__(self) -> None:
+        self._by_priority: dict[int, OrderedDict[T, None]] = {}
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def push(self, item: T, priority: int) -> None:
+        bucket = self._by_priority.get(priority)
+        if bucket is None:
+            bucket = self._by_priority[priority] = OrderedDict()
+        bucket[item] = None
+        self._count += 1
+
+    def pop(self) -> T:
+        priority = max(p for p, bucket in self._by_priority.items() if bucket)
+        item, _ = self._by_priority[priority].popitem(last=False)
+        self._count -= 1
+        return item
+
+    def raise_priority(self, item: T, old: int, new: int) -> None:
+        bucket = self._by_priority.get(old)
+        if bucket is not None and item in bucket:
+            del bucket[item]
+            self._count -= 1
+            self.push(item, new)
+
 
 class WorkQueue(Generic[T]):
     """Deduplicating FIFO with per-key exclusivity, delayed adds and rate-limited retries.
@@ -192,7 +234,8 @@ class WorkQueue(Generic[T]):
             rate_limiter if rate_limiter is not None else default_controller_rate_limiter(clock)
         )
         self._clock = clock
-        self._queue: deque[T] = deque()
+        self._queue: _ReadyQueue[T] = _ReadyQueue()
+        self._priority: dict[T, int] = {}
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
         self._shutting_down = False
@@ -201,6 +244,7 @@ class WorkQueue(Generic[T]):
         self._processing_empty: asyncio.Event | None = None
         # delayed adds: earliest ready time per key + a lazy-deletion heap
         self._waiting: dict[T, float] = {}
+        self._waiting_priority: dict[T, int] = {}
         self._heap: list[tuple[float, int, T]] = []
         self._seq = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
@@ -226,22 +270,33 @@ class WorkQueue(Generic[T]):
 
     # -- base queue ----------------------------------------------------------------
 
-    def add(self, item: T) -> None:
-        """Mark ``item`` as needing work; a no-op if it already does or the queue is shut down."""
+    def add(self, item: T, priority: int = 0) -> None:
+        """Mark ``item`` as needing work; a no-op if it already does or the queue is shut down.
+
+        Ready keys are handed out highest ``priority`` first, FIFO within a
+        priority; adding a key that is already waiting only ever raises its
+        priority (``LOW_PRIORITY`` is for the initial list and resyncs).
+        """
         if self._shutting_down:
             return
         if self._metrics:
             self._m_adds.inc()
         if item in self._dirty:
+            old = self._priority.get(item, 0)
+            if priority > old:
+                self._priority[item] = priority
+                if item not in self._processing:
+                    self._queue.raise_priority(item, old, priority)
             return
         self._dirty.add(item)
+        self._priority[item] = priority
         self._added_at.setdefault(item, self._clock())
         if item in self._processing:
             return
         self._push(item)
 
     def _push(self, item: T) -> None:
-        self._queue.append(item)
+        self._queue.push(item, self._priority.get(item, 0))
         if self._metrics:
             self._m_depth.set(len(self._queue))
         self._wake_one()
@@ -280,9 +335,10 @@ class WorkQueue(Generic[T]):
                     with contextlib.suppress(ValueError):
                         self._getters.remove(fut)
                 raise
-        item = self._queue.popleft()
+        item = self._queue.pop()
         self._processing.add(item)
         self._dirty.discard(item)
+        self._priority.pop(item, None)
         now = self._clock()
         added = self._added_at.pop(item, None)
         self._started_at[item] = now
@@ -325,6 +381,7 @@ class WorkQueue(Generic[T]):
         self._shutting_down = True
         self._cancel_timer()
         self._waiting.clear()
+        self._waiting_priority.clear()
         self._heap.clear()
         self._wake_all()
 
@@ -342,6 +399,7 @@ class WorkQueue(Generic[T]):
         if not was_shutting_down:
             self._cancel_timer()
             self._waiting.clear()
+            self._waiting_priority.clear()
             self._heap.clear()
             self._wake_all()
         if not self._processing:
@@ -376,17 +434,22 @@ class WorkQueue(Generic[T]):
 
     # -- delaying queue -------------------------------------------------------------
 
-    def add_after(self, item: T, delay: float) -> None:
-        """Add ``item`` after ``delay`` seconds; if it already waits, keep the earlier time."""
+    def add_after(self, item: T, delay: float, priority: int = 0) -> None:
+        """Add ``item`` after ``delay`` seconds; if it already waits, keep the earlier time.
+
+        A key waiting twice keeps the higher of the two priorities.
+        """
         if self._shutting_down:
             return
         if delay <= 0:
-            self.add(item)
+            self.add(item, priority)
             return
         if self._metrics:
             self._m_retries.inc()
         loop = asyncio.get_running_loop()
         ready_at = loop.time() + delay
+        if item not in self._waiting_priority or priority > self._waiting_priority[item]:
+            self._waiting_priority[item] = priority
         current = self._waiting.get(item)
         if current is not None and current <= ready_at:
             return
@@ -425,17 +488,17 @@ class WorkQueue(Generic[T]):
                 break
             heapq.heappop(self._heap)
             del self._waiting[item]
-            self.add(item)
+            self.add(item, self._waiting_priority.pop(item, 0))
         if self._heap:
             self._arm_timer(loop, self._heap[0][0])
 
     # -- rate-limiting queue ---------------------------------------------------------
 
-    def add_rate_limited(self, item: T) -> None:
+    def add_rate_limited(self, item: T, priority: int = 0) -> None:
         """Add ``item`` after the delay the rate limiter gives it (counts a retry)."""
         if self._shutting_down:
             return
-        self.add_after(item, self.rate_limiter.when(item))
+        self.add_after(item, self.rate_limiter.when(item), priority)
 
     def forget(self, item: T) -> None:
         """Reset the key's backoff; does not remove it from the queue."""

@@ -32,12 +32,14 @@ from .fakes import obj
 class ListQueue:
     def __init__(self) -> None:
         self.items: list[Request] = []
+        self.priorities: list[int] = []
 
-    def add(self, item: Request) -> None:
+    def add(self, item: Request, priority: int = 0) -> None:
         self.items.append(item)
+        self.priorities.append(priority)
 
-    def add_after(self, item: Request, delay: float) -> None:
-        self.items.append(item)
+    def add_after(self, item: Request, delay: float, priority: int = 0) -> None:
+        self.add(item, priority)
 
 
 def upd(old: dict, new: dict) -> UpdateEvent:  # type: ignore[type-arg]
@@ -131,3 +133,15 @@ def test_result_and_terminal_error() -> None:
     except RuntimeError as wrapped:
         assert is_terminal(wrapped)
     assert not is_terminal(ValueError())
+
+
+async def test_initial_list_and_resyncs_are_low_priority() -> None:
+    from nimctl_runtime.handler import LOW_PRIORITY
+
+    q = ListQueue()
+    h = EnqueueRequestForObject()
+    await h.create(CreateEvent(obj("a"), is_in_initial_list=True), q)
+    await h.create(CreateEvent(obj("b")), q)
+    await h.update(upd(obj("a", rv="7"), obj("a", rv="7")), q)  # resync
+    await h.update(upd(obj("a", rv="7"), obj("a", rv="8")), q)
+    assert q.priorities == [LOW_PRIORITY, 0, LOW_PRIORITY, 0]

@@ -301,3 +301,32 @@ async def test_metrics_follow_the_queue() -> None:
     text = generate_latest(metrics.REGISTRY).decode()
     assert f'workqueue_unfinished_work_seconds{{controller="{name}",name="{name}"}}' in text
     q.shut_down()
+
+
+async def test_higher_priority_keys_are_handed_out_first() -> None:
+    from nimctl_runtime.workqueue import LOW_PRIORITY
+
+    q: WorkQueue[str] = WorkQueue()
+    for i in range(3):
+        q.add(f"initial-{i}", LOW_PRIORITY)  # a restart's initial list
+    q.add("fresh-1")
+    q.add("urgent", 10)
+    q.add("fresh-2")
+    q.add("initial-2", 0)  # a real event for a listed key raises its priority
+    got = [await q.get() for _ in range(len(q))]
+    assert got == ["urgent", "fresh-1", "fresh-2", "initial-2", "initial-0", "initial-1"]
+
+
+async def test_priority_survives_processing_and_delays() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a", -100)
+    item = await q.get()
+    q.add("a", 5)  # re-added while processing: keeps the priority for the re-run
+    q.add("b", 0)
+    q.done(item)
+    assert await q.get() == "a"
+    q.add_after("c", 0.01, 7)
+    q.add_after("c", 0.02, 1)  # the higher priority is kept
+    q.add("d", 3)
+    await asyncio.sleep(0.05)
+    assert [await q.get() for _ in range(3)] == ["c", "d", "b"]
