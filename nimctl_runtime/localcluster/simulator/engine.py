@@ -71,12 +71,13 @@ from nimctl_runtime.localcluster.simulator.scheduling import (
     schedule,
 )
 from nimctl_runtime.localcluster.simulator.services import (
+    ENDPOINTS_MANAGED_BY,
     default_storage_class,
     reconcile_hpa,
     reconcile_ingress,
     reconcile_pv,
     reconcile_pvc,
-    reconcile_service,
+    reconcile_service_and_endpoints,
 )
 from nimctl_runtime.localcluster.simulator.statefulset import reconcile_statefulset
 from nimctl_runtime.logsetup import get_logger
@@ -88,6 +89,8 @@ WATCHED: dict[tuple[str, str], str] = {
     ("", "services"): "Service",
     ("", "persistentvolumeclaims"): "PersistentVolumeClaim",
     ("", "persistentvolumes"): "PersistentVolume",
+    ("", "endpoints"): "Endpoints",
+    ("discovery.k8s.io", "endpointslices"): "EndpointSlice",
     ("apps", "replicasets"): "ReplicaSet",
     ("apps", "deployments"): "Deployment",
     ("apps", "statefulsets"): "StatefulSet",
@@ -107,7 +110,7 @@ CONTROLLERS: dict[str, Reconciler] = {
     "StatefulSet": reconcile_statefulset,
     "DaemonSet": reconcile_daemonset,
     "Job": reconcile_job,
-    "Service": reconcile_service,
+    "Service": reconcile_service_and_endpoints,
     "Ingress": reconcile_ingress,
     "PersistentVolumeClaim": reconcile_pvc,
     "PersistentVolume": reconcile_pv,
@@ -173,6 +176,7 @@ class Simulator:
         self._allocatable: dict[str, tuple[str, Usage]] = {}
         self._unbound: set[tuple[str, str]] = set()
         self._failure_modes: dict[str, str] = {}
+        self._pending_deletes: list[Delete] = []
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -350,11 +354,26 @@ class Simulator:
         elif kind == "StorageClass":
             for pvc in self.view.list("PersistentVolumeClaim"):
                 self._enqueue(("PersistentVolumeClaim", namespace_of(pvc), name_of(pvc)))
+        if kind == "Pod":
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            for svc in self.view.list("Service", namespace):
+                selector = (svc.get("spec") or {}).get("selector") or {}
+                if selector and all(labels.get(k) == v for k, v in selector.items()):
+                    self._enqueue(("Service", namespace, name_of(svc)))
+        elif kind == "Service" and event.type == "DELETED":
+            self._delete_managed_endpoints(namespace, name)
         if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
             for hpa in self.view.list("HorizontalPodAutoscaler", namespace):
                 target = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
                 if target.get("kind") == kind and target.get("name") == name:
                     self._enqueue(("HorizontalPodAutoscaler", namespace, name_of(hpa)))
+
+    def _delete_managed_endpoints(self, namespace: str, name: str) -> None:
+        endpoints = self.view.get("Endpoints", namespace, name)
+        labels = ((endpoints or {}).get("metadata") or {}).get("labels") or {}
+        if labels.get(ENDPOINTS_MANAGED_BY):
+            self._pending_deletes.append(Delete("v1", "Endpoints", namespace, name))
+            self._wake.set()
 
     def _index_pod(self, pod: Obj, *, deleted: bool) -> None:
         key = (namespace_of(pod), name_of(pod))
@@ -407,6 +426,9 @@ class Simulator:
             while self._timers and self._timers[0][0] <= now:
                 _, _, key = heapq.heappop(self._timers)
                 self._enqueue(key)
+            if self._pending_deletes:
+                deletes, self._pending_deletes = self._pending_deletes, []
+                self._execute(("Endpoints", "", ""), list(deletes))
             processed = 0
             while self._queue and self._running.is_set():
                 key = self._queue.popleft()

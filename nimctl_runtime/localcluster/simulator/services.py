@@ -15,7 +15,9 @@ import copy
 import hashlib
 from typing import Any
 
+from nimctl_runtime.localcluster.simulator.kubelet import is_pod_ready
 from nimctl_runtime.localcluster.simulator.objects import (
+    SAFE_ALPHABET,
     Action,
     Context,
     Create,
@@ -28,6 +30,7 @@ from nimctl_runtime.localcluster.simulator.objects import (
     generation_of,
     name_of,
     namespace_of,
+    owner_reference,
     set_condition,
     status_changed,
     uid_of,
@@ -320,3 +323,170 @@ def reconcile_hpa(hpa: Obj, ctx: Context) -> list[Action]:
     if status_changed(hpa, status):
         actions.append(UpdateStatus(with_status(hpa, status)))
     return actions
+
+
+ENDPOINTS_MANAGED_BY = "endpoints.kubernetes.io/managed-by"
+SLICE_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+def _target_port(port: Obj, pod: Obj) -> int | None:
+    target = port.get("targetPort", port.get("port"))
+    if isinstance(target, int):
+        return target
+    if isinstance(target, str) and target.isdigit():
+        return int(target)
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for cport in container.get("ports") or []:
+            if cport.get("name") == target:
+                return int(cport.get("containerPort", 0)) or None
+    return None
+
+
+def _selected_pods(svc: Obj, ctx: Context) -> list[Obj]:
+    selector = (svc.get("spec") or {}).get("selector") or {}
+    out = []
+    for pod in ctx.view.list("Pod", namespace_of(svc)):
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        status = pod.get("status") or {}
+        if any(labels.get(k) != v for k, v in selector.items()):
+            continue
+        if (pod.get("metadata") or {}).get("deletionTimestamp") or not status.get("podIP"):
+            continue
+        if status.get("phase") in ("Succeeded", "Failed"):
+            continue
+        out.append(pod)
+    return sorted(out, key=name_of)
+
+
+def endpoints_for(svc: Obj, ctx: Context) -> tuple[Obj, Obj]:
+    """The Endpoints and EndpointSlice the endpoint controllers would keep for *svc*."""
+    ports = (svc.get("spec") or {}).get("ports") or []
+    pods = _selected_pods(svc, ctx)
+    ready: list[Obj] = []
+    not_ready: list[Obj] = []
+    slice_endpoints: list[Obj] = []
+    resolved: dict[str, int] = {}
+    for pod in pods:
+        status = pod.get("status") or {}
+        ip = str(status["podIP"])
+        node = (pod.get("spec") or {}).get("nodeName")
+        ref = {
+            "kind": "Pod",
+            "name": name_of(pod),
+            "namespace": namespace_of(pod),
+            "uid": uid_of(pod),
+        }
+        address: Obj = {"ip": ip, "targetRef": ref}
+        if node:
+            address["nodeName"] = node
+        ok = is_pod_ready(pod)
+        (ready if ok else not_ready).append(address)
+        endpoint: Obj = {
+            "addresses": [ip],
+            "conditions": {"ready": ok, "serving": ok, "terminating": False},
+            "targetRef": ref,
+        }
+        if node:
+            endpoint["nodeName"] = node
+        slice_endpoints.append(endpoint)
+        for port in ports:
+            key = str(port.get("name", ""))
+            if key not in resolved:
+                target = _target_port(port, pod)
+                if target:
+                    resolved[key] = target
+    port_list = [
+        {
+            **({"name": port["name"]} if port.get("name") else {}),
+            "port": resolved.get(
+                str(port.get("name", "")), _target_port(port, {}) or port.get("port")
+            ),
+            "protocol": port.get("protocol", "TCP"),
+        }
+        for port in ports
+    ]
+    labels = dict((svc.get("metadata") or {}).get("labels") or {})
+    endpoints: Obj = {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {
+            "name": name_of(svc),
+            "namespace": namespace_of(svc),
+            "labels": {**labels, ENDPOINTS_MANAGED_BY: "endpoint-controller"},
+        },
+    }
+    if pods:
+        subset: Obj = {"ports": port_list}
+        if ready:
+            subset["addresses"] = ready
+        if not_ready:
+            subset["notReadyAddresses"] = not_ready
+        endpoints["subsets"] = [subset]
+    digest = hashlib.sha256(uid_of(svc).encode()).hexdigest()
+    suffix = "".join(SAFE_ALPHABET[int(c, 16) % len(SAFE_ALPHABET)] for c in digest[:5])
+    endpoint_slice: Obj = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": f"{name_of(svc)}-{suffix}",
+            "namespace": namespace_of(svc),
+            "labels": {
+                **labels,
+                SERVICE_NAME_LABEL: name_of(svc),
+                SLICE_MANAGED_BY: "endpointslice-controller.k8s.io",
+            },
+            "ownerReferences": [owner_reference(svc)],
+        },
+        "addressType": "IPv4",
+        "endpoints": slice_endpoints,
+        "ports": port_list,
+    }
+    return endpoints, endpoint_slice
+
+
+def _differs(current: Obj | None, desired: Obj, keys: tuple[str, ...]) -> bool:
+    if current is None:
+        return True
+    meta, want = current.get("metadata") or {}, desired["metadata"]
+    if (meta.get("labels") or {}) != want.get("labels", {}):
+        return True
+    return any(current.get(k) != desired.get(k) for k in keys)
+
+
+def reconcile_endpoints(svc: Obj, ctx: Context) -> list[Action]:
+    """Keep a selector Service's Endpoints and EndpointSlice in line with its ready pods."""
+    spec = svc.get("spec") or {}
+    namespace, name = namespace_of(svc), name_of(svc)
+    current_ep = ctx.view.get("Endpoints", namespace, name)
+    if not spec.get("selector") or spec.get("type") == "ExternalName":
+        managed = current_ep is not None and (
+            ((current_ep.get("metadata") or {}).get("labels") or {}).get(ENDPOINTS_MANAGED_BY)
+        )
+        return [Delete("v1", "Endpoints", namespace, name)] if managed else []
+    endpoints, endpoint_slice = endpoints_for(svc, ctx)
+    actions: list[Action] = []
+    if current_ep is None:
+        actions.append(Create(endpoints))
+    elif _differs(current_ep, endpoints, ("subsets",)):
+        updated = copy.deepcopy(current_ep)
+        updated["metadata"]["labels"] = endpoints["metadata"]["labels"]
+        updated.pop("subsets", None)
+        if "subsets" in endpoints:
+            updated["subsets"] = endpoints["subsets"]
+        actions.append(Update(updated))
+    current_slice = ctx.view.get("EndpointSlice", namespace, name_of(endpoint_slice))
+    if current_slice is None:
+        actions.append(Create(endpoint_slice))
+    elif _differs(current_slice, endpoint_slice, ("endpoints", "ports")):
+        updated = copy.deepcopy(current_slice)
+        updated["metadata"]["labels"] = endpoint_slice["metadata"]["labels"]
+        updated["endpoints"] = endpoint_slice["endpoints"]
+        updated["ports"] = endpoint_slice["ports"]
+        actions.append(Update(updated))
+    return actions
+
+
+def reconcile_service_and_endpoints(svc: Obj, ctx: Context) -> list[Action]:
+    """Load-balancer status plus endpoints: everything the simulator does for a Service."""
+    return reconcile_service(svc, ctx) + reconcile_endpoints(svc, ctx)

@@ -383,3 +383,50 @@ async def test_simulator_options_choose_profile_and_speed() -> None:
 
         # 10 s and 20 s of simulated back-off pass in well under a second at speed 40.
         await eventually(restarted_twice)
+
+
+async def test_selector_service_gets_endpoints_of_ready_pods(api: k8s.ApiClient) -> None:
+    apps, core = k8s.AppsV1Api(api), k8s.CoreV1Api(api)
+    body = deployment("api", replicas=3)
+    body["spec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "http", "containerPort": 8000}
+    ]
+    await apps.create_namespaced_deployment("default", body)
+    await core.create_namespaced_service(
+        "default",
+        {
+            "metadata": {"name": "api"},
+            "spec": {
+                "selector": {"app": "api"},
+                "ports": [{"name": "web", "port": 80, "targetPort": "http"}],
+            },
+        },
+    )
+
+    async def endpoints(count: int) -> Any:
+        try:
+            ep = await core.read_namespaced_endpoints("api", "default")
+        except k8s.ApiException:
+            return None
+        subsets = ep.subsets or []
+        ready = [a for s in subsets for a in (s.addresses or [])]
+        return (
+            ep if len(ready) == count and not any(s.not_ready_addresses for s in subsets) else None
+        )
+
+    ep = await eventually(lambda: endpoints(3))
+    assert ep.subsets[0].ports[0].port == 8000 and ep.subsets[0].ports[0].name == "web"
+    pods = {
+        p.status.pod_ip
+        for p in (await core.list_namespaced_pod("default", label_selector="app=api")).items
+    }
+    assert {a.ip for a in ep.subsets[0].addresses} == pods
+    slices = (
+        await k8s.DiscoveryV1Api(api).list_namespaced_endpoint_slice(
+            "default", label_selector="kubernetes.io/service-name=api"
+        )
+    ).items
+    assert len(slices) == 1 and len(slices[0].endpoints) == 3
+    assert all(e.conditions.ready for e in slices[0].endpoints)
+    await apps.patch_namespaced_deployment("api", "default", {"spec": {"replicas": 1}})
+    await eventually(lambda: endpoints(1))
