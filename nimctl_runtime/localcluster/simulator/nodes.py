@@ -6,7 +6,8 @@ GPU nodes carry the labels Node Feature Discovery writes
 (``feature.node.kubernetes.io/pci-10de.present=true``, kernel and OS release
 labels) and advertise ``nvidia.com/gpu`` in capacity and allocatable, as the
 device plugin would. Built-in profiles live in ``localcluster/profiles/``:
-``default`` (2 GPU + 1 CPU), ``no-gpu``, ``mig``, ``many-nodes``.
+``default`` (2 GPU + 1 CPU), ``gpu-operator`` (the same with GPU feature
+discovery's labels), ``no-gpu``, ``mig``, ``many-nodes``.
 """
 
 from __future__ import annotations

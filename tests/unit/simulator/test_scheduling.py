@@ -81,3 +81,11 @@ def test_mig_and_no_gpu_profiles() -> None:
     assert mig[0]["metadata"]["labels"]["nvidia.com/mig.capable"] == "true"
     none = build_nodes(load_profile("no-gpu"))
     assert schedule(gpu_pod(1), none, {}).node_name is None
+
+
+def test_gpu_operator_profile_has_gfd_labels() -> None:
+    nodes = build_nodes(load_profile("gpu-operator"))
+    labels = nodes[0]["metadata"]["labels"]
+    assert labels["nvidia.com/gpu.present"] == "true"
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+    assert "nvidia.com/gpu.present" not in nodes[2]["metadata"]["labels"]
