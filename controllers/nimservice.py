@@ -250,6 +250,7 @@ class NIMServiceReconciler:
     orchestrator: str | None = None
     _writes: WriteLog = field(default_factory=WriteLog)
     _status: dict[tuple[str, str], _StatusMemo] = field(default_factory=dict)
+    _renders: dict[tuple[str, str], tuple[tuple[Any, ...], list[Obj]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._log = get_logger("controllers.nimservice")
@@ -262,6 +263,7 @@ class NIMServiceReconciler:
             obj = await self.cache.get(API_VERSION, KIND, request.name, namespace)
         except NotFound:
             self._status.pop((namespace, request.name), None)
+            self._renders.pop((namespace, request.name), None)
             self._writes.forget_namespace_name(namespace, request.name)
             return Result()
         meta = obj.get("metadata") or {}
@@ -343,11 +345,7 @@ class NIMServiceReconciler:
             operator_version=self.operator_version,
             current_replicas=current_replicas,
         )
-        try:
-            desired = [copy.deepcopy(o) for o in self.render(obj, inputs)]
-        except (RenderError, ValueError) as exc:  # a spec problem the user must fix
-            reason = str(getattr(exc, "reason", nss.REASON_FAILED))
-            raise SyncError(reason, str(getattr(exc, "message", exc))) from exc
+        desired = self._render_memoized(obj, inputs)
 
         deployment: Obj | None = None
         rendered: set[tuple[str, str, str]] = set()
@@ -415,6 +413,39 @@ class NIMServiceReconciler:
                 kinds=sorted(set(skipped)),
             )
         return st, Result(), nss.ready_event(name, msg)
+
+    def _render_memoized(self, obj: Obj, inputs: RenderInputs) -> list[Obj]:
+        """Render, reusing the last result while nothing render reads has changed.
+
+        Most reconciles (requeues of NotReady services, owned-object status
+        changes) see the same spec and NIMCache: skipping the render keeps an
+        idle operator cheap.
+        """
+        meta = obj.get("metadata") or {}
+        name, namespace = _name_ns(obj)
+        generation = meta.get("generation")
+        key: tuple[Any, ...] | None = None
+        if generation is not None:
+            cache_meta = (inputs.nimcache or {}).get("metadata") or {}
+            key = (
+                meta.get("uid"),
+                generation,
+                cache_meta.get("uid"),
+                cache_meta.get("resourceVersion"),
+                inputs.current_replicas,
+                inputs.orchestrator,
+            )
+            memo = self._renders.get((namespace, name))
+            if memo is not None and memo[0] == key:
+                return [copy.deepcopy(o) for o in memo[1]]
+        try:
+            desired = [copy.deepcopy(o) for o in self.render(obj, inputs)]
+        except (RenderError, ValueError) as exc:  # a spec problem the user must fix
+            reason = str(getattr(exc, "reason", nss.REASON_FAILED))
+            raise SyncError(reason, str(getattr(exc, "message", exc))) from exc
+        if key is not None:
+            self._renders[(namespace, name)] = (key, [copy.deepcopy(o) for o in desired])
+        return desired
 
     async def _cached(self, api_version: str, kind: str, name: str, namespace: str) -> Obj | None:
         try:

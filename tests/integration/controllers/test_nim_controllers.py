@@ -450,7 +450,7 @@ async def test_every_single_node_example_reconciles_to_ready(env: Env) -> None:
         return all(acceptable(k, s) for k, s in (await states()).items())
 
     try:
-        await wait_for(all_ready, timeout=100, interval=1.0)
+        await wait_for(all_ready, timeout=80, interval=1.0)
     except TimeoutError:
         not_ready = {}
         for key, state in (await states()).items():

@@ -165,6 +165,7 @@ async def test_spec_change_updates_the_deployment_once() -> None:
     obj = api.obj(API, "NIMService", "llm")
     assert obj is not None
     obj["spec"]["env"] = [{"name": "EXTRA", "value": "1"}]
+    obj["metadata"]["generation"] += 1
     api.writes.clear()
     await r.reconcile(REQ)
     assert [w for w in api.writes if w[1] == "Deployment"] == [("update", "Deployment", "llm")]
@@ -223,6 +224,7 @@ async def test_router_ingress_to_gateway_swaps_ingress_for_httproute() -> None:
     assert api.obj("networking.k8s.io/v1", "Ingress", "llm") is not None
     obj = api.obj(API, "NIMService", "llm")
     assert obj is not None
+    obj["metadata"]["generation"] += 1
     obj["spec"]["expose"]["router"] = {
         "hostDomainName": "example.com",
         "gateway": {"namespace": "gw", "name": "gw", "httpRoutesEnabled": True},
@@ -242,6 +244,7 @@ async def test_servicemonitor_is_deleted_when_metrics_turned_off() -> None:
     obj = api.obj(API, "NIMService", "llm")
     assert obj is not None
     obj["spec"]["metrics"] = {"enabled": False}
+    obj["metadata"]["generation"] += 1
     await r.reconcile(REQ)
     assert api.obj("monitoring.coreos.com/v1", "ServiceMonitor", "llm") is None
 
