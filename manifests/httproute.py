@@ -8,18 +8,13 @@ API_VERSION = "gateway.networking.k8s.io/v1"
 
 
 def parent_ref(name: str, namespace: str) -> dict[str, Any]:
-    """A ParentReference to a Gateway."""
-    return {
-        "group": "gateway.networking.k8s.io",
-        "kind": "Gateway",
-        "name": name,
-        "namespace": namespace,
-    }
+    """A ParentReference to a Gateway (group and kind left to their Gateway defaults)."""
+    return {"name": name, "namespace": namespace}
 
 
 def service_backend_ref(name: str, port: int) -> dict[str, Any]:
-    """A BackendRef to a core Service port."""
-    return {"group": "", "kind": "Service", "name": name, "port": port}
+    """A BackendRef to a Service port (group and kind default to core Service)."""
+    return {"name": name, "port": port}
 
 
 def build(

@@ -9,11 +9,15 @@ def router_spec(
     *,
     host: str,
     service_name: str,
-    service_port: int,
+    service_port: int | str,
     ingress_class: str,
     tls_secret_name: str | None = None,
 ) -> dict[str, Any]:
-    """One host, path ``/`` (Prefix) to ``service_name:service_port``, optional TLS."""
+    """One host, path ``/`` (Prefix) to ``service_name:service_port``, optional TLS.
+
+    ``service_port`` is a port number or a Service port name.
+    """
+    port = {"name": service_port} if isinstance(service_port, str) else {"number": service_port}
     spec: dict[str, Any] = {
         "ingressClassName": ingress_class,
         "rules": [
@@ -27,7 +31,7 @@ def router_spec(
                             "backend": {
                                 "service": {
                                     "name": service_name,
-                                    "port": {"number": service_port},
+                                    "port": port,
                                 }
                             },
                         }

@@ -25,8 +25,10 @@ def build(
     ports: list[dict[str, Any]],
     service_type: str | None = None,
 ) -> dict[str, Any]:
-    """A Service selecting ``selector`` (type defaults to the server's ClusterIP)."""
-    spec: dict[str, Any] = {"selector": dict(selector), "ports": ports}
-    if service_type:
-        spec["type"] = service_type
+    """A Service selecting ``selector``; type ClusterIP unless given."""
+    spec: dict[str, Any] = {
+        "type": service_type or "ClusterIP",
+        "selector": dict(selector),
+        "ports": ports,
+    }
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}

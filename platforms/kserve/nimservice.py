@@ -30,6 +30,10 @@ DEPLOYMENT_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 DEPLOYMENT_MODES = ("Standard", "Knative", "ModelMesh", "RawDeployment", "Serverless")
 KNATIVE_MODES = ("Knative", "Serverless")
 DEFAULT_MODE = "Standard"
+# KServe 0.15 renamed RawDeployment to Standard and Serverless to Knative; both
+# spellings are accepted and treated alike (NVIDIA compares with RawDeployment
+# only, so a Standard-mode service loses its HPA settings there).
+RAW_MODES = ("Standard", "RawDeployment")
 VISIBILITY_LABEL = "networking.kserve.io/visibility"
 ISVC_API_VERSION, ISVC_KIND = INFERENCE_SERVICE
 
@@ -113,8 +117,11 @@ def _inference_service(r: NIMServiceRenderer, mode: str) -> dict[str, Any]:
         probes=probes,
     )
     if knative:
-        # Knative serves exactly one unnamed port.
-        pod_spec["containers"][0]["ports"] = [{"containerPort": r.port, "protocol": "TCP"}]
+        # Knative rejects named ports: the API (and gRPC) port by number only.
+        ports = [{"containerPort": r.port, "protocol": "TCP"}]
+        if r.grpc_port:
+            ports.append({"containerPort": r.grpc_port, "protocol": "TCP"})
+        pod_spec["containers"][0]["ports"] = ports
 
     annotations = merge_maps(
         r.annotations,
@@ -124,7 +131,7 @@ def _inference_service(r: NIMServiceRenderer, mode: str) -> dict[str, Any]:
             DEPLOYMENT_MODE_ANNOTATION: mode,
         },
     )
-    labels = dict(r.labels)
+    labels = r.service_labels()
     ingress_enabled = bool(
         dig(spec, "expose", "ingress", "enabled") or dig(spec, "expose", "router", "ingress")
     )
@@ -142,16 +149,15 @@ def _inference_service(r: NIMServiceRenderer, mode: str) -> dict[str, Any]:
             "type": "RollingUpdate",
             "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": 0},
         }
-        if is_autoscaling_enabled(spec):
-            annotations["serving.kserve.io/autoscalerClass"] = "hpa"
-            hpa = dig(spec, "scale", "hpa", default={})
-            predictor["minReplicas"] = int(hpa.get("minReplicas", 1))
-            predictor["maxReplicas"] = int(hpa.get("maxReplicas", 1))
-            predictor.update(_scale_target(hpa.get("metrics") or []))
-        elif spec.get("replicas") is not None:
-            predictor["minReplicas"] = predictor["maxReplicas"] = int(spec["replicas"])
-    elif spec.get("replicas") is not None:
-        predictor["minReplicas"] = int(spec["replicas"])
+    if is_autoscaling_enabled(spec) and mode in RAW_MODES:
+        annotations["serving.kserve.io/autoscalerClass"] = "hpa"
+        hpa = dig(spec, "scale", "hpa", default={})
+        predictor["minReplicas"] = int(hpa.get("minReplicas", 1))
+        if int(hpa.get("maxReplicas", 0)) > 0:
+            predictor["maxReplicas"] = int(hpa["maxReplicas"])
+        predictor.update(_scale_target(hpa.get("metrics") or []))
+    else:
+        predictor["minReplicas"] = int(spec.get("replicas", 1))
 
     return {
         "apiVersion": ISVC_API_VERSION,
@@ -162,21 +168,43 @@ def _inference_service(r: NIMServiceRenderer, mode: str) -> dict[str, Any]:
 
 
 def _scale_target(metrics: list[dict[str, Any]]) -> dict[str, Any]:
-    """KServe's scaleMetric/scaleMetricType/scaleTarget from the first Resource metric."""
+    """KServe's scaleMetric/scaleMetricType/scaleTarget from the first cpu/memory metric."""
     for metric in metrics:
-        if metric.get("type") != "Resource":
-            continue
         resource = metric.get("resource") or {}
+        if metric.get("type") != "Resource" or resource.get("name") not in ("cpu", "memory"):
+            continue
         target = resource.get("target") or {}
-        out: dict[str, Any] = {"scaleMetric": resource.get("name", "cpu")}
-        if target.get("type") == "Utilization" and "averageUtilization" in target:
-            out["scaleMetricType"] = "Utilization"
-            out["scaleTarget"] = int(target["averageUtilization"])
-        elif target.get("type") == "AverageValue" and str(target.get("averageValue", "")).isdigit():
-            out["scaleMetricType"] = "AverageValue"
-            out["scaleTarget"] = int(target["averageValue"])
+        out: dict[str, Any] = {"scaleMetric": resource["name"]}
+        if target.get("type"):
+            out["scaleMetricType"] = target["type"]
+        value = {
+            "Utilization": target.get("averageUtilization"),
+            "Value": target.get("value"),
+            "AverageValue": target.get("averageValue"),
+        }.get(str(target.get("type")))
+        amount = _whole_number(value)
+        if amount:
+            out["scaleTarget"] = amount
         return out
     return {}
+
+
+def _whole_number(value: Any) -> int:
+    """The integer value of an int or a plain/suffixed quantity (``"2"``, ``"500m"`` -> 0)."""
+    if value is None:
+        return 0
+    text = str(value)
+    suffixes = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    for suffix, factor in sorted(suffixes.items(), key=lambda kv: -len(kv[0])):
+        if text.endswith(suffix):
+            try:
+                return int(float(text[: -len(suffix)]) * factor)
+            except ValueError:
+                return 0
+    try:
+        return int(float(text))
+    except ValueError:
+        return 0
 
 
 def _knative_probes(

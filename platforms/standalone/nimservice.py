@@ -306,7 +306,7 @@ class NIMServiceRenderer:
         if self.metrics_port:
             ports.append(service.service_port(PORT_METRICS, self.metrics_port, PORT_METRICS))
         meta = self._meta(
-            labels=merge_maps(self.labels, svc_spec.get("labels")),
+            labels=self.service_labels(),
             annotations=merge_maps(self.annotations, svc_spec.get("annotations")),
         )
         return service.build(
@@ -315,6 +315,14 @@ class NIMServiceRenderer:
             ports=ports,
             service_type=svc_spec.get("type"),
         )
+
+    def service_labels(self) -> dict[str, str]:
+        """Object labels plus ``expose.service.labels`` (existing keys win).
+
+        NVIDIA labels the Service, Ingress, routes, HPA and ServiceMonitor with
+        these; the Deployment carries the plain object labels.
+        """
+        return merge_maps(self.labels, dig(self.spec, "expose", "service", "labels"))
 
     def _host(self) -> str:
         domain = dig(self.spec, "expose", "router", "hostDomainName", default="")
@@ -327,16 +335,21 @@ class NIMServiceRenderer:
             spec = ingress.router_spec(
                 host=self._host(),
                 service_name=self.name,
-                service_port=self.port,
+                service_port=PORT_API,
                 ingress_class=ingress_class,
                 tls_secret_name=dig(router, "ingress", "tlsSecretName"),
             )
             annotations = merge_maps(self.annotations, router.get("annotations"))
-            return ingress.build(self._meta(annotations=annotations), spec)
+            return ingress.build(
+                self._meta(labels=self.service_labels(), annotations=annotations), spec
+            )
         legacy = dig(self.spec, "expose", "ingress", default={})
         if legacy.get("enabled"):
             annotations = merge_maps(self.annotations, legacy.get("annotations"))
-            return ingress.build(self._meta(annotations=annotations), legacy.get("spec") or {})
+            return ingress.build(
+                self._meta(labels=self.service_labels(), annotations=annotations),
+                legacy.get("spec") or {},
+            )
         return None
 
     def _gateway(self) -> dict[str, Any] | None:
@@ -372,7 +385,10 @@ class NIMServiceRenderer:
 
     def _route_meta(self) -> dict[str, Any]:
         router_annotations = dig(self.spec, "expose", "router", "annotations")
-        return self._meta(annotations=merge_maps(self.annotations, router_annotations))
+        return self._meta(
+            labels=self.service_labels(),
+            annotations=merge_maps(self.annotations, router_annotations),
+        )
 
     # -- scaling and monitoring -----------------------------------------------------
 
@@ -382,7 +398,10 @@ class NIMServiceRenderer:
         scale = self.spec.get("scale") or {}
         spec = scale.get("hpa") or {}
         return hpa.build(
-            self._meta(annotations=merge_maps(self.annotations, scale.get("annotations"))),
+            self._meta(
+                labels=self.service_labels(),
+                annotations=merge_maps(self.annotations, scale.get("annotations")),
+            ),
             scale_target_ref={"apiVersion": "apps/v1", "kind": "Deployment", "name": self.name},
             min_replicas=int(spec.get("minReplicas", 1)),
             max_replicas=int(spec.get("maxReplicas", 1)),
@@ -396,22 +415,17 @@ class NIMServiceRenderer:
             return None
         sm = metrics.get("serviceMonitor") or {}
         # additionalLabels win over the standard labels here (unlike everywhere else).
-        labels = {**self.labels, **(sm.get("additionalLabels") or {})}
+        labels = {**self.service_labels(), **(sm.get("additionalLabels") or {})}
         annotations = merge_maps(self.annotations, sm.get("annotations"))
-        port, path = (PORT_METRICS, "/metrics") if self.metrics_port else (PORT_API, "/v1/metrics")
+        timing = {"interval": sm.get("interval"), "scrape_timeout": sm.get("scrapeTimeout")}
+        endpoints = [servicemonitor.endpoint(PORT_API, "/v1/metrics", **timing)]
+        if self.metrics_port:
+            endpoints.append(servicemonitor.endpoint(PORT_METRICS, "/metrics", **timing))
         return servicemonitor.build(
             self._meta(labels=labels, annotations=annotations),
-            selector={
-                NAME_LABEL: self.name,
-                "app.kubernetes.io/instance": self.name,
-                MANAGED_BY_LABEL: MANAGED_BY_VALUE,
-            },
+            selector=self.service_labels(),
             namespace=self.namespace,
-            endpoints=[
-                servicemonitor.endpoint(
-                    port, path, interval=sm.get("interval"), scrape_timeout=sm.get("scrapeTimeout")
-                )
-            ],
+            endpoints=endpoints,
         )
 
     # -- storage ------------------------------------------------------------------

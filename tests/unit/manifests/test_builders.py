@@ -205,14 +205,8 @@ def test_crd_kinds_have_the_fields_their_controllers_need() -> None:
         backend_refs=[httproute.service_backend_ref("x", 8000)],
     )
     assert route["apiVersion"] == "gateway.networking.k8s.io/v1"
-    assert route["spec"]["parentRefs"] == [
-        {
-            "group": "gateway.networking.k8s.io",
-            "kind": "Gateway",
-            "name": "gw",
-            "namespace": "gw-ns",
-        }
-    ]
+    assert route["spec"]["parentRefs"] == [{"name": "gw", "namespace": "gw-ns"}]
+    assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "x", "port": 8000}]
     grpc = grpcroute.build(
         META,
         parent_refs=parent,

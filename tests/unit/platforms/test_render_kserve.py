@@ -102,11 +102,40 @@ def test_standard_mode_objects_and_annotations() -> None:
     assert predictor["securityContext"]["runAsUser"] == 1000
 
 
-def test_standard_without_autoscaling_pins_replicas() -> None:
-    predictor = by_kind(kserve.render(_svc({"replicas": 2})), "InferenceService")["spec"][
-        "predictor"
-    ]
-    assert predictor["minReplicas"] == predictor["maxReplicas"] == 2
+def test_without_autoscaling_min_replicas_is_replicas() -> None:
+    isvc = by_kind(kserve.render(_svc({"replicas": 2})), "InferenceService")
+    predictor = isvc["spec"]["predictor"]
+    assert predictor["minReplicas"] == 2 and "maxReplicas" not in predictor
+
+
+def test_raw_deployment_spelling_is_standard() -> None:
+    isvc = by_kind(kserve.render(_svc(HPA, mode="RawDeployment")), "InferenceService")
+    assert isvc["metadata"]["annotations"]["serving.kserve.io/autoscalerClass"] == "hpa"
+    assert isvc["spec"]["predictor"]["maxReplicas"] == 4
+
+
+def test_memory_average_value_target() -> None:
+    hpa = {
+        "scale": {
+            "enabled": True,
+            "hpa": {
+                "maxReplicas": 2,
+                "metrics": [
+                    {
+                        "type": "Resource",
+                        "resource": {
+                            "name": "memory",
+                            "target": {"type": "AverageValue", "averageValue": "1Gi"},
+                        },
+                    }
+                ],
+            },
+        }
+    }
+    predictor = by_kind(kserve.render(_svc(hpa)), "InferenceService")["spec"]["predictor"]
+    assert predictor["scaleMetric"] == "memory"
+    assert predictor["scaleMetricType"] == "AverageValue"
+    assert predictor["scaleTarget"] == 2**30
 
 
 def test_knative_mode() -> None:
@@ -124,6 +153,10 @@ def test_knative_grpc_probes() -> None:
     objs = kserve.render(_svc({"expose": {"service": {"grpcPort": 50051}}}, mode="Serverless"))
     ctr = by_kind(objs, "InferenceService")["spec"]["predictor"]["containers"][0]
     assert ctr["livenessProbe"]["grpc"] == {"port": 50051} and "httpGet" not in ctr["livenessProbe"]
+    assert ctr["ports"] == [
+        {"containerPort": 8000, "protocol": "TCP"},
+        {"containerPort": 50051, "protocol": "TCP"},
+    ]
 
 
 def test_visibility_label_not_added_with_ingress_or_user_label() -> None:

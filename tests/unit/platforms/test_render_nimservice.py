@@ -98,6 +98,7 @@ def test_service_labels_go_on_the_service_only() -> None:
     )
     svc, dep = by_kind(objs, "Service"), by_kind(objs, "Deployment")
     assert svc["metadata"]["labels"]["label-key-specific"] == "v"
+    assert svc["spec"]["type"] == "ClusterIP"
     assert svc["metadata"]["annotations"]["svc-note"] == "x"
     assert "label-key-specific" not in dep["metadata"]["labels"]
     assert "svc-note" not in dep["metadata"]["annotations"]
@@ -308,7 +309,7 @@ def test_router_ingress_host_class_tls_and_annotations() -> None:
     assert rule["host"] == host
     (path,) = rule["http"]["paths"]
     assert path["path"] == "/" and path["pathType"] == "Prefix"
-    assert path["backend"]["service"] == {"name": NAME, "port": {"number": 8000}}
+    assert path["backend"]["service"] == {"name": NAME, "port": {"name": "api"}}
     assert ing["spec"]["tls"] == [{"hosts": [host], "secretName": "tls"}]
     assert ing["metadata"]["annotations"]["router-note"] == "r"
 
@@ -456,13 +457,16 @@ def test_service_monitor_scrapes_the_service() -> None:
     (ep,) = sm["spec"]["endpoints"]
     assert ep == {"port": "api", "path": "/v1/metrics", "interval": "30s", "scrapeTimeout": "10s"}
     svc_labels = by_kind(objs, "Service")["metadata"]["labels"]
-    assert all(svc_labels[k] == v for k, v in sm["spec"]["selector"]["matchLabels"].items())
+    assert sm["spec"]["selector"]["matchLabels"] == svc_labels
 
 
-def test_service_monitor_uses_the_metrics_port_when_set() -> None:
+def test_service_monitor_also_scrapes_the_metrics_port_when_set() -> None:
     spec = {**METRICS, "expose": {"service": {"metricsPort": 8002}}}
-    (ep,) = by_kind(render(nimservice(spec)), "ServiceMonitor")["spec"]["endpoints"]
-    assert ep["port"] == "metrics"
+    endpoints = by_kind(render(nimservice(spec)), "ServiceMonitor")["spec"]["endpoints"]
+    assert [(e["port"], e["path"]) for e in endpoints] == [
+        ("api", "/v1/metrics"),
+        ("metrics", "/metrics"),
+    ]
 
 
 def test_service_monitor_absent_when_disabled_or_crd_missing() -> None:
@@ -1089,3 +1093,28 @@ def test_every_optional_object_is_listed_as_prunable() -> None:
     optional = {(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in full} - base_ids
     assert optional <= set(prunable_objects(NAME))
     assert ("networking.k8s.io/v1", "Ingress", NAME) in prunable_objects(NAME)
+
+
+def test_service_labels_also_label_ingress_routes_hpa_and_monitor() -> None:
+    spec = {
+        **ROUTER_INGRESS,
+        **METRICS,
+        "scale": HPA["scale"],
+        "replicas": None,
+    }
+    spec["expose"] = {**ROUTER_INGRESS["expose"], "service": {"labels": {"tier": "api"}}}
+    objs = render(nimservice(spec))
+    for kind in ("Service", "Ingress", "HorizontalPodAutoscaler", "ServiceMonitor"):
+        assert by_kind(objs, kind)["metadata"]["labels"]["tier"] == "api", kind
+    assert "tier" not in by_kind(objs, "Deployment")["metadata"]["labels"]
+    routes = render(
+        nimservice(
+            {
+                "expose": {
+                    **GATEWAY["expose"],
+                    "service": {"grpcPort": 50051, "labels": {"tier": "api"}},
+                }
+            }
+        )
+    )
+    assert by_kind(routes, "HTTPRoute")["metadata"]["labels"]["tier"] == "api"
