@@ -25,7 +25,7 @@ from ruamel.yaml.error import YAMLError
 
 from nimctl_runtime.labels import FieldSelector, Selector, SelectorParseError
 
-from . import conversion, errors, reviews, tables
+from . import builtin_fields, conversion, errors, reviews, tables
 from .errors import StatusError
 from .hooks import AdmissionAttributes, Operation, RequestInfo
 from .registry import ResourceInfo
@@ -293,6 +293,8 @@ class ResourceHandlers:
         plugins = list(self.cluster.admission_plugins)
         if obj is not None and info.crd and operation != "DELETE":
             self._prune_and_default(ctx, obj, report=True)
+        elif obj is not None and operation != "DELETE":
+            self._prune_builtin(ctx, obj, report=True)
         for plugin in plugins:
             new, warnings = await plugin.mutate(attrs, obj, old)
             ctx.warnings.extend(warnings)
@@ -302,11 +304,34 @@ class ResourceHandlers:
             if info.crd:
                 self._prune_and_default(ctx, obj, report=False)
                 self._validate_custom(ctx, obj, old)
-            elif info.group == "apiextensions.k8s.io" and subresource == "":
-                self.cluster.crds.validate(obj, old)
+            else:
+                self._prune_builtin(ctx, obj, report=False)
+                if info.group == "apiextensions.k8s.io" and subresource == "":
+                    self.cluster.crds.validate(obj, old)
         for plugin in plugins:
             ctx.warnings.extend(await plugin.validate(attrs, obj, old))
         return obj
+
+    def _prune_builtin(self, ctx: RequestContext, obj: Obj, *, report: bool) -> None:
+        info = ctx.resource
+        if info.group_resource in reviews.REVIEW_RESOURCES:
+            return
+        pruned = builtin_fields.prune_unknown_fields((info.api_version, info.kind), obj)
+        if pruned and report:
+            self._report_unknown(ctx, pruned)
+
+    def _report_unknown(self, ctx: RequestContext, pruned: list[str]) -> None:
+        info = ctx.resource
+        mode = ctx.query.get("fieldValidation", "Warn")
+        names = [p.lstrip(".") for p in pruned]
+        if mode == "Strict":
+            detail = ", ".join(f'unknown field "{n}"' for n in names)
+            raise errors.bad_request(
+                f'{info.kind} in version "{info.version}" cannot be handled as a '
+                f"{info.kind}: strict decoding error: {detail}"
+            )
+        if mode != "Ignore":
+            ctx.warnings.extend(f'unknown field "{n}"' for n in names)
 
     def _prune_and_default(self, ctx: RequestContext, obj: Obj, *, report: bool) -> None:
         """Decoding of a custom resource: drop undeclared fields, fill defaults.
@@ -323,16 +348,7 @@ class ResourceHandlers:
         if not info.preserve_unknown_fields:
             pruned = schema_mod.prune(schema, obj)
             if pruned and report:
-                mode = ctx.query.get("fieldValidation", "Warn")
-                names = [p.lstrip(".") for p in pruned]
-                if mode == "Strict":
-                    detail = ", ".join(f'unknown field "{n}"' for n in names)
-                    raise errors.bad_request(
-                        f'{info.kind} in version "{info.version}" cannot be handled as a '
-                        f"{info.kind}: strict decoding error: {detail}"
-                    )
-                if mode != "Ignore":
-                    ctx.warnings.extend(f'unknown field "{n}"' for n in names)
+                self._report_unknown(ctx, pruned)
         schema_mod.apply_defaults(schema, obj)
 
     def _validate_custom(self, ctx: RequestContext, obj: Obj, old: Obj | None) -> None:

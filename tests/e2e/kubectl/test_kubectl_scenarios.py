@@ -118,6 +118,9 @@ async def test_schema_validation_error_is_shown(kubectl: Kubectl) -> None:
     unknown = WIDGET.replace("color: red", "color: red, shape: round")
     strict = await kubectl.run("apply", "-f", "-", input=unknown, check=False)
     assert strict.returncode != 0 and 'unknown field "spec.shape"' in strict.stderr
+    typo = DEPLOYMENT.replace('"replicas": 1', '"replica": 1')
+    builtin = await kubectl.run("apply", "-f", "-", input=typo, check=False)
+    assert builtin.returncode != 0 and 'unknown field "spec.replica"' in builtin.stderr
 
 
 async def test_label_annotate_patch_scale_and_server_side_apply(kubectl: Kubectl) -> None:
