@@ -122,3 +122,21 @@ def test_nvidiadriver_immutable_fields_refuse_updates(
     assert [c["field"] for c in causes] == [path]
     assert message in causes[0]["message"]
     assert _admit(old, old) == []
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_model_defaults_are_the_api_servers(path: Path) -> None:
+    """What a controller reads from the model is what the API server stores."""
+    from api.serialize import dump, load
+
+    for obj in _docs(path):
+        stored = schema_mod.apply_defaults(_schema(obj["kind"]), copy.deepcopy(obj))
+        assert dump(load(obj), defaults=True) == stored
+
+
+def test_no_stray_nvidia_com_crd_files() -> None:
+    from api.crdgen import crd_file_name
+
+    crd_dir = Path(__file__).resolve().parents[3] / "charts" / "nimctl" / "crds"
+    expected = {crd_file_name(c) for c in CRDS.values()}
+    assert {p.name for p in crd_dir.glob("nvidia.com_*.yaml")} <= expected

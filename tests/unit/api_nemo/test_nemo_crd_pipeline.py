@@ -94,3 +94,13 @@ def test_invalid_manifest_is_rejected_with_nvidia_message(case: Case) -> None:
     at_path = [c for c in causes if c["field"] == case.path]
     assert at_path, f"no error at {case.path}: {causes}"
     assert any(case.message in c["message"] for c in at_path), at_path
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_model_defaults_are_the_api_servers(path: Path) -> None:
+    """What a controller reads from the model is what the API server stores."""
+    from api.serialize import dump, load
+
+    obj = to_plain(YAML(typ="safe", pure=True).load(path.read_text()))
+    stored = schema_mod.apply_defaults(_schema(obj["kind"]), copy.deepcopy(obj))
+    assert dump(load(obj), defaults=True) == stored
