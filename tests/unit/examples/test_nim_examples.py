@@ -86,6 +86,14 @@ def test_example_parses_and_renders(path: Path) -> None:
             else:
                 objs = render(svc, _context_for(svc, caches))
                 assert objs[-1]["kind"] in ("Deployment", "LeaderWorkerSet")
+            for obj in objs:
+                # What the operator's label-filtered cache and GC rely on.
+                meta = obj["metadata"]
+                assert meta["labels"]["app.kubernetes.io/managed-by"] == "k8s-nim-operator"
+                (owner,) = meta["ownerReferences"]
+                assert owner["kind"] == "NIMService" and owner["controller"] is True
+                assert owner["name"] == svc["metadata"]["name"]
+                assert meta["annotations"]["nvidia.com/last-applied-hash"]
             rendered.extend(objs)
         if doc["kind"] == "NIMCache":
             rendered.append(nc.manifest_pod(doc))
