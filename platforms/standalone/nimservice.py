@@ -611,6 +611,8 @@ class NIMServiceRenderer:
         for entry in dig(cache, "status", "profiles", default=[]):
             if entry.get("name") != profile:
                 continue
+            if self.spec.get("multiNode"):
+                return self.tensor  # GPUs per node of the group
             config = entry.get("config") or {}
             tp = config.get("tensorParallelism", config.get("tp", "1"))
             try:

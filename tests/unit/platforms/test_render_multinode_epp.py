@@ -278,3 +278,15 @@ def test_epp_left_out_without_inference_pool_api() -> None:
     objs = render(nimservice(_epp()), ctx)
     assert "InferencePool" not in kinds(objs)
     assert all(not o["metadata"]["name"].endswith("-epp") for o in objs)
+
+
+def test_multinode_gpu_auto_assignment_uses_tensor_parallelism() -> None:
+    from tests.unit.platforms.helpers import nimcache
+
+    spec = {**RAY, "storage": {"nimCache": {"name": "cache", "profile": "p"}}}
+    cache = nimcache(status={"profiles": [{"name": "p", "config": {"tp": "16"}}]})
+    leader, worker = _templates(render(nimservice(spec), RenderContext(nimcache=cache)))
+    for template in (leader, worker):
+        resources = template["spec"]["containers"][0]["resources"]
+        assert resources["limits"]["nvidia.com/gpu"] == 8
+        assert resources["requests"]["nvidia.com/gpu"] == 8
