@@ -8,7 +8,8 @@ condition types and reasons.
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from collections.abc import Mapping
+from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import Field
 
@@ -126,6 +127,33 @@ class ImageSpec(ApiModel):
     image_pull_secrets: list[str] | None = None
     """Image pull secrets."""
 
+    image_env: ClassVar[str | None] = None
+    """Operator-pod environment variable with the default image of this component."""
+
+    def image_path(self, env: Mapping[str, str]) -> str:
+        """The image to run, as NVIDIA resolves it: `image` alone as written, else
+        `repository/image:version` (`@version` for a `sha256:` digest), else the
+        operator pod's environment variable ``image_env`` (``env`` is that
+        environment). ValueError when none of them gives an image."""
+        repository, image, version = self.repository or "", self.image or "", self.version or ""
+        if not repository and not version and image:
+            return image
+        if repository or image or version:
+            if not (repository and image and version):
+                raise ValueError(
+                    "invalid image specification: repository, image and version must all "
+                    f"be set (got repository={repository!r}, image={image!r}, "
+                    f"version={version!r})"
+                )
+            separator = "@" if version.startswith("sha256:") else ":"
+            return f"{repository}/{image}{separator}{version}"
+        from_env = env.get(self.image_env or "", "") if self.image_env else ""
+        if from_env:
+            return from_env
+        raise ValueError(
+            f"empty image path provided through both ClusterPolicy CR and ENV {self.image_env}"
+        )
+
 
 class ComponentSpec(ImageSpec):
     """Fields shared by the operand components."""
@@ -140,6 +168,13 @@ class ComponentSpec(ImageSpec):
     """Environment variables set on the main container."""
     host_network: bool | None = None
     """Run in the host network namespace (with `ClusterFirstWithHostNet` DNS)."""
+
+    default_enabled: ClassVar[bool] = False
+    """Whether the component is deployed when `enabled` is unset (NVIDIA's IsEnabled)."""
+
+    def is_enabled(self) -> bool:
+        """`enabled`, or the component's default when it is unset."""
+        return self.default_enabled if self.enabled is None else self.enabled
 
 
 class RelabelConfig(ApiModel):
@@ -332,6 +367,8 @@ class DriverUpgradePolicySpec(ApiModel):
 class DriverManagerSpec(ImageSpec):
     """The k8s-driver-manager init container."""
 
+    image_env = "DRIVER_MANAGER_IMAGE"
+
     env: list[EnvVar] | None = None
     """Environment variables."""
 
@@ -371,6 +408,9 @@ class VirtualTopologyConfigSpec(ApiModel):
 class DriverSpec(ComponentSpec):
     """The NVIDIA driver DaemonSet."""
 
+    image_env = "DRIVER_IMAGE"
+    default_enabled = True
+
     use_nvidia_driver_crd: bool | None = Field(default=None, alias="useNvidiaDriverCRD")
     """Manage drivers with NVIDIADriver objects instead."""
     use_precompiled: bool | None = None
@@ -408,6 +448,9 @@ class DriverSpec(ComponentSpec):
 class ToolkitSpec(ComponentSpec):
     """The NVIDIA Container Toolkit DaemonSet."""
 
+    image_env = "CONTAINER_TOOLKIT_IMAGE"
+    default_enabled = True
+
     install_dir: str = "/usr/local/nvidia"
     """Install directory on the host."""
 
@@ -431,6 +474,9 @@ class MPSConfig(ApiModel):
 class DevicePluginSpec(ComponentSpec):
     """The NVIDIA device plugin DaemonSet."""
 
+    image_env = "DEVICE_PLUGIN_IMAGE"
+    default_enabled = True
+
     config: DevicePluginConfig | None = None
     """Configuration ConfigMap."""
     mps: MPSConfig | None = None
@@ -440,9 +486,15 @@ class DevicePluginSpec(ComponentSpec):
 class SandboxDevicePluginSpec(ComponentSpec):
     """The KubeVirt GPU device plugin (sandbox workloads)."""
 
+    image_env = "SANDBOX_DEVICE_PLUGIN_IMAGE"
+    default_enabled = False
+
 
 class KataDevicePluginSpec(ComponentSpec):
     """The Kata sandbox device plugin (sandbox workloads, Kata mode)."""
+
+    image_env = "KATA_SANDBOX_DEVICE_PLUGIN_IMAGE"
+    default_enabled = False
 
 
 class DCGMExporterMetricsConfig(ApiModel):
@@ -488,6 +540,9 @@ class DCGMExporterHPCJobMappingConfig(ApiModel):
 class DCGMExporterSpec(ComponentSpec):
     """The DCGM exporter DaemonSet."""
 
+    image_env = "DCGM_EXPORTER_IMAGE"
+    default_enabled = True
+
     annotations: dict[str, str] | None = None
     """Extra pod annotations."""
     pod_annotations: dict[str, str] | None = None
@@ -515,6 +570,9 @@ class DCGMExporterSpec(ComponentSpec):
 class DCGMSpec(ComponentSpec):
     """The standalone DCGM host engine."""
 
+    image_env = "DCGM_IMAGE"
+    default_enabled = True
+
     host_port: Int32 | None = None
     """Deprecated: host port of the host engine (5555)."""
 
@@ -522,9 +580,15 @@ class DCGMSpec(ComponentSpec):
 class NodeStatusExporterSpec(ComponentSpec):
     """The node status exporter DaemonSet."""
 
+    image_env = "VALIDATOR_IMAGE"
+    default_enabled = False
+
 
 class GPUFeatureDiscoverySpec(ComponentSpec):
     """The GPU feature discovery DaemonSet."""
+
+    image_env = "GFD_IMAGE"
+    default_enabled = True
 
 
 class MIGSpec(ApiModel):
@@ -546,6 +610,9 @@ class MIGPartedConfigSpec(ApiModel):
 class MIGManagerSpec(ComponentSpec):
     """The MIG manager DaemonSet."""
 
+    image_env = "MIG_MANAGER_IMAGE"
+    default_enabled = True
+
     config: MIGPartedConfigSpec | None = None
     """MIG configurations."""
     gpu_clients_config: ConfigMapName | None = Field(default=None, alias="gpuClientsConfig")
@@ -565,6 +632,10 @@ class PSASpec(ApiModel):
     enabled: bool | None = None
     """Label the namespace `privileged`."""
 
+    def is_enabled(self) -> bool:
+        """`enabled`; off when it is unset."""
+        return bool(self.enabled)
+
 
 class ValidatorComponentSpec(ApiModel):
     """Environment of one validation step."""
@@ -575,6 +646,8 @@ class ValidatorComponentSpec(ApiModel):
 
 class ValidatorSpec(ImageSpec):
     """The operator validator DaemonSet."""
+
+    image_env = "VALIDATOR_IMAGE"
 
     plugin: ValidatorComponentSpec | None = None
     """Device plugin validation."""
@@ -601,9 +674,15 @@ class ValidatorSpec(ImageSpec):
 class GPUDirectStorageSpec(ComponentSpec):
     """GPUDirect Storage (nvidia-fs) driver sidecar."""
 
+    image_env = "GDS_IMAGE"
+    default_enabled = False
+
 
 class GDRCopySpec(ComponentSpec):
     """GDRCopy driver sidecar."""
+
+    image_env = "GDRCOPY_IMAGE"
+    default_enabled = False
 
     use_precompiled: bool | None = None
     """Use precompiled gdrdrv modules."""
@@ -619,9 +698,16 @@ class SandboxWorkloadsSpec(ApiModel):
     mode: Literal["kubevirt", "kata"] = "kubevirt"
     """Sandbox technology."""
 
+    def is_enabled(self) -> bool:
+        """`enabled`; sandbox workloads are off when it is unset."""
+        return bool(self.enabled)
+
 
 class VFIOManagerSpec(ComponentSpec):
     """The VFIO-PCI manager DaemonSet."""
+
+    image_env = "VFIO_MANAGER_IMAGE"
+    default_enabled = False
 
     driver_manager: DriverManagerSpec | None = None
     """Driver manager init container."""
@@ -629,6 +715,9 @@ class VFIOManagerSpec(ComponentSpec):
 
 class VGPUManagerSpec(ComponentSpec):
     """The vGPU manager (host driver) DaemonSet."""
+
+    image_env = "VGPU_MANAGER_IMAGE"
+    default_enabled = False
 
     driver_manager: DriverManagerSpec | None = None
     """Driver manager init container."""
@@ -648,6 +737,9 @@ class VGPUDevicesConfigSpec(ApiModel):
 class VGPUDeviceManagerSpec(ComponentSpec):
     """The vGPU device manager DaemonSet."""
 
+    image_env = "VGPU_DEVICE_MANAGER_IMAGE"
+    default_enabled = False
+
     config: VGPUDevicesConfigSpec | None = None
     """vGPU device configurations."""
 
@@ -666,12 +758,18 @@ class CDIConfigSpec(ApiModel):
 class KataManagerSpec(ComponentSpec):
     """Deprecated: the Kata manager (never deployed)."""
 
+    image_env = "KATA_MANAGER_IMAGE"
+    default_enabled = False
+
     config: PreserveUnknown | None = None
     """Kata manager configuration."""
 
 
 class CCManagerSpec(ComponentSpec):
     """The confidential computing manager DaemonSet."""
+
+    image_env = "CC_MANAGER_IMAGE"
+    default_enabled = False
 
     default_mode: Literal["on", "off", "devtools"] | None = None
     """CC mode applied when a node has no CC mode label."""

@@ -152,3 +152,38 @@ def test_invalid_manifest_is_rejected(case: Case) -> None:
     assert at_path, f"no error at {case.path}: {info.value.errors}"
     if case.cel:
         assert any(e.message == case.message for e in at_path), info.value.errors
+
+
+def test_components_are_enabled_by_nvidias_defaults() -> None:
+    spec = ClusterPolicy.model_validate(BASES["ClusterPolicy"]).spec
+    on = {name: getattr(spec, name).is_enabled() for name in (
+        "driver", "toolkit", "device_plugin", "dcgm", "dcgm_exporter", "gfd", "mig_manager",
+        "node_status_exporter", "vfio_manager", "sandbox_device_plugin", "vgpu_manager",
+        "vgpu_device_manager", "kata_manager", "cc_manager", "kata_sandbox_device_plugin",
+        "sandbox_workloads", "psa")}
+    assert {k for k, v in on.items() if v} == {
+        "driver", "toolkit", "device_plugin", "dcgm", "dcgm_exporter", "gfd", "mig_manager"}
+    assert spec.cdi.enabled is True
+    off = ClusterPolicy.model_validate(_edit("ClusterPolicy", {
+        "spec.driver.enabled": False, "spec.vgpuManager.enabled": True})).spec
+    assert not off.driver.is_enabled() and off.vgpu_manager.is_enabled()
+
+
+def test_image_path_resolution_follows_nvidia() -> None:
+    spec = ClusterPolicy.model_validate(_edit("ClusterPolicy", {
+        "spec.driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "595.1"},
+        "spec.toolkit": {"repository": "nvcr.io/nvidia/k8s", "image": "container-toolkit",
+                         "version": "sha256:0123"},
+        "spec.devicePlugin": {"image": "registry.local/dp@sha256:abcd"},
+        "spec.gfd": {"repository": "nvcr.io/nvidia", "image": "gfd"},
+    })).spec
+    assert spec.driver.image_path({}) == "nvcr.io/nvidia/driver:595.1"
+    assert spec.toolkit.image_path({}) == "nvcr.io/nvidia/k8s/container-toolkit@sha256:0123"
+    assert spec.device_plugin.image_path({}) == "registry.local/dp@sha256:abcd"
+    with pytest.raises(ValueError, match="invalid image specification"):
+        spec.gfd.image_path({"GFD_IMAGE": "x"})
+    assert spec.dcgm.image_path({"DCGM_IMAGE": "nvcr.io/dcgm:4"}) == "nvcr.io/dcgm:4"
+    with pytest.raises(ValueError, match="ENV DCGM_EXPORTER_IMAGE"):
+        spec.dcgm_exporter.image_path({})
+    assert spec.driver.manager.image_path({"DRIVER_MANAGER_IMAGE": "m:1"}) == "m:1"
+    assert spec.validator.image_path({"VALIDATOR_IMAGE": "v:1"}) == "v:1"
