@@ -149,7 +149,9 @@ async def main(count: int, steady_seconds: float, workers: int) -> None:
             await _create_all(admin, [_service(i, schedulable=True) for i in range(count)])
             t_created = time.monotonic() - t0
             while (ready := await _count_state(admin, "Ready", "svc-")) < count:
-                print(f"  ... {ready}/{count} Ready after {time.monotonic() - t0:.0f} s", flush=True)
+                print(
+                    f"  ... {ready}/{count} Ready after {time.monotonic() - t0:.0f} s", flush=True
+                )
                 await asyncio.sleep(2.0)
             t_ready = time.monotonic() - t0
             await asyncio.sleep(2.0)
@@ -170,11 +172,27 @@ async def main(count: int, steady_seconds: float, workers: int) -> None:
             await _create_all(admin, [_service(count + i, schedulable=False) for i in range(count)])
             while await _count_state(admin, "NotReady", "svc-") < count:
                 await asyncio.sleep(1.0)
-            await asyncio.sleep(2.0)
+            # Settle: the rollout messages change a few times while the pods go Pending.
+            settle_start = time.monotonic()
+            while time.monotonic() - settle_start < 180:
+                before = len(op.client.object_writes())
+                await asyncio.sleep(10.0)
+                if len(op.client.object_writes()) == before:
+                    break
             w1, c1 = len(op.client.object_writes()), _cpu()
             await asyncio.sleep(steady_seconds)
             w2, c2 = len(op.client.object_writes()), _cpu()
             per_min = (w2 - w1) * 60.0 / steady_seconds
+            kinds: dict[str, int] = {}
+            for method, path in op.client.object_writes()[w1:w2]:
+                parts = path.split("/")
+                key = f"{method} {'/'.join(parts[-2:]) if parts[-1] == 'status' else parts[-2]}"
+                kinds[key] = kinds.get(key, 0) + 1
+            print(
+                f"settled after                  {time.monotonic() - settle_start - steady_seconds:8.1f} s"
+            )
+            if kinds:
+                print(f"  steady-state writes by kind  {kinds}")
             print(f"NotReady services              {count}")
             print(f"steady-state writes/min        {per_min:8.1f}   (aim 0; NVIDIA ~4 per service)")
             print(f"steady-state CPU               {(c2 - c1) / steady_seconds:8.3f} cores")
