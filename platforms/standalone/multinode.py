@@ -6,10 +6,12 @@ workers, ``tensor`` GPUs each. MPI mode (the default) adds ConfigMaps
 ``<name>-mpi-config`` (one hostfile per group) and ``<name>-mpi-start-script``
 and needs Secret ``<name>-ssh-pk``; Ray mode needs none of them.
 
-The Secret holds a freshly generated key, so it is not part of the (pure,
-deterministic) render: the reconciler creates it once with
-``ssh_secret(..., generate_ssh_private_key())`` and never updates it.
-The start script and the workers' sshd command are nimctl's own.
+The containers keep the NIM image's own entrypoint in MPI mode (it reads the
+``NIM_*`` multi-node env, the hostfile and the mounted start script); Ray mode
+passes ``nim-serve-ray`` arguments. The Secret holds a freshly generated key,
+so it is not part of the (pure, deterministic) render: the reconciler creates
+it once with ``ssh_secret(..., generate_ssh_private_key())`` and never
+updates it.
 """
 
 from __future__ import annotations
@@ -28,62 +30,22 @@ from manifests.meta import object_meta
 LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
 COMPUTE_DOMAIN_API_VERSION = "resource.nvidia.com/v1beta1"
 LEADER_ROLE_LABEL = "nim-llm-role"
-SSH_PORT = 2222
 MPI_CONFIG_MODE = 0o555
 SSH_KEY_MODE = 0o400
 START_SCRIPT_KEY = "start-mpi-cluster.sh"
 SSH_KEY_KEY = "private.key"
 
-START_MPI_SCRIPT = r"""#!/bin/bash
-# Leader of a NIM LeaderWorkerSet group: wait for every worker's sshd, then
-# start the NIM across the group with MPI.
-set -euo pipefail
-mkdir -p /opt/nim/llm/.ssh
-cp /opt/nim/llm/pk/private.key /opt/nim/llm/.ssh/id_rsa
-chmod 600 /opt/nim/llm/.ssh/id_rsa
-cat > /opt/nim/llm/.ssh/config <<EOF
-Host *
-  Port 2222
-  IdentityFile /opt/nim/llm/.ssh/id_rsa
-  StrictHostKeyChecking no
-  UserKnownHostsFile /dev/null
-  ConnectionAttempts 20
-EOF
-hostfile="/etc/mpi/hostfile-${GROUP_INDEX:-0}"
-deadline=$(( $(date +%s) + ${CLUSTER_START_TIMEOUT:-300} ))
-for host in $(awk 'NR > 1 {print $1}' "$hostfile"); do
-  until ssh -F /opt/nim/llm/.ssh/config "$host" true 2>/dev/null; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then
-      echo "timed out after ${CLUSTER_START_TIMEOUT:-300}s waiting for worker $host" >&2
-      exit 1
-    fi
-    sleep 2
-  done
-done
-forward=()
-for var in $(compgen -e | grep -E '^(NIM_|NGC_|HF_|NCCL_|CUDA_|UCX_|OMPI_)'); do
-  forward+=(-x "$var")
-done
-cmd=(mpirun --allow-run-as-root --hostfile "$hostfile" --bind-to none \
-  --mca plm_rsh_args "-F /opt/nim/llm/.ssh/config" "${forward[@]}" \
-  /opt/nim/llm/.venv/bin/python3 -m nim_llm_sdk.entrypoints.openai.api_server)
+START_MPI_SCRIPT = """#!/bin/bash
+# Run by the NIM on each LeaderWorkerSet leader once the group is up: serve the
+# OpenAI-compatible API (the NIM SDK drives the MPI workers itself).
+python=/opt/nim/llm/.venv/bin/python3
+server=("$python" -m nim_llm_sdk.entrypoints.openai.api_server)
 if [ "${NIM_JSONL_LOGGING:-0}" = "1" ]; then
-  "${cmd[@]}" 2>&1 | /opt/nim/llm/.venv/bin/python3 -m nim_llm_sdk.logging.pack_all_logs_into_json
+  "${server[@]}" 2>&1 | "$python" -m nim_llm_sdk.logging.pack_all_logs_into_json
 else
-  exec "${cmd[@]}"
+  exec "${server[@]}"
 fi
 """
-
-WORKER_SSHD_SCRIPT = (
-    "set -e; mkdir -p /ssh-confs /opt/nim/llm/.ssh; "
-    "cp /opt/nim/llm/pk/private.key /ssh-confs/ssh_host_rsa_key; "
-    "chmod 600 /ssh-confs/ssh_host_rsa_key; "
-    "ssh-keygen -y -f /ssh-confs/ssh_host_rsa_key > /opt/nim/llm/.ssh/authorized_keys; "
-    f"printf 'Port {SSH_PORT}\\nHostKey /ssh-confs/ssh_host_rsa_key\\n"
-    "AuthorizedKeysFile /opt/nim/llm/.ssh/authorized_keys\\nPasswordAuthentication no\\n"
-    "PidFile /ssh-confs/sshd.pid\\n' > /ssh-confs/sshd_config; "
-    "exec /usr/sbin/sshd -D -e -f /ssh-confs/sshd_config"
-)
 
 
 def lws_name(name: str) -> str:

@@ -752,15 +752,11 @@ class NIMServiceRenderer:
         if ray:
             ray_port = int(ray.get("rayPort", 6379))
             leader_args, worker_args = multinode.ray_args(ray_port)
-            leader_cmd: list[str] | None = None
-            worker_cmd: list[str] | None = None
             leader_ports = [{"name": "ray", "containerPort": ray_port, "protocol": "TCP"}]
             worker_probes = {"startupProbe": dict(multinode.RAY_WORKER_STARTUP_PROBE)}
             timeout = 300
         else:
             timeout = int(dig(mn, "mpi", "mpiStartTimeout", default=300))
-            leader_cmd = [f"/opt/nim/{multinode.START_SCRIPT_KEY}"]
-            worker_cmd = ["/bin/bash", "-c", multinode.WORKER_SSHD_SCRIPT]
             leader_args, worker_args = [], []
             leader_volumes, worker_volumes = multinode.mpi_volumes(self.name)
             leader_mounts, worker_mounts = multinode.mpi_mounts()
@@ -779,7 +775,6 @@ class NIMServiceRenderer:
             extra_volumes=leader_volumes,
             extra_mounts=leader_mounts,
             extra_ports=leader_ports,
-            command=leader_cmd,
             args=leader_args or None,
             model_volume=model_volume,
             sub_path=sub_path,
@@ -792,7 +787,6 @@ class NIMServiceRenderer:
             extra_volumes=worker_volumes,
             extra_mounts=worker_mounts,
             extra_ports=leader_ports,
-            command=worker_cmd,
             args=worker_args or None,
             probes=worker_probes,
             model_volume=model_volume,

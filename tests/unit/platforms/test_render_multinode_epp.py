@@ -79,7 +79,14 @@ def test_mpi_hostfiles_and_start_script() -> None:
         for g in (0, 1)
     }
     script = cms[f"{NAME}-mpi-start-script"]["data"]["start-mpi-cluster.sh"]
-    assert script.startswith("#!/bin/bash") and "mpirun" in script
+    assert script.startswith("#!/bin/bash")
+    assert "nim_llm_sdk.entrypoints.openai.api_server" in script
+    assert "pack_all_logs_into_json" in script  # when NIM_JSONL_LOGGING=1
+    leader, worker = _templates(objs)
+    # MPI mode keeps the NIM image's own entrypoint on both roles.
+    for template in (leader, worker):
+        assert "command" not in template["spec"]["containers"][0]
+        assert "args" not in template["spec"]["containers"][0]
 
 
 def test_mpi_env_volumes_and_nim_env_precedence() -> None:
