@@ -683,7 +683,11 @@ class NIMServiceRenderer:
             "apiVersion": RESOURCE_CLAIM_TEMPLATE[0],
             "kind": RESOURCE_CLAIM_TEMPLATE[1],
             "metadata": self._meta(name),
-            "spec": {"spec": {"devices": {"requests": requests}}},
+            "spec": {
+                # Claims made from the template carry the NIMService's labels too.
+                "metadata": {"labels": dict(self.labels)},
+                "spec": {"devices": {"requests": requests}},
+            },
         }
 
     # -- endpoint picker ----------------------------------------------------------------

@@ -1015,6 +1015,7 @@ def test_dra_claims_from_names_templates_and_creation_specs() -> None:
     objs = render(nimservice(spec))
     rct = by_kind(objs, "ResourceClaimTemplate")
     assert rct["metadata"]["name"].startswith("h100-") and rct["metadata"]["name"].endswith("-1")
+    assert rct["spec"]["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "k8s-nim-operator"
     (request,) = rct["spec"]["spec"]["devices"]["requests"]
     assert request["name"] == "gpu" and request["exactly"]["count"] == 2
     assert request["exactly"]["deviceClassName"] == "gpu.nvidia.com"
