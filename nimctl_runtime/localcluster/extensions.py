@@ -203,6 +203,7 @@ async def start_extensions(cluster: Any) -> Extensions:
     simulator: Simulator | None = None
     if getattr(cluster, "simulator", True):
         options.setdefault("profile", getattr(cluster, "profile", None))
+        options.setdefault("admission_plugins", cluster.admission_plugins)
         simulator = Simulator(storage, catalog=catalog, **options)
     audit = AuditLog()
     faults = FaultInjector(storage, simulator=simulator)

@@ -23,6 +23,7 @@ from typing import Any
 
 from nimctl_runtime.localcluster.catalog import ImageCatalog
 from nimctl_runtime.localcluster.errors import StatusError
+from nimctl_runtime.localcluster.hooks import AdmissionAttributes
 from nimctl_runtime.localcluster.simulator.clock import Clock, ScaledClock, rfc3339
 from nimctl_runtime.localcluster.simulator.daemonset import reconcile_daemonset
 from nimctl_runtime.localcluster.simulator.deployment import (
@@ -146,8 +147,14 @@ class Simulator:
         timing: KubeletTiming | None = None,
         catalog: ImageCatalog | None = None,
         emit_events: bool = True,
+        admission_plugins: list[Any] | None = None,
     ) -> None:
         self.storage = storage
+        # The cluster's admission chain (shared list); creates made by the simulated
+        # controllers pass through it like any controller's writes would.
+        self.admission_plugins: list[Any] = (
+            admission_plugins if admission_plugins is not None else []
+        )
         self.profile = load_profile(profile)
         self.clock: Clock = clock or ScaledClock(speed)
         self.timing = timing or KubeletTiming()
@@ -428,13 +435,13 @@ class Simulator:
                 self._enqueue(key)
             if self._pending_deletes:
                 deletes, self._pending_deletes = self._pending_deletes, []
-                self._execute(("Endpoints", "", ""), list(deletes))
+                await self._execute(("Endpoints", "", ""), list(deletes))
             processed = 0
             while self._queue and self._running.is_set():
                 key = self._queue.popleft()
                 self._queued.discard(key)
                 try:
-                    self._process(key)
+                    await self._process(key)
                 except Exception as exc:  # a bug in one object must not stop the simulator
                     self._log.exception("simulator reconcile failed", key=key, error=str(exc))
                 processed += 1
@@ -475,13 +482,13 @@ class Simulator:
             sim_of=sim_of,
         )
 
-    def _process(self, key: Key) -> None:
+    async def _process(self, key: Key) -> None:
         kind, namespace, name = key
         if kind == "LeaderWorkerSet" and name == "*":
             self._load_kind("LeaderWorkerSet")
             return
         if kind == "Pod":
-            self._process_pod(namespace, name)
+            await self._process_pod(namespace, name)
             return
         obj = self.view.get(kind, namespace, name)
         controller = CONTROLLERS.get(kind)
@@ -489,7 +496,7 @@ class Simulator:
             return
         if is_deleting(obj) and kind not in ("Job", "PersistentVolume"):
             return
-        self._execute(key, controller(obj, self._context()))
+        await self._execute(key, controller(obj, self._context()))
 
     def _load_kind(self, kind: str) -> None:
         api_version = self._api_version_of(kind)
@@ -502,19 +509,19 @@ class Simulator:
 
     # ---------------------------------------------------------------- scheduler + kubelet
 
-    def _process_pod(self, namespace: str, name: str) -> None:
+    async def _process_pod(self, namespace: str, name: str) -> None:
         pod = self.view.get("Pod", namespace, name)
         if pod is None or is_deleting(pod):
             return
         spec = pod.get("spec") or {}
         node_name = spec.get("nodeName")
         if not node_name:
-            self._schedule(pod)
+            await self._schedule(pod)
             return
         node = self.view.get("Node", "", str(node_name))
         if node is None:
             # PodGC: a pod bound to a node that no longer exists is deleted.
-            self._execute(("Pod", namespace, name), [Delete("v1", "Pod", namespace, name)])
+            await self._execute(("Pod", namespace, name), [Delete("v1", "Pod", namespace, name)])
             return
         plan = self._plans.get(uid_of(pod))
         if plan is None:
@@ -538,7 +545,7 @@ class Simulator:
         if status != (pod.get("status") or {}):
             updated = dict(pod)
             updated["status"] = status
-            self._execute(key, [UpdateStatus(updated)])
+            await self._execute(key, [UpdateStatus(updated)])
 
     def _pod_ip(self, node_name: str) -> str:
         count = self._ip_counters.get(node_name, 1) + 1
@@ -546,20 +553,20 @@ class Simulator:
         ordinal = self._node_ordinals.get(node_name, 0)
         return f"10.244.{ordinal}.{count % 250 + 2}"
 
-    def _schedule(self, pod: Obj) -> None:
+    async def _schedule(self, pod: Obj) -> None:
         spec = pod.get("spec") or {}
         key: Key = ("Pod", namespace_of(pod), name_of(pod))
         scheduler = spec.get("schedulerName") or "default-scheduler"
         if scheduler != "default-scheduler":
             return
         if spec.get("schedulingGates"):
-            self._unschedulable(
+            await self._unschedulable(
                 pod, "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates"
             )
             return
         claim_problem = self._claim_problem(pod)
         if claim_problem:
-            self._unschedulable(pod, "Unschedulable", claim_problem)
+            await self._unschedulable(pod, "Unschedulable", claim_problem)
             return
         nodes = self.view.list("Node")
         result = schedule(
@@ -569,11 +576,11 @@ class Simulator:
             allocatable={name_of(n): self._allocatable_of(n) for n in nodes},
         )
         if result.node_name is None:
-            self._unschedulable(pod, "Unschedulable", result.message)
+            await self._unschedulable(pod, "Unschedulable", result.message)
             return
         bound = copy.deepcopy(pod)
         bound["spec"]["nodeName"] = result.node_name
-        self._execute(key, [Update(bound)])
+        await self._execute(key, [Update(bound)])
         self._emit(
             pod,
             "Normal",
@@ -598,7 +605,7 @@ class Simulator:
                 ).replace("{total}", str(total))
         return ""
 
-    def _unschedulable(self, pod: Obj, reason: str, message: str) -> None:
+    async def _unschedulable(self, pod: Obj, reason: str, message: str) -> None:
         status = copy.deepcopy(dict(pod.get("status") or {}))
         previous = next(
             (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
@@ -624,15 +631,17 @@ class Simulator:
             cond.setdefault("lastProbeTime", None)
         updated = copy.deepcopy(pod)
         updated["status"] = status
-        self._execute(("Pod", namespace_of(pod), name_of(pod)), [UpdateStatus(updated)])
+        await self._execute(("Pod", namespace_of(pod), name_of(pod)), [UpdateStatus(updated)])
         self._emit(pod, "Warning", "FailedScheduling", message)
 
     # ---------------------------------------------------------------- actions out
 
-    def _execute(self, key: Key, actions: list[Action]) -> None:
+    async def _execute(self, key: Key, actions: list[Action]) -> None:
         for action in actions:
             if isinstance(action, Create):
-                self._write(functools.partial(self.storage.create, action.obj), key)
+                admitted = await self._admit(key, action.obj)
+                if admitted is not None:
+                    self._write(functools.partial(self.storage.create, admitted), key)
             elif isinstance(action, Update):
                 self._write(functools.partial(self.storage.update, action.obj), key)
             elif isinstance(action, UpdateStatus):
@@ -659,6 +668,50 @@ class Simulator:
                 self._after(action.after, key)
             elif isinstance(action, Emit):
                 self._emit(action.obj, action.type, action.reason, action.message)
+
+    async def _admit(self, key: Key, obj: Obj) -> Obj | None:
+        """Run a create through the cluster's admission plugins (webhooks included), as
+        kube-apiserver does for controllers' writes; ``None`` when it was refused."""
+        if not self.admission_plugins:
+            return obj
+        try:
+            info = self.storage.resolve(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        except StatusError:
+            return obj
+        meta = obj.get("metadata") or {}
+        ref = controller_ref(obj)
+        controller = str((ref or {}).get("kind", "")).lower() or "kube"
+        attrs = AdmissionAttributes(
+            operation="CREATE",
+            group=info.group,
+            version=info.version,
+            resource=info.resource,
+            subresource="",
+            kind=info.kind,
+            namespace=str(meta.get("namespace", "") or ""),
+            name=str(meta.get("name", "") or ""),
+            user=f"system:serviceaccount:kube-system:{controller}-controller",
+            groups=(
+                "system:serviceaccounts",
+                "system:serviceaccounts:kube-system",
+                "system:authenticated",
+            ),
+        )
+        current: Obj = obj
+        try:
+            for plugin in list(self.admission_plugins):
+                mutated, _ = await plugin.mutate(attrs, current, None)
+                if mutated is not None:
+                    current = mutated
+            for plugin in list(self.admission_plugins):
+                await plugin.validate(attrs, current, None)
+        except StatusError as err:
+            owner = self.view.get(key[0], key[1], key[2]) if ref is not None else None
+            if owner is not None:
+                self._emit(owner, "Warning", "FailedCreate", f"Error creating: {err.message}")
+            self._after(1.0, key)
+            return None
+        return current
 
     def _write(self, call: Callable[[], Any], key: Key | None = None) -> Any:
         try:

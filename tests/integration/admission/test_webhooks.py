@@ -24,6 +24,15 @@ from nimctl_runtime.localcluster.extensions import extensions_of
 Review = dict[str, Any]
 
 
+async def eventually(check: Callable[[], Any], timeout: float = 15.0) -> Any:
+    async with asyncio.timeout(timeout):
+        while True:
+            result = await check()
+            if result:
+                return result
+            await asyncio.sleep(0.05)
+
+
 @dataclass
 class TinyWebhook:
     """An aiohttp TLS admission webhook; ``decide(request) -> response fields``."""
@@ -67,7 +76,7 @@ async def webhook() -> AsyncIterator[TinyWebhook]:
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(simulator=False) as c:
+    async with LocalCluster() as c:
         yield c
 
 
@@ -470,3 +479,62 @@ async def test_service_resolved_by_registration_or_endpointslice(
         "default", {"metadata": {"name": "via-slice"}, "stringData": {"a": "b"}}
     )
     assert secret.metadata.labels == {"mutated-by": "tiny-webhook"}
+
+
+async def test_pods_made_by_controllers_pass_through_webhooks_too(
+    api: k8s.ApiClient, webhook: TinyWebhook
+) -> None:
+    def no_privileged(request: Review) -> dict[str, Any]:
+        containers = request["object"]["spec"]["containers"]
+        if any((c.get("securityContext") or {}).get("privileged") for c in containers):
+            return {
+                "allowed": False,
+                "status": {"code": 403, "message": "privileged pods are not allowed"},
+            }
+        return {"allowed": True}
+
+    webhook.routes["/pods"] = no_privileged
+    entry = webhook_entry(
+        "pods.tiny.example.com",
+        {"url": f"https://127.0.0.1:{webhook.port}/pods", "caBundle": webhook.ca_bundle},
+    )
+    entry["rules"][0]["resources"] = ["pods"]
+    await k8s.AdmissionregistrationV1Api(api).create_validating_webhook_configuration(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "pods"},
+            "webhooks": [entry],
+        }
+    )
+    apps = k8s.AppsV1Api(api)
+    template = {
+        "metadata": {"labels": {"app": "priv"}},
+        "spec": {
+            "containers": [{"name": "c", "image": "x", "securityContext": {"privileged": True}}]
+        },
+    }
+    await apps.create_namespaced_replica_set(
+        "default",
+        {
+            "metadata": {"name": "priv"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "priv"}},
+                "template": template,
+            },
+        },
+    )
+    core = k8s.CoreV1Api(api)
+
+    async def refused() -> Any:
+        events = (await core.list_namespaced_event("default")).items
+        return [
+            e for e in events if e.reason == "FailedCreate" and e.involved_object.name == "priv"
+        ]
+
+    events = await eventually(refused)
+    assert "privileged pods are not allowed" in events[0].message
+    assert (await core.list_namespaced_pod("default", label_selector="app=priv")).items == []
+    user = webhook.reviews[0]["request"]["userInfo"]["username"]
+    assert user == "system:serviceaccount:kube-system:replicaset-controller"
