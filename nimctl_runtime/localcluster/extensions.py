@@ -14,7 +14,27 @@ before the HTTP server serves; ``LocalCluster.stop()`` awaits
 Tests reach the pieces through ``extensions_of(cluster)`` (``.simulator``,
 ``.audit``, ``.faults``, ``.webhooks``, ``.catalog``). Simulator settings can be
 given before start as ``cluster.simulator_options`` (keyword arguments of
-``Simulator``, e.g. ``{"speed": 10}`` or ``{"clock": ManualClock()}``).
+``Simulator``, e.g. ``{"speed": 10}``, ``{"clock": ManualClock()}`` or
+``{"profile": "mig"}``).
+
+The debug API (authenticated like any request; JSON bodies):
+
+=========================================  ==============================================
+``GET /debug/audit?user=&resource=&verb=``  audit records (``all=true`` adds non-resource)
+``DELETE /debug/audit``                     forget them
+``GET /debug/faults``, ``DELETE``           fault state; clear every fault
+``POST /debug/faults/watches/close``        close watches now, or ``{"every": seconds}``
+``POST /debug/faults/errors``               ``{code, fraction, verbs, resources, users,
+                                            retryAfter, times}``
+``POST /debug/faults/latency``              ``{seconds, verbs, resources, users}``
+``DELETE /debug/faults/rules/<id>``         drop one error or latency rule
+``POST /debug/faults/compact``              next watch from an old resourceVersion: 410
+``POST /debug/faults/unreachable``          ``{seconds}``: drop every connection
+``POST /debug/simulator/stall|resume``      freeze / unfreeze the simulator
+``POST /debug/simulator/failure-mode``      ``{pod: "ns/name-glob", mode}`` (null clears)
+``PUT /debug/catalog``                      ``{image, command, logs, exitCode, runSeconds,
+                                            ready, pullError}``
+=========================================  ==============================================
 """
 
 from __future__ import annotations
