@@ -70,6 +70,7 @@ from nimctl_runtime.localcluster.simulator.scheduling import (
     node_allocatable,
     pod_requests,
     schedule,
+    toleration_tolerates,
 )
 from nimctl_runtime.localcluster.simulator.services import (
     ENDPOINTS_MANAGED_BY,
@@ -343,7 +344,8 @@ class Simulator:
         if ref is not None and ref.get("kind") in CONTROLLERS:
             self._enqueue((str(ref["kind"]), namespace, str(ref.get("name", ""))))
         if kind == "Node":
-            if event.type == "DELETED":
+            taints = (obj.get("spec") or {}).get("taints") or []
+            if event.type == "DELETED" or any(t.get("effect") == "NoExecute" for t in taints):
                 for pod in self.view.list("Pod"):
                     if (pod.get("spec") or {}).get("nodeName") == name:
                         self._enqueue(("Pod", namespace_of(pod), name_of(pod)))
@@ -521,6 +523,16 @@ class Simulator:
         node = self.view.get("Node", "", str(node_name))
         if node is None:
             # PodGC: a pod bound to a node that no longer exists is deleted.
+            await self._execute(("Pod", namespace, name), [Delete("v1", "Pod", namespace, name)])
+            return
+        if _evicted_by_taint(pod, node):
+            # The taint manager: a NoExecute taint the pod does not tolerate evicts it.
+            self._emit(
+                pod,
+                "Normal",
+                "TaintManagerEviction",
+                f"Marking for deletion Pod {namespace}/{name}",
+            )
             await self._execute(("Pod", namespace, name), [Delete("v1", "Pod", namespace, name)])
             return
         plan = self._plans.get(uid_of(pod))
@@ -777,6 +789,16 @@ class Simulator:
             self._event_names[dedup] = (name_of(created), 1)
             if len(self._event_names) > 10000:
                 self._event_names.clear()
+
+
+def _evicted_by_taint(pod: Obj, node: Obj) -> bool:
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") != "NoExecute":
+            continue
+        if not any(toleration_tolerates(t, taint) for t in tolerations):
+            return True
+    return False
 
 
 def _internal_ip(node: Obj) -> str:

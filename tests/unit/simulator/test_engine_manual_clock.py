@@ -112,3 +112,26 @@ async def test_pods_of_a_deleted_node_are_garbage_collected() -> None:
         assert len(storage.list("v1", "Pod", "default")) == 4
     finally:
         await sim.stop()
+
+
+async def test_noexecute_taint_evicts_pods_that_do_not_tolerate_it() -> None:
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    sim = Simulator(storage, clock=ManualClock(), emit_events=False, profile="no-gpu")
+    await sim.start()
+    try:
+        tolerant = pod(
+            "tolerant",
+            nodeName="cpu-node-0",
+            tolerations=[{"key": "maintenance", "operator": "Exists", "effect": "NoExecute"}],
+        )
+        storage.create(tolerant)
+        storage.create(pod("plain", nodeName="cpu-node-0"))
+        assert await sim.wait_idle()
+        node = storage.get("v1", "Node", "cpu-node-0")
+        node["spec"]["taints"] = [{"key": "maintenance", "value": "now", "effect": "NoExecute"}]
+        storage.update(node)
+        assert await sim.wait_idle()
+        assert [p["metadata"]["name"] for p in storage.list("v1", "Pod", "default")] == ["tolerant"]
+    finally:
+        await sim.stop()
