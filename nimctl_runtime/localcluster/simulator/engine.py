@@ -185,6 +185,7 @@ class Simulator:
         self._unbound: set[tuple[str, str]] = set()
         self._failure_modes: dict[str, str] = {}
         self._pending_deletes: list[Delete] = []
+        self._container_runs: dict[str, set[tuple[str, int]]] = {}
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -329,6 +330,7 @@ class Simulator:
             self.view.remove(obj)
             if kind == "Pod":
                 self._plans.pop(uid_of(obj), None)
+                self._container_runs.pop(uid_of(obj), None)
                 self._index_pod(obj, deleted=True)
                 self._enqueue_pending_pods()
         elif event.type in ("ADDED", "MODIFIED"):
@@ -558,6 +560,57 @@ class Simulator:
             updated = dict(pod)
             updated["status"] = status
             await self._execute(key, [UpdateStatus(updated)])
+            self._kubelet_events(pod, status)
+
+    def _kubelet_events(self, pod: Obj, status: Obj) -> None:
+        """The events kubelet records as containers start, crash and fail to pull."""
+        if not self.emit_events:
+            return
+        seen = self._container_runs.setdefault(uid_of(pod), set())
+        images = {
+            c.get("name", ""): c.get("image", "")
+            for c in [
+                *((pod.get("spec") or {}).get("initContainers") or []),
+                *((pod.get("spec") or {}).get("containers") or []),
+            ]
+        }
+        for st in [
+            *(status.get("initContainerStatuses") or []),
+            *(status.get("containerStatuses") or []),
+        ]:
+            name = str(st.get("name", ""))
+            state = st.get("state") or {}
+            waiting = state.get("waiting") or {}
+            run = (name, int(st.get("restartCount") or 0))
+            if ("running" in state or "terminated" in state) and run not in seen:
+                seen.add(run)
+                if run[1] == 0:
+                    self._emit(
+                        pod,
+                        "Normal",
+                        "Pulled",
+                        f'Container image "{images.get(name, "")}" already present on machine',
+                    )
+                self._emit(pod, "Normal", "Created", f"Created container: {name}")
+                self._emit(pod, "Normal", "Started", f"Started container {name}")
+            elif waiting.get("reason") == "CrashLoopBackOff":
+                self._emit(
+                    pod,
+                    "Warning",
+                    "BackOff",
+                    f"Back-off restarting failed container {name} in pod "
+                    f"{name_of(pod)}_{namespace_of(pod)}({uid_of(pod)})",
+                )
+            elif waiting.get("reason") == "ImagePullBackOff":
+                self._emit(
+                    pod,
+                    "Warning",
+                    "Failed",
+                    f'Failed to pull image "{images.get(name, "")}": not found',
+                )
+                self._emit(
+                    pod, "Normal", "BackOff", f'Back-off pulling image "{images.get(name, "")}"'
+                )
 
     def _pod_ip(self, node_name: str) -> str:
         count = self._ip_counters.get(node_name, 1) + 1

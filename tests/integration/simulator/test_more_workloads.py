@@ -224,6 +224,14 @@ async def test_annotations_make_pods_fail_crash_loop_or_never_ready(api: k8s.Api
     ready = {c.type: c.status for c in pods["lazy"].status.conditions}
     assert ready["Ready"] == "False" and pods["lazy"].status.phase == "Running"
 
+    async def kubelet_events() -> Any:
+        events = (await core.list_namespaced_event("default")).items
+        reasons = {(e.involved_object.name, e.reason) for e in events}
+        wanted = {("crashes", "BackOff"), ("lazy", "Started"), ("lazy", "Scheduled")}
+        return reasons if wanted <= reasons else None
+
+    await eventually(kubelet_events)
+
 
 LWS_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
