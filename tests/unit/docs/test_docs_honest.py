@@ -345,3 +345,54 @@ async def test_localcluster_example_prints_what_the_page_says(tmp_path: Path) ->
     assert proc.returncode == 0
     lines = [line for line in out.decode().splitlines() if line.startswith("list ")]
     assert lines == ["list configmaps 429", "list configmaps 200"]
+
+
+# -- names the pages promise --------------------------------------------------------------------
+
+
+def _source_text(*packages: str) -> str:
+    return "\n".join(f.read_text() for pkg in packages for f in sorted((ROOT / pkg).rglob("*.py")))
+
+
+def test_environment_variables_in_operations_md_are_read_by_the_code() -> None:
+    text = (DOCS / "operations.md").read_text()
+    section = text.split("## Environment variables", 1)[1].split("\n## ", 1)[0]
+    names = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)`", section, re.M))
+    for row in re.findall(r"^\| (`[A-Z].*?)\|", section, re.M):
+        names |= set(re.findall(r"`([A-Z][A-Z0-9_]+)`", row))
+    assert {"ENABLE_WEBHOOKS", "WATCH_NAMESPACE", "OPERATOR_VERSION"} <= names
+    source = _source_text("nimctl_runtime", "controllers", "platforms", "manifests", "webhooks")
+    unread = sorted(n for n in names if n != "KUBECONFIG" and f'"{n}"' not in source)
+    assert not unread, f"operations.md documents env vars nothing reads: {unread}"
+
+
+def test_localcluster_names_in_docs_exist() -> None:
+    from nimctl_runtime.localcluster.simulator import kubelet
+    from nimctl_runtime.localcluster.simulator.nodes import builtin_profiles
+
+    text = (DOCS / "localcluster.md").read_text()
+    annotations = set(re.findall(r"localcluster\.nimctl\.io/[a-z-]+", text))
+    known = {kubelet.SIMULATE_ANNOTATION, kubelet.READY_AFTER_ANNOTATION}
+    assert annotations and annotations <= known, annotations - known
+    modes_section = text.split("#### Making pods fail", 1)[1].split("\n#", 1)[0]
+    modes = set(re.findall(r"^\| `([a-z-]+)` \|", modes_section, re.M))
+    assert modes and modes <= set(kubelet.FAILURE_MODES), modes - set(kubelet.FAILURE_MODES)
+    profiles_section = text.split("### Node profiles", 1)[1].split("\n### ", 1)[0]
+    profiles = set(re.findall(r"^\| `([a-z-]+)` \|", profiles_section, re.M))
+    assert profiles and profiles <= set(builtin_profiles()), profiles - set(builtin_profiles())
+    extensions = (ROOT / "nimctl_runtime" / "localcluster" / "extensions.py").read_text()
+    endpoints = set(re.findall(r"/debug/([a-z/-]+[a-z])", text))
+    missing = sorted(e for e in endpoints if f'"{e}"' not in extensions)
+    # paths built from pieces in the code, e.g. simulator/stall and simulator/resume
+    missing = [e for e in missing if not e.startswith("faults/rules")]
+    assert not missing, f"localcluster.md names debug endpoints that are not served: {missing}"
+
+
+def test_operator_condition_types_and_reasons_exist() -> None:
+    text = (DOCS / "operator.md").read_text()
+    source = _source_text("controllers", "platforms")
+    names = set(re.findall(r"`(NIM_CACHE_[A-Z_]+)`", text))
+    names |= set(re.findall(r"`((?:NIMCache|Job|PVC)[A-Z][A-Za-z]+)`", text))
+    names |= {"finalizer.nimservice.apps.nvidia.com", "finalizer.nimcache.apps.nvidia.com"}
+    missing = sorted(n for n in names if f'"{n}"' not in source)
+    assert not missing, f"operator.md names conditions/reasons the controllers never use: {missing}"
