@@ -527,6 +527,8 @@ class ResourceHandlers:
         if info.group_resource in reviews.REVIEW_RESOURCES:
             return json_response(reviews.answer(ctx.info, info.resource, obj), 201)
         check_namespace_and_name(ctx, obj)
+        if obj["metadata"].get("resourceVersion"):
+            raise errors.bad_request("resourceVersion should not be set on objects to be created")
         if info.namespaced and not obj["metadata"].get("namespace"):
             raise errors.bad_request("the namespace of the object must be set")
         obj = self._track(ctx, None, obj)

@@ -340,3 +340,8 @@ async def test_hostile_bodies_are_refused(http: Http) -> None:
     assert status == 413
     ok, _, _ = await http.call("GET", CMS)
     assert ok == 200
+
+
+async def test_create_with_resource_version_is_refused(http: Http) -> None:
+    status, body, _ = await http.call("POST", CMS, _cm("x", resourceVersion="5"))
+    assert status == 400 and "resourceVersion should not be set" in body["message"]
