@@ -203,7 +203,8 @@ def add_warnings(resp: web.StreamResponse, warnings: list[str] | None) -> None:
         resp.headers.add("Warning", f'299 - "{text}"')
 
 
-def wants_table(request: web.Request) -> bool:
+def accept_as(request: web.Request) -> str:
+    """The ``as=`` form asked for in Accept (``Table``, ``PartialObjectMetadata[List]``) or ""."""
     accept = request.headers.get("Accept", "")
     for part in accept.split(","):
         params = {
@@ -211,11 +212,31 @@ def wants_table(request: web.Request) -> bool:
             for p in part.split(";")[1:]
             if "=" in p
         }
-        if params.get("as") == "Table" and params.get("g") == "meta.k8s.io":
-            return True
+        if params.get("g") == "meta.k8s.io" and params.get("as") in (
+            "Table",
+            "PartialObjectMetadata",
+            "PartialObjectMetadataList",
+        ):
+            return params["as"]
         if media_type(part) in ("application/json", "*/*", "application/*"):
-            return False
-    return False
+            return ""
+    return ""
+
+
+def wants_table(request: web.Request) -> bool:
+    return accept_as(request) == "Table"
+
+
+def wants_metadata_only(request: web.Request) -> bool:
+    return accept_as(request).startswith("PartialObjectMetadata")
+
+
+def partial_metadata(obj: Mapping[str, Any]) -> Obj:
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata") or {},
+    }
 
 
 def encode_continue(rv: int, last: tuple[str, str]) -> str:
@@ -411,6 +432,8 @@ class ResourceHandlers:
         )
         if ctx.info.subresource == "scale":
             return json_response(self._scale_of(info, obj))
+        if wants_metadata_only(ctx.request):
+            return json_response(partial_metadata(obj))
         if wants_table(ctx.request):
             cols = tables.columns_for(info.group, info.resource, info.printer_columns, info.crd)
             return json_response(
@@ -500,6 +523,15 @@ class ResourceHandlers:
             meta["continue"] = cont
             if not lsel.requirements and not fsel.requirements:
                 meta["remainingItemCount"] = remaining
+        if wants_metadata_only(ctx.request):
+            return json_response(
+                {
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta,
+                    "items": [partial_metadata(e.decode()) for e in entries],
+                }
+            )
         head = (
             b'{"kind":"'
             + info.list_kind.encode()

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from . import conversion, errors, tables
 from .errors import StatusError
-from .handlers import RequestContext, wants_table
+from .handlers import RequestContext, partial_metadata, wants_metadata_only, wants_table
 from .storage import BOOKMARK, ERROR, StoredEvent, WatchClosed, encode
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ class WatchServer:
             timeout_s = random.uniform(1800, 3600)
         lsel, fsel = selectors
         as_table = wants_table(ctx.request)
+        metadata_only = wants_metadata_only(ctx.request)
         columns = (
             tables.columns_for(info.group, info.resource, info.printer_columns, info.crd)
             if as_table
@@ -120,7 +121,12 @@ class WatchServer:
 
         def line(ev: StoredEvent) -> bytes:
             data = ev.data
-            if as_table or ctx.convert or (info.crd and info.version != info.storage_version):
+            if (
+                as_table
+                or metadata_only
+                or ctx.convert
+                or (info.crd and info.version != info.storage_version)
+            ):
                 obj = ev.object
                 if info.group:
                     obj["apiVersion"] = info.api_version
@@ -131,6 +137,8 @@ class WatchServer:
                     first_table[0] = False
                     table["metadata"]["resourceVersion"] = str(ev.rv)
                     obj = conversion.response_from_core(table) if ctx.convert else table
+                elif metadata_only:
+                    obj = partial_metadata(obj)
                 elif ctx.convert:
                     obj = conversion.from_core(obj)
                 data = encode(obj)

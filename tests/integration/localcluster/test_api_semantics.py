@@ -345,3 +345,14 @@ async def test_hostile_bodies_are_refused(http: Http) -> None:
 async def test_create_with_resource_version_is_refused(http: Http) -> None:
     status, body, _ = await http.call("POST", CMS, _cm("x", resourceVersion="5"))
     assert status == 400 and "resourceVersion should not be set" in body["message"]
+
+
+async def test_metadata_only_reads(http: Http) -> None:
+    await http.call("POST", CMS, {**_cm("m"), "data": {"big": "x" * 100}})
+    accept = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}
+    status, doc, _ = await http.call("GET", CMS, headers=accept)
+    assert status == 200 and doc["kind"] == "PartialObjectMetadataList"
+    assert doc["items"][0]["metadata"]["name"] == "m" and "data" not in doc["items"][0]
+    accept = {"Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"}
+    status, one, _ = await http.call("GET", f"{CMS}/m", headers=accept)
+    assert one["kind"] == "PartialObjectMetadata" and one["metadata"]["name"] == "m"
