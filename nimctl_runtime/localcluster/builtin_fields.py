@@ -17,61 +17,87 @@ from typing import Any
 _MAX_DEPTH = 64
 
 
-def _resolve(schema: Mapping[str, Any]) -> Mapping[str, Any]:
-    from . import patch
+class BuiltinPruner:
+    """Prunes built-in objects; resolved schemas are cached per instance (one per server)."""
 
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        resolved = patch.strategic_schema(ref.rsplit("/", 1)[-1])
-        if resolved is not None:
-            merged = dict(resolved)
-            merged.update({k: v for k, v in schema.items() if k != "$ref"})
-            return merged
-    return schema
+    def __init__(self) -> None:
+        self._resolved: dict[str, Mapping[str, Any] | None] = {}
+
+    def _definition(self, name: str) -> Mapping[str, Any] | None:
+        if name not in self._resolved:
+            from . import patch
+
+            self._resolved[name] = patch.strategic_schema(name)
+        return self._resolved[name]
+
+    def _kind(self, kind_key: tuple[str, str]) -> Mapping[str, Any] | None:
+        key = f"{kind_key[0]}, Kind={kind_key[1]}"
+        if key not in self._resolved:
+            from . import patch
+
+            self._resolved[key] = patch.strategic_schema(kind_key)
+        return self._resolved[key]
+
+    def _resolve(self, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            resolved = self._definition(ref.rsplit("/", 1)[-1])
+            if resolved is not None:
+                if len(schema) == 1:
+                    return resolved
+                merged = dict(resolved)
+                merged.update({k: v for k, v in schema.items() if k != "$ref"})
+                return merged
+        return schema
+
+    def prune(self, kind_key: tuple[str, str], obj: dict[str, Any]) -> list[str]:
+        """Remove fields the built-in kind does not declare, in place; return their paths."""
+        schema = self._kind(kind_key)
+        if schema is None:
+            return []
+        pruned: list[str] = []
+        self._prune(schema, obj, "", pruned, 0)
+        return pruned
+
+    def _prune(
+        self, schema: Mapping[str, Any], value: Any, path: str, pruned: list[str], depth: int
+    ) -> None:
+        if depth > _MAX_DEPTH:
+            return
+        schema = self._resolve(schema)
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            return
+        if isinstance(value, dict):
+            props = schema.get("properties")
+            additional = schema.get("additionalProperties")
+            if isinstance(props, Mapping) and props:
+                for key in list(value):
+                    sub = props.get(key)
+                    if isinstance(sub, Mapping):
+                        self._prune(sub, value[key], _child(path, key), pruned, depth + 1)
+                    elif isinstance(additional, Mapping):
+                        self._prune(additional, value[key], _child(path, key), pruned, depth + 1)
+                    elif additional is True:
+                        continue
+                    else:
+                        del value[key]
+                        pruned.append(_child(path, key))
+            elif isinstance(additional, Mapping) and _has_structure(self._resolve(additional)):
+                for key, item in value.items():
+                    self._prune(additional, item, _child(path, key), pruned, depth + 1)
+        elif isinstance(value, list):
+            items = schema.get("items")
+            if isinstance(items, Mapping) and _has_structure(self._resolve(items)):
+                for i, item in enumerate(value):
+                    self._prune(items, item, f"{path}[{i}]", pruned, depth + 1)
 
 
-def prune_unknown_fields(kind_key: tuple[str, str], obj: dict[str, Any]) -> list[str]:
-    """Remove fields the built-in kind does not declare, in place; return their paths."""
-    from . import patch
-
-    schema = patch.strategic_schema(kind_key)
-    if schema is None:
-        return []
-    pruned: list[str] = []
-    _prune(schema, obj, "", pruned, 0)
-    return pruned
+def _has_structure(schema: Mapping[str, Any]) -> bool:
+    """Whether values of this schema can hold fields to prune (objects or lists of them)."""
+    return bool(
+        schema.get("properties") or schema.get("additionalProperties") or schema.get("items")
+    )
 
 
 def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
-
-
-def _prune(schema: Mapping[str, Any], value: Any, path: str, pruned: list[str], depth: int) -> None:
-    if depth > _MAX_DEPTH:
-        return
-    schema = _resolve(schema)
-    if schema.get("x-kubernetes-preserve-unknown-fields"):
-        return
-    if isinstance(value, dict):
-        props = schema.get("properties")
-        additional = schema.get("additionalProperties")
-        if isinstance(props, Mapping) and props:
-            for key in list(value):
-                sub = props.get(key)
-                if isinstance(sub, Mapping):
-                    _prune(sub, value[key], _child(path, key), pruned, depth + 1)
-                elif isinstance(additional, Mapping):
-                    _prune(additional, value[key], _child(path, key), pruned, depth + 1)
-                elif additional is True:
-                    continue
-                else:
-                    del value[key]
-                    pruned.append(_child(path, key))
-        elif isinstance(additional, Mapping):
-            for key, item in value.items():
-                _prune(additional, item, _child(path, key), pruned, depth + 1)
-    elif isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            for i, item in enumerate(value):
-                _prune(items, item, f"{path}[{i}]", pruned, depth + 1)

@@ -258,6 +258,7 @@ class ResourceHandlers:
 
     def __init__(self, cluster: LocalCluster) -> None:
         self.cluster = cluster
+        self.pruner = builtin_fields.BuiltinPruner()
 
     @property
     def storage(self) -> Storage:
@@ -316,17 +317,21 @@ class ResourceHandlers:
             self._prune_and_default(ctx, obj, report=True)
         elif obj is not None and operation != "DELETE":
             self._prune_builtin(ctx, obj, report=True)
+        mutated = False
         for plugin in plugins:
             new, warnings = await plugin.mutate(attrs, obj, old)
             ctx.warnings.extend(warnings)
             if new is not None and obj is not None:
                 obj = new
+                mutated = True
         if obj is not None and operation != "DELETE":
             if info.crd:
-                self._prune_and_default(ctx, obj, report=False)
+                if mutated:
+                    self._prune_and_default(ctx, obj, report=False)
                 self._validate_custom(ctx, obj, old)
             else:
-                self._prune_builtin(ctx, obj, report=False)
+                if mutated:
+                    self._prune_builtin(ctx, obj, report=False)
                 if info.group == "apiextensions.k8s.io" and subresource == "":
                     self.cluster.crds.validate(obj, old)
         for plugin in plugins:
@@ -337,7 +342,7 @@ class ResourceHandlers:
         info = ctx.resource
         if info.group_resource in reviews.REVIEW_RESOURCES:
             return
-        pruned = builtin_fields.prune_unknown_fields((info.api_version, info.kind), obj)
+        pruned = self.pruner.prune((info.api_version, info.kind), obj)
         if pruned and report:
             self._report_unknown(ctx, pruned)
 
