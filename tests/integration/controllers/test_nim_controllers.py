@@ -96,7 +96,8 @@ class Env:
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
     tmp: Path = tmp_path_factory.mktemp("nimctl")
-    async with cluster_with_crds(tmp) as (cluster, admin):
+    # The docs examples alone ask for more GPUs than the default two nodes have.
+    async with cluster_with_crds(tmp, profile="many-nodes") as (cluster, admin):
         for plural, kind in GATEWAY_CRDS:
             await admin.create(_gateway_crd(plural, kind))
         await wait_for(
