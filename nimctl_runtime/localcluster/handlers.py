@@ -44,6 +44,7 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 APPLY_PATCH_CBOR = "application/apply-patch+cbor"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
 
 
@@ -101,14 +102,15 @@ def decode_body(raw: bytes, content_type: str) -> Any:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
-    if "protobuf" in mt:
-        raise StatusError(
-            415,
-            "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: "
-            "application/json, application/yaml (localcluster does not decode protobuf; "
-            "kubectl create/run/expose send it, kubectl apply does not)",
-        )
+    if mt == PROTOBUF:
+        from . import protobuf
+
+        try:
+            return protobuf.decode(raw)
+        except protobuf.UnsupportedKind as exc:
+            raise StatusError(415, "UnsupportedMediaType", str(exc)) from exc
+        except (protobuf.ProtobufError, IndexError, UnicodeDecodeError) as exc:
+            raise errors.bad_request(f"error decoding protobuf body: {exc}") from exc
     raise errors.unsupported_media_type(("application/json", "application/yaml"))
 
 

@@ -269,13 +269,15 @@ async def test_wait_for_condition_ready(cluster: LocalCluster, kubectl: Kubectl)
 
 
 async def test_namespace_deletion_removes_contents(kubectl: Kubectl) -> None:
-    # (kubectl create namespace sends protobuf, which localcluster does not decode)
+    await kubectl.run("create", "namespace", "team")  # a protobuf body
     await kubectl.run(
-        "apply",
-        "-f",
-        "-",
-        input='{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team"}}',
+        "create", "secret", "generic", "ngc-api-secret", "-n", "team",
+        "--from-literal=NGC_API_KEY=abc",
+    )  # fmt: skip
+    key = await kubectl.run(
+        "get", "secret", "ngc-api-secret", "-n", "team", "-o", "jsonpath={.data.NGC_API_KEY}"
     )
+    assert key.stdout == "YWJj"
     await kubectl.run("apply", "-n", "team", "-f", "-", input=DEPLOYMENT)
     await kubectl.run("delete", "namespace", "team", "--wait", "--timeout=20s")
     out = await kubectl.run("get", "deployments", "-n", "team", "-o", "name")
