@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -36,7 +35,6 @@ KIND = "NIMCache"
 FINALIZER = "finalizer.nimcache.apps.nvidia.com"
 RECORDER_NAME = "nimcache-controller"
 MANIFEST_POD_REQUEUE = 30.0
-SELECTED_PROFILES_ANNOTATION = "nvidia.com/selected-profiles"
 
 PodLogReader = Callable[[str, str, str], Awaitable[str]]
 """``(namespace, pod, container) -> log text``."""
@@ -468,8 +466,3 @@ class NIMCacheReconciler:
         )
         self._status[(namespace, name)] = _StatusMemo(base_rv=rv, status=copy.deepcopy(status))
         return True
-
-
-def selected_profiles_json(selected: list[str]) -> str:
-    """The ``nvidia.com/selected-profiles`` annotation value NVIDIA's operator computes."""
-    return json.dumps(selected)

@@ -1,0 +1,87 @@
+"""Object updates keep what the server allocated; the model query speaks OpenAI's /v1/models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from controllers.nimservice import http_model_query
+from controllers.sync import hpa_owned, needs_write, update_body
+from manifests.hashing import stamp_hash
+
+
+def test_service_update_keeps_cluster_ip_and_node_ports() -> None:
+    desired = stamp_hash(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "s", "namespace": "d"},
+            "spec": {"type": "NodePort", "ports": [{"name": "api", "port": 8000}]},
+        }
+    )
+    live = {
+        "metadata": {"name": "s", "resourceVersion": "7", "uid": "u"},
+        "spec": {
+            "clusterIP": "10.0.0.3",
+            "clusterIPs": ["10.0.0.3"],
+            "ports": [{"name": "api", "port": 8000, "nodePort": 31000}],
+        },
+    }
+    body = update_body(desired, live)
+    assert body["metadata"]["resourceVersion"] == "7"
+    assert body["spec"]["clusterIP"] == "10.0.0.3"
+    assert body["spec"]["ports"][0]["nodePort"] == 31000
+
+
+def test_hpa_owned_deployment_ignores_replica_changes() -> None:
+    d: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {"replicas": 1, "template": {}},
+    }
+    owned = hpa_owned(stamp_hash(d))
+    assert owned["spec"]["replicas"] == 1
+    live = {**owned, "spec": {**owned["spec"], "replicas": 5}}
+    assert not needs_write(owned, live, keep_live_replicas=True)
+    assert needs_write(owned, live)
+    body = update_body(owned, live, keep_live_replicas=True)
+    assert body["spec"]["replicas"] == 5
+
+
+async def _serve(routes: web.RouteTableDef) -> TestServer:
+    app = web.Application()
+    app.add_routes(routes)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    return server
+
+
+async def test_model_query_reads_v1_models() -> None:
+    routes = web.RouteTableDef()
+
+    @routes.get("/v1/models")
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "meta/llama3-8b"}]})
+
+    server = await _serve(routes)
+    try:
+        assert await http_model_query({}, f"127.0.0.1:{server.port}") == "meta/llama3-8b"
+    finally:
+        await server.close()
+
+
+async def test_model_query_falls_back_to_metadata_on_404() -> None:
+    routes = web.RouteTableDef()
+
+    @routes.get("/v1/metadata")
+    async def metadata(request: web.Request) -> web.Response:
+        return web.json_response({"modelInfo": [{"shortName": "nv-embedqa:1.0"}]})
+
+    server = await _serve(routes)
+    try:
+        assert await http_model_query({}, f"127.0.0.1:{server.port}") == "nv-embedqa"
+    finally:
+        await server.close()
