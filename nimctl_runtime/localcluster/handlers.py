@@ -25,7 +25,7 @@ from ruamel.yaml.error import YAMLError
 
 from nimctl_runtime.labels import FieldSelector, Selector, SelectorParseError
 
-from . import builtin_fields, conversion, errors, reviews, tables
+from . import builtin_fields, conversion, defaults, errors, reviews, tables
 from .errors import StatusError
 from .hooks import AdmissionAttributes, Operation, RequestInfo
 from .registry import ResourceInfo
@@ -347,6 +347,7 @@ class ResourceHandlers:
         pruned = self.pruner.prune((info.api_version, info.kind), obj)
         if pruned and report:
             self._report_unknown(ctx, pruned)
+        defaults.apply_builtin_defaults(info.group, info.resource, obj)
 
     def _report_unknown(self, ctx: RequestContext, pruned: list[str]) -> None:
         info = ctx.resource
