@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -250,7 +251,7 @@ class NIMServiceReconciler:
     orchestrator: str | None = None
     _writes: WriteLog = field(default_factory=WriteLog)
     _status: dict[tuple[str, str], _StatusMemo] = field(default_factory=dict)
-    _renders: dict[tuple[str, str], tuple[tuple[Any, ...], list[Obj]]] = field(default_factory=dict)
+    _renders: dict[tuple[str, str], tuple[tuple[Any, ...], str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._log = get_logger("controllers.nimservice")
@@ -437,14 +438,16 @@ class NIMServiceReconciler:
             )
             memo = self._renders.get((namespace, name))
             if memo is not None and memo[0] == key:
-                return [copy.deepcopy(o) for o in memo[1]]
+                restored: list[Obj] = json.loads(memo[1])
+                return restored
         try:
-            desired = [copy.deepcopy(o) for o in self.render(obj, inputs)]
+            desired = list(self.render(obj, inputs))
         except (RenderError, ValueError) as exc:  # a spec problem the user must fix
             reason = str(getattr(exc, "reason", nss.REASON_FAILED))
             raise SyncError(reason, str(getattr(exc, "message", exc))) from exc
         if key is not None:
-            self._renders[(namespace, name)] = (key, [copy.deepcopy(o) for o in desired])
+            # Kept as JSON: a third of the memory of the dicts, and faster to copy back.
+            self._renders[(namespace, name)] = (key, json.dumps(desired, separators=(",", ":")))
         return desired
 
     async def _cached(self, api_version: str, kind: str, name: str, namespace: str) -> Obj | None:
