@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from controllers import nimservice_status as nss
+from controllers.conditions import set_condition
 from controllers.sync import ObjectReader, WriteLog, hpa_owned, owned_by, sync_object
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
 from nimctl_runtime.logsetup import get_logger
@@ -386,8 +387,6 @@ class NIMServiceReconciler:
 
         if pvc_created:
             st = copy.deepcopy(old_status)
-            from controllers.conditions import set_condition
-
             st["conditions"] = set_condition(
                 st.get("conditions"),
                 "NIM_CACHE_PVC_CREATED",
