@@ -56,3 +56,37 @@ def parse_quantity(value: str | int | float) -> Fraction:
     if suffix in _DECIMAL:
         return number * _DECIMAL[suffix]
     return number * Fraction(10) ** int(suffix[1:])
+
+
+def format_quantity(value: Fraction) -> str:
+    """Render a value as a quantity string: integers plain, else in milli-units."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    milli = value * 1000
+    if milli.denominator == 1:
+        return f"{milli.numerator}m"
+    return str(float(value))
+
+
+_PLAIN_INT = re.compile(r"^[0-9]+$")
+
+
+def parse_milli(value: str | int | float) -> int:
+    """A quantity in thousandths, rounded up (``"100m"`` -> 100, ``"2"`` -> 2000).
+
+    Integer arithmetic on these is what a scheduler needs and is far cheaper than
+    fractions; the common spellings take a fast path.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value * 1000
+    if isinstance(value, str):
+        text = value.strip()
+        if _PLAIN_INT.match(text):
+            return int(text) * 1000
+        if text.endswith("m") and _PLAIN_INT.match(text[:-1]):
+            return int(text[:-1])
+        for suffix in ("Ki", "Mi", "Gi", "Ti"):
+            if text.endswith(suffix) and _PLAIN_INT.match(text[:-2]):
+                return int(text[:-2]) * _BINARY[suffix] * 1000
+    exact = parse_quantity(value) * 1000
+    return -((-exact.numerator) // exact.denominator)

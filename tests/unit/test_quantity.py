@@ -32,3 +32,17 @@ def test_parse(text: str | int, value: Fraction | int) -> None:
 def test_rejects_garbage(text: str) -> None:
     with pytest.raises(QuantityError, match="quantities must match"):
         parse_quantity(text)
+
+
+@pytest.mark.parametrize(("text", "milli"), [("100m", 100), ("2", 2000), ("1Ki", 1024000), ("0.5", 500), ("1u", 1), (3, 3000)])
+def test_parse_milli_rounds_up(text: str | int, milli: int) -> None:
+    from nimctl_runtime.quantity import parse_milli
+
+    assert parse_milli(text) == milli
+
+
+def test_format_quantity() -> None:
+    from nimctl_runtime.quantity import format_quantity
+
+    assert format_quantity(Fraction(2)) == "2"
+    assert format_quantity(Fraction(1, 10)) == "100m"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nimctl_runtime.localcluster.catalog import RUN_FOREVER, ContainerBehavior, ImageCatalog
-from nimctl_runtime.localcluster.simulator.quantity import parse_quantity
+from nimctl_runtime.quantity import parse_quantity
 
 SIMULATE_ANNOTATION = "localcluster.nimctl.io/simulate"
 READY_AFTER_ANNOTATION = "localcluster.nimctl.io/ready-after"

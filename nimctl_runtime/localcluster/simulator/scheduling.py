@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nimctl_runtime.localcluster.simulator.quantity import parse_milli
+from nimctl_runtime.quantity import parse_milli
 
 Obj = dict[str, Any]
 
