@@ -271,7 +271,11 @@ async def test_strategic_merge_patch_on_a_deployment(api: Api) -> None:
         "PATCH", f"{path}/d", patch, content_type="application/strategic-merge-patch+json"
     )
     assert status == 200, body
-    assert body["spec"]["template"]["spec"]["containers"] == [{"name": "main", "image": "a:2"}]
+    containers = body["spec"]["template"]["spec"]["containers"]
+    # merged by name: "main" updated in place, "side" deleted (the server also
+    # fills in its container defaults such as imagePullPolicy)
+    assert [(c["name"], c["image"]) for c in containers] == [("main", "a:2")]
+    assert containers[0]["imagePullPolicy"] == "IfNotPresent"
 
 
 async def test_json_patch_failures(api: Api) -> None:
