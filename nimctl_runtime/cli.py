@@ -354,6 +354,27 @@ async def watch_demo(
         await asyncio.sleep(interval)
 
 
+def _example_path(name: str) -> str:
+    """The absolute path of a docs/examples file in this checkout, or its repo path."""
+    path = Path(__file__).resolve().parents[1] / "docs" / "examples" / name
+    return str(path) if path.is_file() else f"docs/examples/{name} (from the nimctl repository)"
+
+
+def _first_nim_commands() -> list[str]:
+    """Commands that work as printed from any directory (QA: a relative path and a
+    missing namespace made the old hint fail)."""
+    return [
+        "kubectl create namespace nim-service",
+        "kubectl -n nim-service create secret generic ngc-api-secret"
+        " --from-literal=NGC_API_KEY=<your NGC API key>",
+        "kubectl -n nim-service create secret docker-registry ngc-secret"
+        " --docker-server=nvcr.io --docker-username='$oauthtoken'"
+        " --docker-password=<your NGC API key>",
+        f"kubectl apply -f {_example_path('nim-minimal.yaml')}",
+        "kubectl -n nim-service get nimcache,nimservice",
+    ]
+
+
 def _usage(kubeconfig: Path, demo: bool) -> str:
     lines = [
         f"nimctl local: cluster is up; kubeconfig written to {kubeconfig}",
@@ -369,7 +390,8 @@ def _usage(kubeconfig: Path, demo: bool) -> str:
             f"  kubectl -n {DEMO_NAMESPACE} describe nimservice {DEMO_NAME}",
         ]
     else:
-        lines += ["  kubectl apply -f docs/examples/nim-minimal.yaml"]
+        lines += ["", "Run a NIM (the example's namespace and the secrets it names come first):"]
+        lines += [f"  {line}" for line in _first_nim_commands()]
     lines += ["", "Press Ctrl-C to stop."]
     return "\n".join(lines) + "\n"
 
