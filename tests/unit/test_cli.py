@@ -69,3 +69,10 @@ def test_logging_survives_a_closed_stderr(monkeypatch: pytest.MonkeyPatch) -> No
     assert "after swap" in fresh.getvalue()
     monkeypatch.setattr(sys, "stderr", old)
     get_logger("t").info("into a closed stream")  # must not raise
+
+
+def test_nimctl_local_serves_webhooks_unless_disabled() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["local"]).enable_webhooks is True
+    assert parser.parse_args(["local", "--disable-webhooks"]).enable_webhooks is False
+    assert parser.parse_args(["run"]).enable_webhooks is False
