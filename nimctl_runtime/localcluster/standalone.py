@@ -46,6 +46,7 @@ def main(args: argparse.Namespace) -> int:
     """Entry point of ``nimctl localcluster`` (see ``nimctl_runtime.cli``)."""
     try:
         return asyncio.run(serve(args, Path(os.path.abspath(args.kubeconfig))))
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
+        # a busy port, an unwritable kubeconfig path, a bad --profile: one clear line
         print(f"nimctl localcluster: cannot start: {exc}", file=sys.stderr)
         return 1

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
 PROFILE_PACKAGE = "nimctl_runtime.localcluster.profiles"
 KUBELET_VERSION = "v1.32.0"
@@ -128,7 +129,16 @@ def load_profile(profile: str | Path | Mapping[str, Any] | NodeProfile | None) -
             f"unknown node profile {str(profile)!r}: use one of {builtin_profiles()} "
             "or the path of a YAML file"
         )
-    return profile_from_data(path.stem, yaml.load(path.read_text()))
+    try:
+        data = yaml.load(path.read_text())
+    except (OSError, YAMLError) as exc:
+        raise ValueError(f"node profile {path}: cannot read it as YAML: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise ValueError(f"node profile {path}: expected a mapping with 'pools', got {data!r}")
+    try:
+        return profile_from_data(path.stem, data)
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"node profile {path}: malformed pool: {exc!r}") from exc
 
 
 def _uuid_like(seed: str) -> str:
