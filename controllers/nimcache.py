@@ -138,23 +138,9 @@ def _model_spec(nimcache: Mapping[str, Any]) -> profiles_mod.ModelSpec:
 
 
 async def client_pod_logs(client: Any, namespace: str, pod: str, container: str) -> str:
-    """``GET /api/v1/namespaces/<ns>/pods/<pod>/log?container=<c>`` through the client's session."""
-    session = await client._get_session()
-    headers = await client._headers()
-    headers["Accept"] = "text/plain"
-    url = f"{client.config.host}/api/v1/namespaces/{namespace}/pods/{pod}/log"
-    async with session.get(
-        url,
-        params={"container": container},
-        headers=headers,
-        server_hostname=client.config.tls_server_name,
-    ) as resp:
-        text: str = await resp.text()
-        if resp.status == 404:
-            raise NotFound(404, "NotFound", f"pod {namespace}/{pod} not found")
-        if resp.status >= 400:
-            raise ApiError(resp.status, "", f"reading logs of {namespace}/{pod}: {text[:200]}")
-        return text
+    """A container's log through the runtime client (``Client.pod_logs``)."""
+    text: str = await client.pod_logs(pod, namespace, container=container)
+    return text
 
 
 @dataclass

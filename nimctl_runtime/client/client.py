@@ -224,8 +224,11 @@ class Client:
         body: Any = None,
         content_type: str = "application/json",
         request_timeout: float | None = None,
+        raw: bool = False,
     ) -> Any:
         """Send one request and return the decoded JSON body; raises :class:`ApiError`.
+
+        With ``raw=True`` the body is returned as bytes, undecoded (pod logs).
 
         Retries: GETs on connection errors, timeouts, 429 and 5xx; other verbs on 429
         and on 5xx that carry ``Retry-After`` (the server did not act on them).
@@ -287,6 +290,8 @@ class Client:
             for warning in warnings:
                 self._warn(warning, method, path)
             if status < 400:
+                if raw:
+                    return payload
                 if not payload:
                     return {}
                 return decode_json(payload)
@@ -607,6 +612,24 @@ class Client:
         path = await self._path(api_version, kind, namespace)
         result: dict[str, Any] = await self.request("DELETE", path, params=params, body=options)
         return result
+
+    async def pod_logs(
+        self,
+        name: str,
+        namespace: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+    ) -> str:
+        """The log of a pod's container (``GET .../pods/<name>/log``), as text."""
+        params: dict[str, str] = {}
+        if container:
+            params["container"] = container
+        if tail_lines is not None:
+            params["tailLines"] = str(tail_lines)
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/log"
+        payload: bytes = await self.request("GET", path, params=params or None, raw=True)
+        return payload.decode("utf-8", errors="replace")
 
     async def watch(
         self,
