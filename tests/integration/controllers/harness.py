@@ -65,7 +65,7 @@ async def start_operator(
     max_concurrent_reconciles: int = 4,
 ) -> Operator:
     client = CountingClient(str(kubeconfig))
-    args = build_parser().parse_args(["local"])
+    args = build_parser().parse_args(["local", "--disable-webhooks"])
     manager = await compose_operator(
         client,
         args,
