@@ -34,6 +34,8 @@ def main(filename: str, cache: str | None, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
         docs = _read(filename)
+        if not docs:
+            raise _CliError(f"{filename}: no objects found (the file is empty)")
         # A cache given with --cache wins over one of the same name in the file.
         caches = {
             dig(d, "metadata", "name"): d

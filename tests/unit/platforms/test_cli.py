@@ -160,3 +160,10 @@ def test_render_is_stable_across_runs(tmp_path: Path) -> None:
     first = _render(tmp_path, (EXAMPLES / "nimservice-full.yaml").read_text())
     second = _render(tmp_path, (EXAMPLES / "nimservice-full.yaml").read_text())
     assert first[0] == second[0] == 0 and first[1] == second[1]
+
+
+def test_empty_file_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing here\n")
+    assert main(str(empty), None) == 1
+    assert "no objects found" in capsys.readouterr().err
