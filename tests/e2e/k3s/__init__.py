@@ -1,0 +1,1 @@
+"""Parity with a real API server: k3s started by testcontainers."""
