@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from controllers import nimcache_profiles as profiles_mod
 from controllers import nimcache_status as ncs
 from controllers.nimservice import Lister, Recorder, Writer, detect_orchestrator
-from controllers.sync import ObjectReader, WriteLog, ensure_hash, sync_object
+from controllers.sync import ObjectReader, WriteLog, ensure_hash, patch_finalizers, sync_object
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.reconcile import Request, Result
@@ -416,20 +416,7 @@ class NIMCacheReconciler:
     # -- writes ------------------------------------------------------------------
 
     async def _patch_finalizers(self, obj: Obj, finalizers: list[str]) -> Obj:
-        name, namespace = _name_ns(obj)
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
-        body: list[dict[str, Any]] = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-            {"op": "add", "path": "/metadata/finalizers", "value": finalizers},
-        ]
-        try:
-            return await self.client.patch(
-                API_VERSION, KIND, name, body, namespace=namespace, patch_type="json"
-            )
-        except ApiError as exc:
-            if exc.status in (409, 422):
-                raise Conflict(409, "Conflict", str(exc)) from exc
-            raise
+        return await patch_finalizers(self.client, API_VERSION, KIND, obj, finalizers)
 
     async def _write_status(self, obj: Obj, status: Obj) -> bool:
         name, namespace = _name_ns(obj)

@@ -22,7 +22,14 @@ from typing import Any, Literal, Protocol
 
 from controllers import nimservice_status as nss
 from controllers.conditions import set_condition
-from controllers.sync import ObjectReader, WriteLog, hpa_owned, owned_by, sync_object
+from controllers.sync import (
+    ObjectReader,
+    WriteLog,
+    hpa_owned,
+    owned_by,
+    patch_finalizers,
+    sync_object,
+)
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.reconcile import Request, Result
@@ -509,20 +516,7 @@ class NIMServiceReconciler:
     # -- writes ------------------------------------------------------------
 
     async def _patch_finalizers(self, obj: Obj, finalizers: list[str]) -> Obj:
-        name, namespace = _name_ns(obj)
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
-        body: list[dict[str, Any]] = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-            {"op": "add", "path": "/metadata/finalizers", "value": finalizers},
-        ]
-        try:
-            return await self.client.patch(
-                API_VERSION, KIND, name, body, namespace=namespace, patch_type="json"
-            )
-        except ApiError as exc:
-            if exc.status in (409, 422):
-                raise Conflict(409, "Conflict", str(exc)) from exc
-            raise
+        return await patch_finalizers(self.client, API_VERSION, KIND, obj, finalizers)
 
     async def _write_status(self, obj: Obj, status: Obj) -> bool:
         """Write ``status`` unless the server already has it. True when written."""

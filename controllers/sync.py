@@ -13,10 +13,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION, desired_hash, stamp_hash
-from nimctl_runtime.client.errors import AlreadyExists, NotFound
+from nimctl_runtime.client.errors import AlreadyExists, ApiError, Conflict, NotFound
 
 Obj = dict[str, Any]
 
@@ -237,3 +237,48 @@ __all__ = [
     "sync_object",
     "update_body",
 ]
+
+
+class Patcher(Protocol):
+    """The patch verb of the client."""
+
+    async def patch(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        body: Any,
+        *,
+        namespace: str | None = None,
+        patch_type: Literal["merge", "json", "strategic", "apply"] = "merge",
+        subresource: str | None = None,
+    ) -> Obj: ...
+
+
+async def patch_finalizers(
+    client: Patcher, api_version: str, kind: str, obj: Obj, finalizers: list[str]
+) -> Obj:
+    """Set ``metadata.finalizers`` only if *obj* is still the version we read.
+
+    A JSON patch with a ``test`` on the resourceVersion: a concurrent change
+    answers 409 (or 422 for the failed test) and is raised as Conflict so the
+    reconcile retries on fresh data instead of overwriting someone's finalizer.
+    """
+    meta = obj.get("metadata") or {}
+    body: list[dict[str, Any]] = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
+        {"op": "add", "path": "/metadata/finalizers", "value": finalizers},
+    ]
+    try:
+        return await client.patch(
+            api_version,
+            kind,
+            str(meta.get("name", "")),
+            body,
+            namespace=meta.get("namespace"),
+            patch_type="json",
+        )
+    except ApiError as exc:
+        if exc.status in (409, 422):
+            raise Conflict(409, "Conflict", str(exc)) from exc
+        raise
