@@ -194,11 +194,12 @@ async def compose_operator(
         )
         register(server, ClientClusterFacts(client))
         manager.add(server)
+        manager.add_readyz_check("webhook", server.started_checker())
     return manager
 
 
 async def _run_operator(args: argparse.Namespace) -> int:
-    from nimctl_runtime.client import Client, ConfigError, load_config
+    from nimctl_runtime.client import Client, ConfigError, NoKindMatchError, load_config
     from nimctl_runtime.manager import LeaderElectionLostError
 
     log = get_logger("nimctl.run")
@@ -208,11 +209,18 @@ async def _run_operator(args: argparse.Namespace) -> int:
         print(f"nimctl run: {exc}", file=sys.stderr)
         return 1
     async with Client(config) as client:
-        manager = await compose_operator(client, args)
         try:
+            manager = await compose_operator(client, args)
             await manager.start()
         except LeaderElectionLostError:
             log.error("leader election lost; exiting")
+            return 1
+        except NoKindMatchError as exc:
+            print(
+                f"nimctl run: {exc.message}: the nimctl CRDs are not installed in this cluster;"
+                " install them with `nimctl crds | kubectl apply --server-side -f -`",
+                file=sys.stderr,
+            )
             return 1
     return 0
 

@@ -16,6 +16,8 @@ import structlog
 
 LogFormat = Literal["json", "console"]
 
+_NOISY_LIBRARIES = ("celpy", "lark")
+
 
 class _StderrLogger:
     """Writes each line to the *current* ``sys.stderr``.
@@ -66,6 +68,10 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
     logging.basicConfig(
         level=numeric, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s"
     )
+    # Libraries that log every evaluation step at DEBUG would drown our own
+    # debug output; they speak up from WARNING on.
+    for noisy in _NOISY_LIBRARIES:
+        logging.getLogger(noisy).setLevel(max(numeric, logging.WARNING))
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:

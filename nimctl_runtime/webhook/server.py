@@ -17,6 +17,7 @@ import json
 import socket
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp import web
@@ -88,6 +89,17 @@ class WebhookServer:
     def is_started(self) -> bool:
         """True once the listener accepts connections (for readyz)."""
         return self._started.is_set()
+
+    def started_checker(self) -> Callable[[], None]:
+        """A readyz check (controller-runtime's ``StartedChecker``): fails until the
+        server accepts connections, so no traffic is sent to a replica that cannot
+        answer admission reviews yet."""
+
+        def check() -> None:
+            if not self._started.is_set():
+                raise RuntimeError("webhook server is not serving yet")
+
+        return check
 
     async def wait_started(self) -> None:
         await self._started.wait()

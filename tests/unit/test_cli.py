@@ -76,3 +76,17 @@ def test_nimctl_local_serves_webhooks_unless_disabled() -> None:
     assert parser.parse_args(["local"]).enable_webhooks is True
     assert parser.parse_args(["local", "--disable-webhooks"]).enable_webhooks is False
     assert parser.parse_args(["run"]).enable_webhooks is False
+
+
+def test_debug_logging_is_not_flooded_by_the_cel_library() -> None:
+    code = (
+        "import celpy;"
+        "from nimctl_runtime.logsetup import configure_logging, get_logger;"
+        "configure_logging('json', 'debug');"
+        "env = celpy.Environment();"
+        "env.program(env.compile('1 + 2 == 3')).evaluate({});"
+        "get_logger('ours').debug('kept')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "kept" in out.stderr
+    assert "celpy" not in out.stderr

@@ -241,3 +241,20 @@ async def test_metrics_count_requests_by_path_and_code(running: Running) -> None
     await running.review("/validate-x", _req())
     assert counter._value.get() == before + 1
     assert b"controller_runtime_webhook_latency_seconds_bucket" in metrics.exposition()
+
+
+async def test_readyz_check_fails_until_the_server_listens(tmp_path: Path) -> None:
+    ca = generate_ca()
+    generate_serving_cert(ca, ["127.0.0.1"]).write(tmp_path)
+    server = WebhookServer(cert_dir=tmp_path, host="127.0.0.1", port=0)
+    check = server.started_checker()
+    with pytest.raises(RuntimeError, match="not serving yet"):
+        check()
+    stop = asyncio.Event()
+    task = asyncio.create_task(server.run(stop))
+    await asyncio.wait_for(server.wait_started(), 5)
+    check()
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    with pytest.raises(RuntimeError):
+        check()
