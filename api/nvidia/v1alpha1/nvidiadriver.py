@@ -11,19 +11,17 @@ from typing import Annotated, Final, Literal
 from pydantic import Field
 
 from api import k8s
-from api.base import ApiModel, CustomResource, IntOrString, KindInfo, PrinterColumn, Rule, markers
+from api.base import ApiModel, CustomResource, KindInfo, PrinterColumn, Rule, markers
 from api.nvidia.v1.clusterpolicy import (
     ConfigMapName,
     ContainerProbeSpec,
-    DrainSpec,
     DriverManagerSpec,
+    DriverUpgradePolicySpec,
     EnvVar,
     GDRCopySpec,
     GPUDirectRDMASpec,
     GPUDirectStorageSpec,
-    PodDeletionSpec,
     ResourceRequirements,
-    WaitForCompletionSpec,
 )
 
 __all__ = [
@@ -55,21 +53,11 @@ USE_PRECOMPILED_IMMUTABLE_MESSAGE: Final = (
 DEFAULT_NODE_SELECTOR_MESSAGE: Final = "default NVIDIADriver must not use nodeSelector"
 
 
-class NVIDIADriverUpgradePolicySpec(ApiModel):
+class NVIDIADriverUpgradePolicySpec(DriverUpgradePolicySpec):
     """Automatic driver upgrades of this driver's nodes (on by default)."""
 
     auto_upgrade: bool = True
     """Upgrade drivers automatically."""
-    max_parallel_upgrades: Annotated[int, Field(ge=0)] = 1
-    """Nodes upgraded at once (0: no limit)."""
-    max_unavailable: IntOrString = "25%"
-    """Nodes that may be unavailable during the upgrade (a number or a percentage)."""
-    pod_deletion: PodDeletionSpec | None = None
-    """GPU pod deletion."""
-    wait_for_completion: WaitForCompletionSpec | None = None
-    """Waiting for jobs."""
-    drain: DrainSpec | None = None
-    """Node drain."""
 
 
 class DriverLicensingConfigSpec(ApiModel):
