@@ -5,18 +5,16 @@ update, and ``kubectl get`` prints NVIDIA's columns."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from api.crdgen import main as write_crds
 from api.serialize import yaml_dump_all
 from tests.conftest import Kubectl
+from tests.integration.kubectl_crds import error_blocks, install_crds
 from tests.unit.api.negative_cases import BASES, CASES, set_path
 
 pytestmark = pytest.mark.kubectl
@@ -25,20 +23,8 @@ MANIFESTS = sorted((Path(__file__).resolve().parents[2] / "unit/api/manifests").
 APPLY = ("apply", "-f")
 
 
-async def _install_crds(kubectl: Kubectl, tmp_path: Path) -> None:
-    crd_dir = tmp_path / "crds"
-    write_crds(str(crd_dir))
-    await kubectl.run(*APPLY, str(crd_dir))
-    for _ in range(100):
-        out = await kubectl.run("api-resources", "--api-group=apps.nvidia.com", check=False)
-        if "nimservices" in out.stdout and "nimbuilds" in out.stdout:
-            return
-        await asyncio.sleep(0.1)
-    pytest.fail("the NIM CRDs were not served")
-
-
 async def test_nvidia_shaped_manifests_apply_unchanged(kubectl: Kubectl, tmp_path: Path) -> None:
-    await _install_crds(kubectl, tmp_path)
+    await install_crds(kubectl, tmp_path)
     namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: nim-service}\n"
     await kubectl.run(*APPLY, "-", input=namespace)
     for path in MANIFESTS:
@@ -53,24 +39,10 @@ async def test_nvidia_shaped_manifests_apply_unchanged(kubectl: Kubectl, tmp_pat
     assert table.stdout.split("\n")[0].split() == ["NAMESPACE", "NAME", "STATUS", "PVC", "AGE"]
 
 
-def _error_blocks(stderr: str) -> dict[str, str]:
-    """kubectl's ``... "<name>" is invalid: ...`` error blocks, by object name."""
-    blocks: dict[str, str] = {}
-    current = ""
-    for line in stderr.splitlines():
-        match = re.search(r'"([^"]+)" is invalid', line)
-        if match:
-            current = match.group(1)
-            blocks[current] = line + "\n"
-        elif current:
-            blocks[current] += line + "\n"
-    return blocks
-
-
 async def test_invalid_manifests_are_rejected_with_nvidia_messages(
     kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    await _install_crds(kubectl, tmp_path)
+    await install_crds(kubectl, tmp_path)
     cases = [c for c in CASES if not c.status]
     docs: list[dict[str, Any]] = []
     for case in cases:
@@ -79,7 +51,7 @@ async def test_invalid_manifests_are_rejected_with_nvidia_messages(
         docs.append(obj)
     result = await kubectl.run(*APPLY, "-", input=yaml_dump_all(docs), check=False)
     assert result.returncode != 0
-    blocks = _error_blocks(result.stderr)
+    blocks = error_blocks(result.stderr)
     for case in cases:
         block = blocks.get(case.id)
         assert block is not None, f"{case.id} was accepted:\n{result.stdout}"
@@ -102,7 +74,7 @@ async def test_immutable_fields_refuse_updates(
     kubectl: Kubectl, tmp_path: Path, kind: str, path: str, old_value: Any, new_value: Any,
     message: str,
 ) -> None:
-    await _install_crds(kubectl, tmp_path)
+    await install_crds(kubectl, tmp_path)
     obj = copy.deepcopy(BASES[kind])
     set_path(obj, path, old_value)
     await kubectl.run(*APPLY, "-", input=yaml_dump_all([obj]))
@@ -115,7 +87,7 @@ async def test_immutable_fields_refuse_updates(
 async def test_invalid_status_is_rejected_through_the_status_subresource(
     kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    await _install_crds(kubectl, tmp_path)
+    await install_crds(kubectl, tmp_path)
     for case in (c for c in CASES if c.status):
         obj = copy.deepcopy(BASES[case.kind])
         obj["metadata"]["name"] = case.id

@@ -7,23 +7,21 @@ an update, invalid statuses are refused through the status subresource, and
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
 
-from api.crdgen import main as write_crds
 from api.nvidia.v1alpha1.nvidiadriver import (
     DRIVER_TYPE_IMMUTABLE_MESSAGE,
     USE_PRECOMPILED_IMMUTABLE_MESSAGE,
 )
 from api.serialize import to_plain, yaml_dump_all
 from tests.conftest import Kubectl
+from tests.integration.kubectl_crds import error_blocks, install_crds
 from tests.unit.api.negative_cases import set_path
 from tests.unit.api_gpu import cases as gpu_cases
 from tests.unit.api_nemo import cases as nemo_cases
@@ -38,19 +36,6 @@ EXAMPLES = sorted(
 )
 APPLY = ("apply", "-f")
 RESOURCES = "nemocustomizers,nemodatastores,nemoentitystores,nemoevaluators,nemoguardrails"
-
-
-async def _install_crds(kubectl: Kubectl, tmp_path: Path) -> None:
-    crd_dir = tmp_path / "crds"
-    write_crds(str(crd_dir))
-    await kubectl.run(*APPLY, str(crd_dir))
-    for _ in range(100):
-        nvidia = await kubectl.run("api-resources", "--api-group=nvidia.com", check=False)
-        apps = await kubectl.run("api-resources", "--api-group=apps.nvidia.com", check=False)
-        if "nvidiadrivers" in nvidia.stdout and "nemoguardrails" in apps.stdout:
-            return
-        await asyncio.sleep(0.1)
-    pytest.fail("the NeMo / GPU CRDs were not served")
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:
@@ -68,7 +53,7 @@ def _contains(stored: Any, written: Any) -> bool:
 
 
 async def test_examples_apply_unchanged_and_read_back(kubectl: Kubectl, tmp_path: Path) -> None:
-    await _install_crds(kubectl, tmp_path)
+    await install_crds(kubectl, tmp_path)
     await kubectl.run(*APPLY, "-", input="apiVersion: v1\nkind: Namespace\nmetadata: {name: nemo}\n")
     for path in EXAMPLES:
         await kubectl.run(*APPLY, str(path))
@@ -99,24 +84,10 @@ async def test_examples_apply_unchanged_and_read_back(kubectl: Kubectl, tmp_path
     assert nemo_table.stdout.split("\n")[0].split() == ["NAME", "STATUS", "AGE"]
 
 
-def _error_blocks(stderr: str) -> dict[str, str]:
-    """kubectl's ``... "<name>" is invalid: ...`` error blocks, by object name."""
-    blocks: dict[str, str] = {}
-    current = ""
-    for line in stderr.splitlines():
-        match = re.search(r'"([^"]+)" is invalid', line)
-        if match:
-            current = match.group(1)
-            blocks[current] = line + "\n"
-        elif current:
-            blocks[current] += line + "\n"
-    return blocks
-
-
 async def test_invalid_manifests_are_rejected_with_nvidia_messages(
     kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    await _install_crds(kubectl, tmp_path)
+    await install_crds(kubectl, tmp_path)
     await kubectl.run(*APPLY, "-", input="apiVersion: v1\nkind: Namespace\nmetadata: {name: nemo}\n")
     rows: list[Any] = [*nemo_cases.CASES, *(c for c in gpu_cases.CASES if not c.status)]
     docs: list[dict[str, Any]] = []
@@ -126,7 +97,7 @@ async def test_invalid_manifests_are_rejected_with_nvidia_messages(
         docs.append(obj)
     result = await kubectl.run(*APPLY, "-", input=yaml_dump_all(docs), check=False)
     assert result.returncode != 0
-    blocks = _error_blocks(result.stderr)
+    blocks = error_blocks(result.stderr)
     for case in rows:
         block = blocks.get(case.id)
         assert block is not None, f"{case.id} was accepted:\n{result.stdout}"
@@ -144,7 +115,7 @@ async def test_invalid_manifests_are_rejected_with_nvidia_messages(
 async def test_nvidiadriver_immutable_fields_refuse_updates(
     kubectl: Kubectl, tmp_path: Path, path: str, old_value: Any, new_value: Any, message: str
 ) -> None:
-    await _install_crds(kubectl, tmp_path)
+    await install_crds(kubectl, tmp_path)
     obj = copy.deepcopy(gpu_cases.BASES["NVIDIADriver"])
     set_path(obj, path, old_value)
     await kubectl.run(*APPLY, "-", input=yaml_dump_all([obj]))
@@ -161,7 +132,7 @@ async def test_nvidiadriver_immutable_fields_refuse_updates(
 async def test_invalid_status_is_rejected_through_the_status_subresource(
     kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    await _install_crds(kubectl, tmp_path)
+    await install_crds(kubectl, tmp_path)
     for case in (c for c in gpu_cases.CASES if c.status):
         obj = copy.deepcopy(gpu_cases.BASES[case.kind])
         obj["metadata"]["name"] = case.id
