@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 import ssl
 import tempfile
 from dataclasses import dataclass
@@ -36,9 +37,23 @@ class CertPair:
         d.mkdir(parents=True, exist_ok=True)
         cert_path, key_path = d / cert_name, d / key_name
         cert_path.write_bytes(self.cert_pem)
-        key_path.write_bytes(self.key_pem)
-        key_path.chmod(0o600)
+        _write_private(key_path, self.key_pem)
         return cert_path, key_path
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write *data* to *path* readable by the owner only, from the moment it exists.
+
+    The file is created 0600 (never world-readable, not even briefly) and, when it
+    already existed with wider bits, narrowed before the new key is written into it.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb", closefd=False) as f:
+            f.write(data)
+    finally:
+        os.close(fd)
 
 
 def _now() -> datetime.datetime:

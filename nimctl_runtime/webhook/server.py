@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from nimctl_runtime import metrics
 from nimctl_runtime.logsetup import get_logger
@@ -43,6 +44,25 @@ _PLAIN_HTTP_ANSWER = (
     b"Connection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
 )
 _TLS_HANDSHAKE_RECORD = 0x16
+
+
+async def read_body(request: web.Request, limit: int) -> bytes | None:
+    """The whole request body, or None when it is larger than *limit* bytes.
+
+    ``StreamReader.read(n)`` returns whatever happens to be buffered (one TCP read),
+    not *n* bytes: a large AdmissionReview arrives in many reads, and a single
+    ``read`` would hand the decoder a truncated document. Read to EOF instead.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await request.content.read(min(1 << 20, limit + 1 - size))
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
 
 
 class WebhookServer:
@@ -138,10 +158,10 @@ class WebhookServer:
                 text=f"request body is larger than the {self.max_request_size} byte limit\n",
             )
         try:
-            body = await request.content.read(self.max_request_size + 1)
-        except (OSError, asyncio.IncompleteReadError) as e:
+            body = await read_body(request, self.max_request_size)
+        except (OSError, asyncio.IncompleteReadError, HttpProcessingError) as e:
             return web.Response(status=400, text=f"cannot read request body: {e}\n")
-        if len(body) > self.max_request_size:
+        if body is None:
             return web.Response(
                 status=413,
                 text=f"request body is larger than the {self.max_request_size} byte limit\n",
