@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from nimctl_runtime.cache.informer import SharedInformer
 from nimctl_runtime.cache.reflector import ClientListerWatcher
-from nimctl_runtime.cache.store import NAMESPACE_INDEX, Obj, Transform, strip_managed_fields
+from nimctl_runtime.cache.store import Obj, Transform, strip_managed_fields
 from nimctl_runtime.client.client import Client, selector_text
 from nimctl_runtime.client.errors import NotFound
 from nimctl_runtime.labels import Selector
@@ -167,22 +167,11 @@ class Cache:
     ) -> list[Obj]:
         """Cached objects (private copies), by namespace, label selector and/or an index."""
         informer = await self._synced_informer(api_version, kind)
-        store = informer.store
-        if index is not None:
-            items = store.by_index(index[0], index[1])
-            if namespace:
-                items = [
-                    o for o in items if (o.get("metadata") or {}).get("namespace") == namespace
-                ]
-        elif namespace:
-            items = store.by_index(NAMESPACE_INDEX, namespace)
-        else:
-            items = store.objects()
-        selector = _selector(label_selector)
-        if selector is not None:
-            items = [
-                o for o in items if selector.matches((o.get("metadata") or {}).get("labels") or {})
-            ]
+        # Namespace, index and labels are matched on the store's indexes; only the
+        # objects returned are decoded (a big namespace never blocks the loop).
+        items = informer.store.select(
+            _selector(label_selector), namespace=namespace or None, index=index
+        )
         items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
         return items
 

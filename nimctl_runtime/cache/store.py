@@ -9,15 +9,21 @@ corrupting the cache.
 
 Secondary indexes map an index value to the set of keys: ``namespace`` and
 ``ownerUID`` (the controller owner's UID) always exist; callers add field indexes
-(e.g. ``spec.storage.nimCache.name``) with a function returning the values.
+(e.g. ``spec.storage.nimCache.name``) with a function returning the values. A label
+index (label key -> value -> keys) answers label selectors with set operations, so
+:meth:`Store.select` decodes only the objects it returns: listing the 3 pods of a
+Job in a namespace of 3,000 pods decodes 3, not 3,000 (the event loop stays free).
 """
 
 from __future__ import annotations
 
 import pickle
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from nimctl_runtime.labels import Selector
 
 Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], "Iterable[str] | str | None"]
@@ -85,6 +91,17 @@ def _index_values(fn: IndexFunc, obj: Obj) -> tuple[str, ...]:
     return tuple(str(v) for v in result)
 
 
+def _label_pairs(labels: object) -> tuple[str, ...]:
+    """``metadata.labels`` as a flat interned tuple (label strings repeat across objects)."""
+    if not isinstance(labels, dict) or not labels:
+        return ()
+    pairs: list[str] = []
+    for key, value in labels.items():
+        pairs.append(sys.intern(str(key)))
+        pairs.append(sys.intern(str(value)))
+    return tuple(pairs)
+
+
 def _rv_older(new_rv: str, old_rv: str) -> bool:
     """True when both RVs are decimal and *new_rv* is strictly older (never serve stale data)."""
     if new_rv.isdigit() and old_rv.isdigit():
@@ -109,6 +126,7 @@ class _Entry:
     resource_version: str
     uid: str
     index_values: tuple[tuple[str, ...], ...]
+    labels: tuple[str, ...] = ()  # flat (key, value, key, value, ...), interned
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +151,7 @@ class Store:
         self._transform = transform
         self._items: dict[str, _Entry] = {}
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+        self._labels: dict[str, dict[str, set[str]]] = {}
 
     # -- indexes -----------------------------------------------------------------
 
@@ -165,6 +184,9 @@ class Store:
             index = self._indices[name]
             for value in values:
                 index.setdefault(value, set()).add(key)
+        labels = entry.labels
+        for i in range(0, len(labels), 2):
+            self._labels.setdefault(labels[i], {}).setdefault(labels[i + 1], set()).add(key)
 
     def _unindex(self, key: str, entry: _Entry) -> None:
         for name, values in zip(self._indexers, entry.index_values, strict=False):
@@ -175,6 +197,18 @@ class Store:
                     keys.discard(key)
                     if not keys:
                         del index[value]
+        labels = entry.labels
+        for i in range(0, len(labels), 2):
+            by_value = self._labels.get(labels[i])
+            if by_value is None:
+                continue
+            keys = by_value.get(labels[i + 1])
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del by_value[labels[i + 1]]
+                    if not by_value:
+                        del self._labels[labels[i]]
 
     # -- writes ------------------------------------------------------------------
 
@@ -192,6 +226,7 @@ class Store:
             resource_version=str(meta.get("resourceVersion") or ""),
             uid=str(meta.get("uid") or ""),
             index_values=self._compute(obj),
+            labels=_label_pairs(meta.get("labels")),
         )
         return PreparedObject(object_key(obj), entry)
 
@@ -268,6 +303,7 @@ class Store:
         self._items.clear()
         for index in self._indices.values():
             index.clear()
+        self._labels.clear()
 
     # -- reads -------------------------------------------------------------------
 
@@ -314,6 +350,58 @@ class Store:
     def by_index(self, index_name: str, value: str) -> list[Obj]:
         """Fresh copies of the objects whose *index_name* values include *value*."""
         return [decode(self._items[key].data) for key in self.index_keys(index_name, value)]
+
+    def select_keys(
+        self,
+        selector: Selector | None = None,
+        *,
+        namespace: str | None = None,
+        index: tuple[str, str] | None = None,
+    ) -> list[str]:
+        """Sorted keys of the objects matching all of *selector*, *namespace* and *index*.
+
+        Answered from the indexes alone: nothing is decoded.
+        """
+        candidates: set[str] | None = None
+        if index is not None:
+            candidates = set(self.index_keys(index[0], index[1]))
+        if namespace:
+            in_ns = self._indices[NAMESPACE_INDEX].get(namespace, set())
+            candidates = set(in_ns) if candidates is None else candidates & in_ns
+        if selector is not None and not selector.empty():
+            if not selector.requirements:  # Selector.nothing()
+                return []
+            for requirement in sorted(selector.requirements, key=lambda r: r.matches({})):
+                by_value = self._labels.get(requirement.key, {})
+                if requirement.matches({}):
+                    # Also matches objects without the label: drop those whose value fails.
+                    if candidates is None:
+                        candidates = set(self._items)
+                    for value, keys in by_value.items():
+                        if not requirement.matches({requirement.key: value}):
+                            candidates -= keys
+                else:
+                    matched: set[str] = set()
+                    for value, keys in by_value.items():
+                        if requirement.matches({requirement.key: value}):
+                            matched |= keys
+                    candidates = matched if candidates is None else candidates & matched
+                if not candidates:
+                    return []
+        if candidates is None:
+            return sorted(self._items)
+        return sorted(candidates)
+
+    def select(
+        self,
+        selector: Selector | None = None,
+        *,
+        namespace: str | None = None,
+        index: tuple[str, str] | None = None,
+    ) -> list[Obj]:
+        """Fresh copies of the matching objects (see :meth:`select_keys`); only they are decoded."""
+        keys = self.select_keys(selector, namespace=namespace, index=index)
+        return [decode(self._items[key].data) for key in keys]
 
     def size_bytes(self) -> int:
         """Total bytes of stored objects (for the memory benchmark and debugging)."""
