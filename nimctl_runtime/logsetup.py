@@ -3,6 +3,12 @@
 JSON lines on stderr by default (what log collectors expect from an operator);
 ``--log-format console`` gives coloured key-value lines for people at a terminal.
 Every logger is a structlog BoundLogger; callers bind ``namespace``/``name``.
+
+Libraries log through the standard ``logging`` module (aiohttp, asyncio); their
+records are routed into structlog too, so the log stays one format, one line per
+record. A record about a request a client got wrong (aiohttp's HTTP parser
+errors) keeps only the error type and status: never a traceback and never the
+client's bytes, so garbage sent to a port cannot pollute or forge the log.
 """
 
 from __future__ import annotations
@@ -10,13 +16,53 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import Literal
+import traceback
+from typing import Any, Literal
 
 import structlog
 
 LogFormat = Literal["json", "console"]
 
 _NOISY_LIBRARIES = ("celpy", "lark")
+_MAX_LIBRARY_TEXT = 500
+
+
+def _client_error(exc: BaseException) -> bool:
+    """True for errors caused by what a client sent (their text quotes its bytes)."""
+    try:
+        from aiohttp.http_exceptions import HttpProcessingError
+    except ImportError:  # pragma: no cover - aiohttp is a dependency
+        return False
+    return isinstance(exc, HttpProcessingError | UnicodeDecodeError)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_LIBRARY_TEXT else text[:_MAX_LIBRARY_TEXT] + "..."
+
+
+class StructlogHandler(logging.Handler):
+    """Routes stdlib ``logging`` records (libraries') into structlog as one line each."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            fields: dict[str, Any] = {"logger": record.name}
+            exc = record.exc_info[1] if record.exc_info else None
+            if exc is not None:
+                fields["error_type"] = type(exc).__name__
+                if _client_error(exc):
+                    code = getattr(exc, "code", None)
+                    if isinstance(code, int):
+                        fields["status"] = code
+                else:
+                    fields["error"] = _clip(str(exc))
+                    fields["traceback"] = "".join(
+                        traceback.format_exception(type(exc), exc, exc.__traceback__)
+                    )
+            event = _clip(record.getMessage())
+            logger = structlog.get_logger(component=record.name)
+            logger.log(record.levelno, event, **fields)
+        except Exception:  # a log line must never break its caller
+            self.handleError(record)
 
 
 class _StderrLogger:
@@ -65,9 +111,12 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
         logger_factory=_stderr_logger_factory,
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(
-        level=numeric, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s"
-    )
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, StructlogHandler) or type(handler) is logging.StreamHandler:
+            root.removeHandler(handler)
+    root.addHandler(StructlogHandler())
+    root.setLevel(numeric)
     # Libraries that log every evaluation step at DEBUG would drown our own
     # debug output; they speak up from WARNING on.
     for noisy in _NOISY_LIBRARIES:
