@@ -19,7 +19,9 @@ from nimctl_runtime.logsetup import get_logger
 
 from . import errors
 from .registry import Registry, ResourceInfo, ScaleSpec
-from .storage import ADDED, DELETED, MODIFIED, Storage, StoredEvent, now_rfc3339
+from .storage import Storage
+from .strategy import now_rfc3339
+from .watchcache import ADDED, DELETED, MODIFIED, StoredEvent
 
 CRD_GROUP = "apiextensions.k8s.io"
 CRD_RESOURCE = "customresourcedefinitions"

@@ -25,15 +25,10 @@ from typing import Any
 from nimctl_runtime.logsetup import get_logger
 
 from .errors import StatusError
-from .storage import (
-    DELETED,
-    FOREGROUND_FINALIZER,
-    NAMESPACE_FINALIZER,
-    ORPHAN_FINALIZER,
-    Key,
-    Storage,
-    StoredEvent,
-)
+from .storage import Storage
+from .store import Key
+from .strategy import FOREGROUND_FINALIZER, NAMESPACE_FINALIZER, ORPHAN_FINALIZER
+from .watchcache import DELETED, StoredEvent
 
 log = get_logger(__name__)
 _DELETION_MARK = b'"deletionTimestamp"'

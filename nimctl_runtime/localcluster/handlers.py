@@ -29,7 +29,8 @@ from . import builtin_fields, conversion, defaults, errors, reviews, tables
 from .errors import StatusError
 from .hooks import AdmissionAttributes, Operation, RequestInfo
 from .registry import ResourceInfo
-from .storage import Entry, Storage, encode
+from .storage import Storage
+from .store import Entry, encode
 
 if TYPE_CHECKING:
     from .cluster import LocalCluster

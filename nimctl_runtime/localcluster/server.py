@@ -25,7 +25,7 @@ from . import conversion, discovery, errors, openapi
 from .errors import StatusError
 from .handlers import RequestContext, ResourceHandlers, json_response
 from .hooks import Handler, RequestInfo
-from .storage import encode
+from .store import encode
 from .watch import WatchServer
 
 if TYPE_CHECKING:
@@ -356,8 +356,6 @@ def _aggregated_version(request: web.Request) -> tuple[str, str] | None:
 
 
 def _aggregated(doc: object, content_type: str) -> web.Response:
-    from .storage import encode
-
     resp = web.Response(body=encode(doc), status=200)
     resp.headers["Content-Type"] = content_type
     return resp

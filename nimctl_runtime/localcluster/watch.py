@@ -20,7 +20,8 @@ from aiohttp import web
 from . import conversion, errors, tables
 from .errors import StatusError
 from .handlers import RequestContext, partial_metadata, wants_metadata_only, wants_table
-from .storage import BOOKMARK, ERROR, StoredEvent, WatchClosed, encode
+from .store import encode
+from .watchcache import BOOKMARK, ERROR, StoredEvent, WatchClosed
 
 if TYPE_CHECKING:
     from .cluster import LocalCluster
