@@ -24,6 +24,7 @@ from aiohttp import web
 from nimctl_runtime import certs
 from nimctl_runtime.logsetup import get_logger
 
+from .authz import service_account_groups
 from .crd import CRDController
 from .gc import GarbageCollector
 from .handlers import MAX_BODY
@@ -62,6 +63,9 @@ class LocalCluster:
     ) -> None:
         self.host = host
         self.port = port
+        # Seconds a connection may take to send a whole request, or sit idle: a
+        # half-open connection is closed instead of being held forever.
+        self.header_timeout = 60.0
         self.simulator = simulator
         self.profile = profile
         self.debug_api = debug_api
@@ -96,7 +100,9 @@ class LocalCluster:
         token = self._user_tokens.get(user)
         if token is None:
             token = secrets.token_urlsafe(32)
-            groups = ADMIN_GROUPS if user == "admin" else USER_GROUPS
+            groups: tuple[str, ...] = ADMIN_GROUPS
+            if user != "admin":  # a ServiceAccount user also gets its groups
+                groups = (*service_account_groups(user), *USER_GROUPS)
             self._user_tokens[user] = token
             self._tokens[token] = (user, groups)
         return token
@@ -168,7 +174,9 @@ class LocalCluster:
             self._extensions = await start_extensions(self)
         api = ApiServer(self)
         app = api.make_app(MAX_BODY + 64 * 1024)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        self._runner = web.AppRunner(
+            app, access_log=None, shutdown_timeout=1.0, keepalive_timeout=self.header_timeout
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.server_ssl_context)
         await site.start()
