@@ -6,7 +6,9 @@ Defaults follow controller-runtime's ``webhook.Server``: port 9443, cert dir wit
 ours is answered inside an AdmissionReview (``allowed: false`` with a code and a
 message), never a 500 with a traceback; bodies that are not AdmissionReviews get
 a 4xx; a plain-HTTP request on the TLS port gets ``400`` like Go's server, and the
-server keeps serving. Metrics are controller-runtime's ``controller_runtime_webhook_*``.
+server keeps serving. Bodies are read whole up to the limit (``413`` beyond it);
+a connection that sends no complete request within ``header_timeout`` is closed.
+Metrics are controller-runtime's ``controller_runtime_webhook_*``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ log = get_logger("webhook.server")
 
 DEFAULT_PORT = 9443
 MAX_REQUEST_SIZE = 7 * 1024 * 1024
+# A connection that has not sent a whole request (headers included) within this
+# many seconds is closed, as is one idle that long between requests: half-open
+# connections cannot pile up. Longer than aiohttp clients' 15 s idle pooling, so
+# a pooled connection is closed by its client first.
+HEADER_TIMEOUT = 60.0
 _PLAIN_HTTP_ANSWER = (
     b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
     b"Connection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
@@ -81,8 +88,10 @@ class WebhookServer:
         handler_timeout: float = 10.0,
         max_request_size: int = MAX_REQUEST_SIZE,
         cert_poll_interval: float = 10.0,
+        header_timeout: float = HEADER_TIMEOUT,
     ) -> None:
         self.host = host
+        self.header_timeout = header_timeout
         self.port = port
         self.handler_timeout = handler_timeout
         self.max_request_size = max_request_size
@@ -258,7 +267,12 @@ class WebhookServer:
     async def run(self, stop: asyncio.Event) -> None:
         """Serve until *stop* is set (the manager's Runnable contract)."""
         self.certs.load()
-        runner = web.AppRunner(self._app(), access_log=None, handle_signals=False)
+        runner = web.AppRunner(
+            self._app(),
+            access_log=None,
+            handle_signals=False,
+            keepalive_timeout=self.header_timeout,
+        )
         await runner.setup()
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         listener = socket.socket(family, socket.SOCK_STREAM)
