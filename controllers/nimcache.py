@@ -21,9 +21,10 @@ from typing import Any, Protocol
 
 from controllers import nimcache_profiles as profiles_mod
 from controllers import nimcache_status as ncs
-from controllers.nimservice import Lister, Recorder, Writer, detect_orchestrator
-from controllers.sync import ObjectReader, WriteLog, ensure_hash, patch_finalizers, sync_object
+from controllers.nimservice import detect_orchestrator
+from controllers.sync import WriteLog, ensure_hash, patch_finalizers, sync_object
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
+from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.reconcile import Request, Result
 from platforms.standalone.errors import RenderError
@@ -153,10 +154,10 @@ class _StatusMemo:
 class NIMCacheReconciler:
     """Reconciles NIMCache objects."""
 
-    cache: Lister
+    cache: Reader
     client: Writer
-    api_reader: ObjectReader
-    recorder: Recorder
+    api_reader: KeyReader
+    recorder: EventRecorder
     builders: NIMCacheBuilders
     pod_logs: PodLogReader
     use_finalizer: bool = True

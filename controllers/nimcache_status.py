@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controllers.conditions import find_condition, set_condition
+from nimctl_runtime.meta import find_condition, set_condition
 
 STATE_NOT_READY = "NotReady"
 STATE_PVC_CREATED = "PVC-Created"

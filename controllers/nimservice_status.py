@@ -12,23 +12,47 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from controllers.conditions import set_condition
+from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY, STATE_PENDING, STATE_READY
+from api.apps.v1alpha1.nimservice import CONDITION_FAILED as COND_FAILED
+from api.apps.v1alpha1.nimservice import CONDITION_READY as COND_READY
+from api.apps.v1alpha1.nimservice import (
+    REASON_FAILED,
+    REASON_NIMCACHE_FAILED,
+    REASON_NIMCACHE_NOT_FOUND,
+    REASON_NIMCACHE_NOT_READY,
+    REASON_NOT_READY,
+    REASON_READY,
+    STATE_PVC_CREATED,
+)
+from nimctl_runtime.meta import set_condition
+from platforms.nimservice import deployment_readiness
 
-STATE_PENDING = "Pending"
-STATE_NOT_READY = "NotReady"
-STATE_READY = "Ready"
-STATE_FAILED = "Failed"
-STATE_PVC_CREATED = "PVC-Created"
-
-COND_READY = "Ready"
-COND_FAILED = "Failed"
-
-REASON_READY = "Ready"
-REASON_NOT_READY = "NotReady"
-REASON_FAILED = "Failed"
-REASON_NIMCACHE_NOT_FOUND = "NIMCacheNotFound"
-REASON_NIMCACHE_NOT_READY = "NIMCacheNotReady"
-REASON_NIMCACHE_FAILED = "NIMCacheFailed"
+__all__ = [
+    "COND_FAILED",
+    "COND_READY",
+    "REASON_FAILED",
+    "REASON_NIMCACHE_FAILED",
+    "REASON_NIMCACHE_NOT_FOUND",
+    "REASON_NIMCACHE_NOT_READY",
+    "REASON_NOT_READY",
+    "REASON_READY",
+    "STATE_FAILED",
+    "STATE_NOT_READY",
+    "STATE_PENDING",
+    "STATE_PVC_CREATED",
+    "STATE_READY",
+    "ModelListError",
+    "cluster_endpoint",
+    "deployment_readiness",
+    "external_endpoint",
+    "model_name_from_metadata",
+    "model_name_from_models",
+    "not_ready_event",
+    "ready_event",
+    "set_failed",
+    "set_not_ready",
+    "set_ready",
+]
 
 
 def _copy(status: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -74,36 +98,6 @@ def set_failed(
     out["conditions"] = set_condition(conds, COND_FAILED, "True", reason, message, now=now)
     out["state"] = STATE_FAILED
     return out
-
-
-def deployment_readiness(deployment: Mapping[str, Any] | None) -> tuple[str, bool]:
-    """kubectl-rollout-status style (message, ready) for a Deployment (§2.10)."""
-    if not deployment:
-        return "", False
-    name = (deployment.get("metadata") or {}).get("name", "")
-    spec = deployment.get("spec") or {}
-    st = deployment.get("status") or {}
-    replicas = spec.get("replicas")
-    if not replicas:
-        return f'deployment "{name}" is scaled down', False
-    for c in st.get("conditions") or ():
-        if c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded":
-            return f'deployment "{name}" exceeded its progress deadline', False
-    updated = int(st.get("updatedReplicas") or 0)
-    available = int(st.get("availableReplicas") or 0)
-    if updated < replicas:
-        return (
-            f'Waiting for deployment "{name}" rollout to finish: {updated} out of {replicas} '
-            "new replicas have been updated...\n",
-            False,
-        )
-    if available < updated:
-        return (
-            f'Waiting for deployment "{name}" rollout to finish: {available} of {updated} '
-            "updated replicas are available...\n",
-            False,
-        )
-    return f'deployment "{name}" successfully rolled out\n', True
 
 
 def cluster_endpoint(service: Mapping[str, Any] | None, port: int) -> str:

@@ -1,40 +1,56 @@
-"""Wiring of the NIMService and NIMCache controllers: discovery, cache filters, watches.
+"""Wiring of every controller into a Manager: discovery, cache filters, contract-derived watches.
 
-As in NVIDIA's ``SetupWithManager`` (nim-operator.md §2.1, §3.1, §7): the
-NIMService controller is ``For(NIMService)`` with the spec-change filter,
-``Owns`` its objects (the Gateway API routes only when discovery shows the
-CRDs), and watches NIMCaches through the ``spec.storage.nimCache.name``
-index; the NIMCache controller owns its Job, Pod and PVC. The filtered cache
-keeps only objects labelled ``app.kubernetes.io/managed-by=k8s-nim-operator``
-for the kinds NVIDIA filters. The composition root (``nimctl_runtime.cli``)
-calls these functions and adds the returned controllers to its manager.
+As in NVIDIA's ``SetupWithManager`` (nim-operator.md §2.1, §3.1, §7), each
+controller is ``For`` its kind with the spec-change filter and ``Owns`` the
+kinds its contract may own (``owned_kinds(capabilities)``): the same list the
+skeleton prunes from, so an owned object's change always wakes its owner and
+a stale object is always found. ``own_kinds`` also registers the owner-UID
+index those prunes read. The filtered cache keeps only objects labelled
+``app.kubernetes.io/managed-by=k8s-nim-operator`` for the kinds NVIDIA filters.
+
+``CONTROLLERS`` lists every controller with the group it belongs to (``nim``,
+``nemo``, ``gpu``); ``nimctl_runtime.cli`` calls ``setup_controllers`` with the
+groups the user enabled. Adding a kind is one ``setup_<kind>`` function and
+one ``CONTROLLERS`` entry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from controllers import nimcache as nimcache_ctrl
 from controllers import nimservice as nimservice_ctrl
 from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from nimctl_runtime.cache.cache import ByObject, Cache
+from nimctl_runtime.builder import Builder
+from nimctl_runtime.cache.cache import ByObject
 from nimctl_runtime.client.client import Client
 from nimctl_runtime.client.errors import ApiError
-from nimctl_runtime.controller import Controller
-from nimctl_runtime.handler import (
-    EnqueueRequestForObject,
-    EnqueueRequestForOwner,
-    EnqueueRequestsFromMapFunc,
-    UpdateEvent,
-)
+from nimctl_runtime.handler import UpdateEvent
+from nimctl_runtime.manager import Manager
+from nimctl_runtime.meta import OWNER_UID_INDEX, name_of, namespace_of, owner_uid_index
 from nimctl_runtime.predicate import Funcs, ResourceVersionChangedPredicate
 from nimctl_runtime.reconcile import Request
-from platforms.standalone.context import OPTIONAL_GVKS, Capabilities
-
-GVK = tuple[str, str]
+from platforms.capabilities import GVK, OPTIONAL_GVKS, Capabilities
+from platforms.nimservice import NIMServiceContract
 
 API_VERSION = nimservice_ctrl.API_VERSION
+
+__all__ = [
+    "ALWAYS_FILTERED",
+    "CONTROLLERS",
+    "FILTERED_IF_PRESENT",
+    "ControllerEntry",
+    "SetupOptions",
+    "discover_capabilities",
+    "filtered_cache_options",
+    "own_kinds",
+    "setup_controllers",
+    "setup_nimcache",
+    "setup_nimservice",
+    "spec_change_predicate",
+]
 
 ALWAYS_FILTERED: tuple[GVK, ...] = (
     ("apps/v1", "Deployment"),
@@ -50,19 +66,6 @@ FILTERED_IF_PRESENT: tuple[GVK, ...] = (
     ("gateway.networking.k8s.io/v1", "GRPCRoute"),
     ("gateway.networking.k8s.io/v1", "HTTPRoute"),
     ("serving.kserve.io/v1beta1", "InferenceService"),
-)
-NIMSERVICE_OWNS: tuple[GVK, ...] = (
-    ("apps/v1", "Deployment"),
-    ("v1", "Service"),
-    ("v1", "ServiceAccount"),
-    ("rbac.authorization.k8s.io/v1", "Role"),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-    ("networking.k8s.io/v1", "Ingress"),
-    ("autoscaling/v2", "HorizontalPodAutoscaler"),
-)
-NIMSERVICE_OWNS_IF_PRESENT: tuple[GVK, ...] = (
-    ("gateway.networking.k8s.io/v1", "HTTPRoute"),
-    ("gateway.networking.k8s.io/v1", "GRPCRoute"),
 )
 NIMCACHE_OWNS: tuple[GVK, ...] = (
     ("batch/v1", "Job"),
@@ -101,17 +104,28 @@ def spec_change_predicate() -> Funcs:
     return Funcs(update=update)
 
 
-def nimservice_controller(
-    *,
-    cache: Cache,
-    client: Client,
-    recorder: Any,
-    capabilities: Capabilities,
-    model_query: nimservice_ctrl.ModelQuery | None = nimservice_ctrl.http_model_query,
-    max_concurrent_reconciles: int = 1,
-    operator_version: str = "",
-) -> Controller:
-    """The NIMService controller, ready for ``manager.add``; call before the cache starts."""
+def own_kinds(builder: Builder, manager: Manager, kinds: Iterable[GVK]) -> Builder:
+    """``owns`` every kind, with the owner-UID index the skeleton's prune reads."""
+    for api_version, kind in kinds:
+        manager.cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
+        builder.owns(api_version, kind)
+    return builder
+
+
+@dataclass(frozen=True)
+class SetupOptions:
+    """What the composition root hands every controller's setup."""
+
+    capabilities: Capabilities
+    operator_version: str = ""
+    max_concurrent_reconciles: int = 4
+    model_query: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) -> None:
+    """The NIMService controller: contract-derived owns, plus NIMCache → NIMServices using it."""
+    cache = manager.cache
     cache.add_index(
         API_VERSION,
         nimservice_ctrl.KIND,
@@ -122,79 +136,96 @@ def nimservice_controller(
         cache=cache,
         client=client,
         api_reader=cache.api_reader,
-        recorder=recorder,
-        capabilities=capabilities,
-        model_query=model_query,
-        operator_version=operator_version,
+        recorder=manager.event_recorder(nimservice_ctrl.RECORDER_NAME),
+        capabilities=options.capabilities,
+        model_query=options.model_query,
+        operator_version=options.operator_version,
     )
-    ctrl = Controller(
-        "nimservice",
-        reconciler,
-        cache,
-        max_concurrent_reconciles=max_concurrent_reconciles,
-        scope_resolver=client.mapper.is_namespaced,
-    )
-    ctrl.watch(
-        API_VERSION, nimservice_ctrl.KIND, EnqueueRequestForObject(), spec_change_predicate()
-    )
-    owner = EnqueueRequestForOwner(API_VERSION, nimservice_ctrl.KIND, owner_namespaced=True)
-    for api_version, kind in NIMSERVICE_OWNS:
-        ctrl.watch(api_version, kind, owner)
-    for gvk in NIMSERVICE_OWNS_IF_PRESENT:
-        if capabilities.has(gvk):
-            ctrl.watch(gvk[0], gvk[1], owner)
 
     async def nimservices_of(nimcache: dict[str, Any]) -> list[Request]:
-        meta = nimcache.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
+        namespace = namespace_of(nimcache)
         users = await cache.list(
             API_VERSION,
             nimservice_ctrl.KIND,
             namespace,
-            index=(nimservice_ctrl.NIMCACHE_INDEX, str(meta.get("name", ""))),
+            index=(nimservice_ctrl.NIMCACHE_INDEX, name_of(nimcache)),
         )
-        return [Request(namespace, str(u["metadata"]["name"])) for u in users]
+        return [Request(namespace, name_of(u)) for u in users]
 
-    ctrl.watch(
+    builder = (
+        Builder(manager)
+        .named("nimservice")
+        .for_(API_VERSION, nimservice_ctrl.KIND, predicates=[spec_change_predicate()])
+        .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
+    )
+    own_kinds(builder, manager, NIMServiceContract().owned_kinds(options.capabilities))
+    builder.watches(
         API_VERSION,
         nimcache_ctrl.KIND,
-        EnqueueRequestsFromMapFunc(nimservices_of),
-        ResourceVersionChangedPredicate(),
+        nimservices_of,
+        predicates=[ResourceVersionChangedPredicate()],
     )
-    return ctrl
+    builder.complete(reconciler)
 
 
-def nimcache_controller(
-    *,
-    cache: Cache,
-    client: Client,
-    recorder: Any,
-    builders: nimcache_ctrl.NIMCacheBuilders,
-    pod_logs: nimcache_ctrl.PodLogReader | None = None,
-    max_concurrent_reconciles: int = 1,
-) -> Controller:
-    """The NIMCache controller, ready for ``manager.add``."""
+def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> None:
+    """The NIMCache controller: owns its Job, Pod and PVC."""
 
     async def logs(namespace: str, pod: str, container: str) -> str:
         return await nimcache_ctrl.client_pod_logs(client, namespace, pod, container)
 
+    cache = manager.cache
     reconciler = nimcache_ctrl.NIMCacheReconciler(
         cache=cache,
         client=client,
         api_reader=cache.api_reader,
-        recorder=recorder,
-        builders=builders,
-        pod_logs=pod_logs or logs,
+        recorder=manager.event_recorder(nimcache_ctrl.RECORDER_NAME),
+        builders=nimcache_ctrl.StandaloneNIMCacheBuilders(),
+        pod_logs=options.extra.get("pod_logs") or logs,
     )
-    ctrl = Controller(
-        "nimcache",
-        reconciler,
-        cache,
-        max_concurrent_reconciles=max_concurrent_reconciles,
-        scope_resolver=client.mapper.is_namespaced,
+    builder = (
+        Builder(manager)
+        .named("nimcache")
+        .for_(API_VERSION, nimcache_ctrl.KIND, predicates=[spec_change_predicate()])
+        .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
     )
-    ctrl.watch(API_VERSION, nimcache_ctrl.KIND, EnqueueRequestForObject(), spec_change_predicate())
-    owner = EnqueueRequestForOwner(API_VERSION, nimcache_ctrl.KIND, owner_namespaced=True)
     for api_version, kind in NIMCACHE_OWNS:
-        ctrl.watch(api_version, kind, owner)
-    return ctrl
+        builder.owns(api_version, kind)
+    builder.complete(reconciler)
+
+
+SetupFn = Callable[[Manager, Client, SetupOptions], None]
+
+
+@dataclass(frozen=True)
+class ControllerEntry:
+    """One controller: its name, its group (``nim``, ``nemo``, ``gpu``) and its setup."""
+
+    name: str
+    group: str
+    setup: SetupFn
+
+
+CONTROLLERS: list[ControllerEntry] = [
+    ControllerEntry("nimcache", "nim", setup_nimcache),
+    ControllerEntry("nimservice", "nim", setup_nimservice),
+]
+"""Every controller, in the order they are added to the manager."""
+
+
+def setup_controllers(
+    manager: Manager,
+    client: Client,
+    options: SetupOptions,
+    *,
+    groups: Iterable[str] = ("nim", "nemo", "gpu"),
+) -> list[str]:
+    """Add the controllers of the enabled groups; returns their names."""
+    enabled = set(groups)
+    added: list[str] = []
+    for entry in CONTROLLERS:
+        if entry.group in enabled:
+            entry.setup(manager, client, options)
+            added.append(entry.name)
+    return added
+

@@ -13,10 +13,11 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION, desired_hash, stamp_hash
 from nimctl_runtime.client.errors import AlreadyExists, ApiError, Conflict, NotFound
+from nimctl_runtime.client.interfaces import KeyReader, Writer
 
 Obj = dict[str, Any]
 
@@ -28,26 +29,6 @@ _SERVICE_ALLOCATED = (
     "ipFamilyPolicy",
     "healthCheckNodePort",
 )
-
-
-class ObjectReader(Protocol):
-    """What the controllers read through: the cache, or the uncached reader."""
-
-    async def get(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None
-    ) -> Obj: ...
-
-
-class ObjectWriter(Protocol):
-    """The writing half of the client."""
-
-    async def create(self, obj: Obj) -> Obj: ...
-
-    async def update(self, obj: Obj) -> Obj: ...
-
-    async def delete(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None
-    ) -> Any: ...
 
 
 def hash_of(obj: Mapping[str, Any] | None) -> str | None:
@@ -178,8 +159,8 @@ async def sync_object(
     desired: Obj,
     *,
     cached: Obj | None,
-    reader: ObjectReader,
-    writer: ObjectWriter,
+    reader: KeyReader,
+    writer: Writer,
     log: WriteLog,
     create_only: bool = False,
     keep_live_replicas: bool = False,
@@ -215,17 +196,7 @@ async def sync_object(
     return SyncOutcome(updated, "updated")
 
 
-def owned_by(obj: Mapping[str, Any], owner_uid: str) -> bool:
-    """Whether ``obj``'s controller ownerReference points at ``owner_uid``."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller") and ref.get("uid") == owner_uid:
-            return True
-    return False
-
-
 __all__ = [
-    "ObjectReader",
-    "ObjectWriter",
     "SyncOutcome",
     "WriteLog",
     "desired_hash",
@@ -233,30 +204,13 @@ __all__ = [
     "hash_of",
     "hpa_owned",
     "needs_write",
-    "owned_by",
     "sync_object",
     "update_body",
 ]
 
 
-class Patcher(Protocol):
-    """The patch verb of the client."""
-
-    async def patch(
-        self,
-        api_version: str,
-        kind: str,
-        name: str,
-        body: Any,
-        *,
-        namespace: str | None = None,
-        patch_type: Literal["merge", "json", "strategic", "apply"] = "merge",
-        subresource: str | None = None,
-    ) -> Obj: ...
-
-
 async def patch_finalizers(
-    client: Patcher, api_version: str, kind: str, obj: Obj, finalizers: list[str]
+    client: Writer, api_version: str, kind: str, obj: Obj, finalizers: list[str]
 ) -> Obj:
     """Set ``metadata.finalizers`` only if *obj* is still the version we read.
 

@@ -139,6 +139,7 @@ async def compose_operator(
     model_query: Any = "http",
     webhook_server: Any = None,
     max_concurrent_reconciles: int = 4,
+    controller_groups: tuple[str, ...] = ("nim", "nemo", "gpu"),
     **manager_overrides: Any,
 ) -> Manager:
     """A Manager running the NIMCache and NIMService controllers (and webhooks when enabled).
@@ -149,12 +150,11 @@ async def compose_operator(
     one is built from ``--webhook-port`` / ``--webhook-cert-dir``.
     """
     from controllers import nimservice as nimservice_ctrl
-    from controllers.nimcache import StandaloneNIMCacheBuilders
     from controllers.setup import (
+        SetupOptions,
         discover_capabilities,
         filtered_cache_options,
-        nimcache_controller,
-        nimservice_controller,
+        setup_controllers,
     )
     from nimctl_runtime.manager import Manager, ManagerOptions
 
@@ -164,25 +164,16 @@ async def compose_operator(
     )
     manager = Manager(client, options)
     query = nimservice_ctrl.http_model_query if model_query == "http" else model_query
-    manager.add(
-        nimcache_controller(
-            cache=manager.cache,
-            client=client,
-            recorder=manager.event_recorder("nimcache-controller"),
-            builders=StandaloneNIMCacheBuilders(),
-            max_concurrent_reconciles=max_concurrent_reconciles,
-        )
-    )
-    manager.add(
-        nimservice_controller(
-            cache=manager.cache,
-            client=client,
-            recorder=manager.event_recorder("nimservice-controller"),
+    setup_controllers(
+        manager,
+        client,
+        SetupOptions(
             capabilities=capabilities,
-            model_query=query,
             operator_version=OPERATOR_VERSION,
             max_concurrent_reconciles=max_concurrent_reconciles,
-        )
+            model_query=query,
+        ),
+        groups=controller_groups,
     )
     if getattr(args, "enable_webhooks", False):
         from nimctl_runtime.webhook import WebhookServer

@@ -16,6 +16,9 @@ from pydantic import BaseModel
 
 from api.base import CustomResource
 from api.serialize import dump
+from nimctl_runtime.meta import dig
+
+__all__ = ["CRInput", "as_dict", "dig"]
 
 CRInput = BaseModel | Mapping[str, Any]
 """A typed CR from ``api`` (or any pydantic model) or a JSON-shaped dict."""
@@ -43,15 +46,3 @@ def _drop_none(value: Any) -> Any:
     if isinstance(value, list):
         return [_drop_none(v) for v in value]
     return value
-
-
-def dig(obj: Mapping[str, Any] | None, *path: str, default: Any = None) -> Any:
-    """``obj[path[0]][path[1]]...`` or ``default`` when any step is missing or null."""
-    cur: Any = obj
-    for key in path:
-        if not isinstance(cur, Mapping):
-            return default
-        cur = cur.get(key)
-        if cur is None:
-            return default
-    return cur

@@ -7,67 +7,44 @@ the cluster serves, the orchestrator and the operator's identity.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from platforms.capabilities import (
+    COMPUTE_DOMAIN,
+    GRPC_ROUTE,
+    GVK,
+    HTTP_ROUTE,
+    INFERENCE_POOL,
+    INFERENCE_SERVICE,
+    LEADER_WORKER_SET,
+    OPTIONAL_GVKS,
+    ORCHESTRATOR_KUBERNETES,
+    ORCHESTRATOR_OPENSHIFT,
+    ORCHESTRATOR_TKGS,
+    RESOURCE_CLAIM_TEMPLATE,
+    SERVICE_MONITOR,
+    Capabilities,
+)
 from platforms.objects import CRInput, as_dict
 
-GVK = tuple[str, str]
-
-HTTP_ROUTE: GVK = ("gateway.networking.k8s.io/v1", "HTTPRoute")
-GRPC_ROUTE: GVK = ("gateway.networking.k8s.io/v1", "GRPCRoute")
-SERVICE_MONITOR: GVK = ("monitoring.coreos.com/v1", "ServiceMonitor")
-LEADER_WORKER_SET: GVK = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
-INFERENCE_POOL: GVK = ("inference.networking.k8s.io/v1", "InferencePool")
-RESOURCE_CLAIM_TEMPLATE: GVK = ("resource.k8s.io/v1", "ResourceClaimTemplate")
-INFERENCE_SERVICE: GVK = ("serving.kserve.io/v1beta1", "InferenceService")
-COMPUTE_DOMAIN: GVK = ("resource.nvidia.com/v1beta1", "ComputeDomain")
-
-OPTIONAL_GVKS: frozenset[GVK] = frozenset(
-    {
-        HTTP_ROUTE,
-        GRPC_ROUTE,
-        SERVICE_MONITOR,
-        LEADER_WORKER_SET,
-        INFERENCE_POOL,
-        RESOURCE_CLAIM_TEMPLATE,
-        INFERENCE_SERVICE,
-        COMPUTE_DOMAIN,
-    }
-)
-
-ORCHESTRATOR_KUBERNETES = "Kubernetes"
-ORCHESTRATOR_OPENSHIFT = "OpenShift"
-ORCHESTRATOR_TKGS = "TKGS"
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """Which optional (CRD-provided) kinds the cluster serves.
-
-    Built-in kinds are always assumed. An object whose kind is absent is left
-    out of the render rather than failing the reconcile.
-    """
-
-    gvks: frozenset[GVK] = OPTIONAL_GVKS
-
-    @classmethod
-    def everything(cls) -> Capabilities:
-        """All optional kinds present (the offline default)."""
-        return cls(OPTIONAL_GVKS)
-
-    @classmethod
-    def nothing(cls) -> Capabilities:
-        """Only built-in kinds."""
-        return cls(frozenset())
-
-    @classmethod
-    def from_gvks(cls, gvks: Iterable[GVK]) -> Capabilities:
-        return cls(frozenset(gvks))
-
-    def has(self, gvk: GVK) -> bool:
-        return gvk in self.gvks
+__all__ = [
+    "COMPUTE_DOMAIN",
+    "GRPC_ROUTE",
+    "GVK",
+    "HTTP_ROUTE",
+    "INFERENCE_POOL",
+    "INFERENCE_SERVICE",
+    "LEADER_WORKER_SET",
+    "OPTIONAL_GVKS",
+    "ORCHESTRATOR_KUBERNETES",
+    "ORCHESTRATOR_OPENSHIFT",
+    "ORCHESTRATOR_TKGS",
+    "RESOURCE_CLAIM_TEMPLATE",
+    "SERVICE_MONITOR",
+    "Capabilities",
+    "RenderContext",
+]
 
 
 @dataclass(frozen=True)
@@ -85,6 +62,9 @@ class RenderContext:
       (only consulted when there is no NIMCache).
     - ``compute_domain_claim_template``: for ``multiNode.computeDomain.name``
       (an existing ComputeDomain), its ``spec.channel.resourceClaimTemplate.name``.
+    - ``kserve_status_mode`` / ``kserve_default_mode``: on KServe, the existing
+      InferenceService's ``status.deploymentMode`` and KServe's configured
+      ``deploy.defaultDeploymentMode`` (None when unknown).
     - ``current_replicas``: the live Deployment's replicas; used when an HPA
       owns the scale so rendering never fights it. It does not enter the
       desired-object hash.
@@ -98,6 +78,8 @@ class RenderContext:
     native_image: bool = False
     current_replicas: int | None = None
     compute_domain_claim_template: str | None = None
+    kserve_status_mode: str | None = None
+    kserve_default_mode: str | None = None
 
     def nimcache_dict(self) -> dict[str, Any] | None:
         return None if self.nimcache is None else as_dict(self.nimcache)

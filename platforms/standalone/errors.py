@@ -6,17 +6,11 @@ still being filled, ``NotReady``) condition with ``reason`` and ``message``.
 
 from __future__ import annotations
 
+from platforms.contract import ReconcileError
 
-class RenderError(Exception):
+
+class RenderError(ReconcileError):
     """The CR cannot be rendered; ``reason`` is the status condition reason."""
-
-    reason = "Failed"
-
-    def __init__(self, message: str, *, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        if reason is not None:
-            self.reason = reason
 
 
 class NIMCacheNotFound(RenderError):

@@ -38,14 +38,20 @@ from api.base import (
 
 __all__ = [
     "CONDITION_FAILED",
+    "CONDITION_PVC_CREATED",
     "CONDITION_READY",
     "FINALIZER",
     "MPI",
     "NIMSERVICE_STATES",
     "REASON_DRA_RESOURCES_UNSUPPORTED",
     "REASON_FAILED",
+    "REASON_NIMCACHE_FAILED",
+    "REASON_NIMCACHE_NOT_FOUND",
+    "REASON_NIMCACHE_NOT_READY",
     "REASON_NOT_READY",
+    "REASON_PVC_CREATED",
     "REASON_READY",
+    "STATE_PVC_CREATED",
     "AttributeSelector",
     "AttributeSelectorValue",
     "CapacitySelector",
@@ -79,6 +85,12 @@ REASON_READY: Final = "Ready"
 REASON_NOT_READY: Final = "NotReady"
 REASON_FAILED: Final = "Failed"
 REASON_DRA_RESOURCES_UNSUPPORTED: Final = "DRAResourcesUnsupported"
+REASON_NIMCACHE_NOT_FOUND: Final = "NIMCacheNotFound"
+REASON_NIMCACHE_NOT_READY: Final = "NIMCacheNotReady"
+REASON_NIMCACHE_FAILED: Final = "NIMCacheFailed"
+STATE_PVC_CREATED: Final = "PVC-Created"
+CONDITION_PVC_CREATED: Final = "NIM_CACHE_PVC_CREATED"
+REASON_PVC_CREATED: Final = "PVCCreated"
 # Per-object failure reasons written by the standalone platform.
 REASON_SERVICE_ACCOUNT_FAILED: Final = "ServiceAccountFailed"
 REASON_ROLE_FAILED: Final = "RoleFailed"

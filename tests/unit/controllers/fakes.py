@@ -9,6 +9,7 @@ from typing import Any
 import jsonpatch
 
 from nimctl_runtime.client.errors import AlreadyExists, Conflict, NotFound
+from nimctl_runtime.meta import OWNER_UID_INDEX, dig, owner_uid_index
 
 Obj = dict[str, Any]
 
@@ -46,10 +47,12 @@ class FakeAPI:
             if av != api_version or k != kind or (namespace and ns != namespace):
                 continue
             if index is not None:
-                name = (((obj.get("spec") or {}).get("storage") or {}).get("nimCache") or {}).get(
-                    "name"
-                )
-                if name != index[1]:
+                if index[0] == OWNER_UID_INDEX:
+                    values = owner_uid_index(obj)
+                else:
+                    name = dig(obj, "spec", "storage", "nimCache", "name")
+                    values = [name] if name else []
+                if index[1] not in values:
                     continue
             if isinstance(label_selector, dict):
                 labels = obj["metadata"].get("labels") or {}

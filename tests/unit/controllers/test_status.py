@@ -8,7 +8,7 @@ import pytest
 
 from controllers import nimcache_status as ncs
 from controllers import nimservice_status as nss
-from controllers.conditions import find_condition, set_condition
+from nimctl_runtime.meta import find_condition, set_condition
 
 T0 = "2026-01-01T00:00:00Z"
 T1 = "2026-01-01T00:01:00Z"

@@ -1,0 +1,362 @@
+"""The one reconciler skeleton every kind runs: a ``KindContract`` plus a ``Kind`` binding.
+
+``KindReconciler.reconcile(request)`` does, for any kind:
+
+1. read the CR from the cache (gone: forget what this process remembers);
+2. deletion: run the kind's cleanup, release our finalizer, stop. In a
+   namespace that is terminating nothing is created either: the finalizer is
+   released and the pass ends (no re-creating children the namespace
+   controller is deleting);
+3. add the kind's finalizer when it has one;
+4. ``kind.parse`` (the typed model, at the edge), ``kind.gather`` (facts, read
+   from the cache; may raise ``Blocked``), ``contract.render`` (pure; memoised
+   while nothing it reads changed);
+5. ``plan`` (pure) against the cache: applies by desired-object hash, prunes
+   every object the CR controls (owner UID index) in its ``owned_kinds`` that
+   the render no longer contains; then the thin executor writes;
+6. ``contract.readiness`` over what the cache holds, ``kind.status`` turns it
+   into the kind's status (``kind.complete_status`` may add I/O-derived
+   fields), written only when it changed, with the kind's Event on a change;
+7. requeue as the readiness asks; a write failure sets ``Failed`` with the
+   kind's reason for that object, records one Event and retries with backoff.
+
+A kind is a ``KindContract`` (platforms, pure) and a ``Kind`` (controllers:
+parse, gather, status vocabulary). See docs/architecture.md, "Adding a kind".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from controllers.plan import Action, Key, key, plan
+from controllers.sync import WriteLog, patch_finalizers, sync_object
+from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
+from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
+from nimctl_runtime.logsetup import get_logger
+from nimctl_runtime.meta import OWNER_UID_INDEX, name_of, namespace_of, uid_of
+from nimctl_runtime.reconcile import Request, Result
+from platforms.capabilities import Capabilities
+from platforms.contract import Blocked, KindContract, Observed, Readiness, ReconcileError
+
+Obj = dict[str, Any]
+CR = TypeVar("CR")
+Facts = TypeVar("Facts")
+Event = tuple[str, str, str]
+
+__all__ = ["Kind", "KindReconciler", "WriteFailed", "namespace_terminating"]
+
+
+class WriteFailed(ReconcileError):
+    """Writing an object failed; ``reason`` is the kind's ``Failed`` condition reason."""
+
+
+def namespace_terminating(exc: ApiError) -> bool:
+    """A create refused because the namespace is being deleted (403 NamespaceTerminating)."""
+    if exc.status != 403:
+        return False
+    details = exc.details or {}
+    causes = details.get("causes") or []
+    if any(c.get("reason") == "NamespaceTerminating" for c in causes if isinstance(c, Mapping)):
+        return True
+    return "because it is being terminated" in str(exc.message or exc)
+
+
+class Kind(ABC, Generic[CR, Facts]):
+    """The controller-side half of a kind: what needs I/O or the kind's status vocabulary.
+
+    Subclasses set ``contract``, ``api_version``, ``kind`` and
+    ``recorder_name`` and override what differs from the defaults.
+    """
+
+    contract: KindContract[CR, Facts]
+    api_version: str
+    kind: str
+    finalizer: str | None = None
+    create_only: frozenset[str] = frozenset({"PersistentVolumeClaim"})
+    keep_on_prune: frozenset[str] = frozenset({"PersistentVolumeClaim"})
+
+    @abstractmethod
+    def parse(self, obj: Obj) -> CR:
+        """The typed CR from the cached dict (raise ``Blocked`` when it cannot be used)."""
+
+    @abstractmethod
+    async def gather(self, cr: CR, obj: Obj, reader: Reader) -> Facts:
+        """What ``render`` needs from the cluster, read from the cache (may raise ``Blocked``)."""
+
+    def memo_key(self, cr: CR, obj: Obj, facts: Facts) -> tuple[Any, ...] | None:
+        """A key under which the render may be reused (None: render every pass)."""
+        return None
+
+    @abstractmethod
+    def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:
+        """The CR's new status from the readiness (pure)."""
+
+    async def complete_status(
+        self, cr: CR, obj: Obj, facts: Facts, status: Obj, observed: Observed
+    ) -> Obj:
+        """Add status fields that need I/O (e.g. asking a NIM its model)."""
+        return status
+
+    def event(self, obj: Obj, readiness: Readiness) -> Event | None:
+        """The Event for a status change into ``readiness`` (None: none)."""
+        return None
+
+    def failure_reason(self, kind: str) -> str:
+        """The ``Failed`` reason when writing an object of ``kind`` fails."""
+        return "Failed"
+
+    def failure_event(self, obj: Obj, message: str) -> Event | None:
+        return ("Warning", "ReconcileFailed", f"{self.kind} {name_of(obj)} failed, msg: {message}")
+
+    async def cleanup(self, obj: Obj, reader: Reader, writer: Writer) -> None:
+        """Work to do before the finalizer is released (default: none)."""
+
+
+@dataclass
+class _StatusMemo:
+    """The status this process last wrote, and the resourceVersion it was written on."""
+
+    base_rv: str
+    status: Obj
+
+
+@dataclass
+class KindReconciler(Generic[CR, Facts]):
+    """Reconciles one kind through its ``Kind`` binding and ``KindContract``."""
+
+    kind: Kind[CR, Facts]
+    cache: Reader
+    client: Writer
+    api_reader: KeyReader
+    recorder: EventRecorder
+    capabilities: Capabilities = field(default_factory=Capabilities.nothing)
+    use_finalizer: bool = True
+    _writes: WriteLog = field(default_factory=WriteLog)
+    _status: dict[tuple[str, str], _StatusMemo] = field(default_factory=dict)
+    _renders: dict[tuple[str, str], tuple[tuple[Any, ...], str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._log = get_logger(f"controllers.{self.kind.kind.lower()}")
+
+    # -- entry point -------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result:
+        namespace = request.namespace or ""
+        k = self.kind
+        try:
+            obj = await self.cache.get(k.api_version, k.kind, request.name, namespace or None)
+        except NotFound:
+            self._forget(namespace, request.name)
+            return Result()
+        meta = obj.get("metadata") or {}
+        finalizers = list(meta.get("finalizers") or [])
+        if meta.get("deletionTimestamp"):
+            await k.cleanup(obj, self.cache, self.client)
+            await self._release_finalizer(obj)
+            return Result()
+        if namespace and await self._namespace_terminating(namespace):
+            await self._release_finalizer(obj)
+            return Result()
+        if self.use_finalizer and k.finalizer and k.finalizer not in finalizers:
+            try:
+                obj = await patch_finalizers(
+                    self.client, k.api_version, k.kind, obj, [*finalizers, k.finalizer]
+                )
+            except Conflict:
+                return Result(requeue=True)
+
+        old_status = copy.deepcopy(obj.get("status") or {})
+        try:
+            readiness, observed, done = await self._sync(obj)
+        except Conflict:
+            return Result(requeue=True)
+        except ReconcileError as exc:
+            status = k.status(old_status, _failed(exc.reason, exc.message), Observed())
+            if await self._write_status(obj, status):
+                event = k.failure_event(obj, exc.message)
+                if event is not None:
+                    self.recorder.event(obj, *event)
+            raise
+        except _Terminating:
+            await self._release_finalizer(obj)
+            return Result()
+        status = k.status(old_status, readiness, observed)
+        if done is not None and readiness.ready:
+            status = await k.complete_status(done[0], obj, done[1], status, observed)
+        if await self._write_status(obj, status):
+            event = k.event(obj, readiness)
+            if event is not None:
+                self.recorder.event(obj, *event)
+        if readiness.requeue_after:
+            return Result(requeue_after=readiness.requeue_after)
+        return Result()
+
+    # -- steps -------------------------------------------------------------------
+
+    async def _sync(self, obj: Obj) -> tuple[Readiness, Observed, tuple[CR, Facts] | None]:
+        k = self.kind
+        try:
+            cr = k.parse(obj)
+            facts = await k.gather(cr, obj, self.cache)
+            desired = self._render(cr, obj, facts)
+        except Blocked as blocked:
+            return blocked.readiness, Observed(), None
+        namespace = namespace_of(obj)
+        owned = await self._owned(obj)
+        live: dict[Key, Obj] = {}
+        for d in desired:
+            cached = await self._cached(d, namespace)
+            if cached is not None:
+                live[key(d)] = cached
+        actions = plan(
+            desired,
+            owned,
+            live,
+            owner_uid=uid_of(obj),
+            create_only=k.create_only,
+            keep_on_prune=k.keep_on_prune,
+        )
+        created: set[Key] = set()
+        for action in actions:
+            result = await self._execute(action, namespace)
+            if action.verb == "apply" and result is not None:
+                live[key(action.obj)] = result[0]
+                if result[1] == "created":
+                    created.add(key(action.obj))
+        observed = Observed(live, frozenset(created))
+        return k.contract.readiness(cr, facts, observed), observed, (cr, facts)
+
+    def _render(self, cr: CR, obj: Obj, facts: Facts) -> list[Obj]:
+        """``contract.render``, reused while nothing it reads changed (kept as JSON)."""
+        memo_id = (namespace_of(obj), name_of(obj))
+        memo_key = self.kind.memo_key(cr, obj, facts)
+        if memo_key is not None:
+            memo = self._renders.get(memo_id)
+            if memo is not None and memo[0] == memo_key:
+                restored: list[Obj] = json.loads(memo[1])
+                return restored
+        desired = list(self.kind.contract.render(cr, facts))
+        if memo_key is not None:
+            self._renders[memo_id] = (memo_key, json.dumps(desired, separators=(",", ":")))
+        return desired
+
+    async def _owned(self, obj: Obj) -> list[Obj]:
+        """Every object the CR controls, in each kind it may own, from the owner index."""
+        uid = uid_of(obj)
+        namespace = namespace_of(obj) or None
+        out: list[Obj] = []
+        for api_version, kind in self.kind.contract.owned_kinds(self.capabilities):
+            try:
+                out.extend(
+                    await self.cache.list(
+                        api_version, kind, namespace, index=(OWNER_UID_INDEX, uid)
+                    )
+                )
+            except ApiError:
+                continue  # a kind the server stopped serving: nothing to prune there
+        return out
+
+    async def _cached(self, obj: Mapping[str, Any], namespace: str) -> Obj | None:
+        ns = namespace_of(obj) or namespace or None
+        try:
+            return await self.cache.get(str(obj["apiVersion"]), str(obj["kind"]), name_of(obj), ns)
+        except NotFound:
+            return None
+
+    async def _execute(self, action: Action, namespace: str) -> tuple[Obj, str] | None:
+        obj = action.obj
+        api_version, kind, name = key(obj)
+        ns = namespace_of(obj) or namespace or None
+        try:
+            if action.verb == "delete":
+                with contextlib.suppress(NotFound):
+                    await self.client.delete(api_version, kind, name, ns)
+                self._writes.forget((api_version, kind, ns or "", name))
+                return None
+            out = await sync_object(
+                obj,
+                cached=action.live,
+                reader=self.api_reader,
+                writer=self.client,
+                log=self._writes,
+                create_only=action.create_only,
+                keep_live_replicas=action.keep_live_replicas,
+            )
+        except Conflict:
+            raise
+        except ApiError as exc:
+            if namespace_terminating(exc):
+                raise _Terminating from exc
+            verb = "deleting " if action.verb == "delete" else ""
+            raise WriteFailed(
+                f"{verb}{kind} {name}: {exc.message or exc}", reason=self.kind.failure_reason(kind)
+            ) from exc
+        return out.live, out.action
+
+    # -- writes ------------------------------------------------------------------
+
+    async def _release_finalizer(self, obj: Obj) -> None:
+        finalizer = self.kind.finalizer
+        finalizers = list((obj.get("metadata") or {}).get("finalizers") or [])
+        if finalizer and finalizer in finalizers:
+            with contextlib.suppress(NotFound):
+                await patch_finalizers(
+                    self.client,
+                    self.kind.api_version,
+                    self.kind.kind,
+                    obj,
+                    [f for f in finalizers if f != finalizer],
+                )
+
+    async def _namespace_terminating(self, namespace: str) -> bool:
+        try:
+            ns = await self.cache.get("v1", "Namespace", namespace)
+        except (NotFound, ApiError):
+            return False
+        return bool((ns.get("metadata") or {}).get("deletionTimestamp"))
+
+    async def _write_status(self, obj: Obj, status: Obj) -> bool:
+        """Write ``status`` unless the server already has it. True when written."""
+        name, namespace = name_of(obj), namespace_of(obj)
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        current: Mapping[str, Any] = obj.get("status") or {}
+        memo = self._status.get((namespace, name))
+        if memo is not None and memo.base_rv == rv:
+            current = memo.status  # the cache has not seen our last write yet
+        if _same_status(current, status):
+            return False
+        await self.client.patch(
+            self.kind.api_version,
+            self.kind.kind,
+            name,
+            {"status": {k: v for k, v in status.items() if current.get(k) != v}},
+            namespace=namespace or None,
+            patch_type="merge",
+            subresource="status",
+        )
+        self._status[(namespace, name)] = _StatusMemo(base_rv=rv, status=copy.deepcopy(status))
+        return True
+
+    def _forget(self, namespace: str, name: str) -> None:
+        self._status.pop((namespace, name), None)
+        self._renders.pop((namespace, name), None)
+        self._writes.forget_namespace_name(namespace, name)
+
+
+class _Terminating(Exception):
+    """A create was refused because the namespace is terminating."""
+
+
+def _failed(reason: str, message: str) -> Readiness:
+    return Readiness(state="Failed", reason=reason, message=message, failed=True)
+
+
+def _same_status(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(a.get(k) == b.get(k) for k in b)
+

@@ -1,0 +1,178 @@
+"""NIMService's contract: one render, one list of owned kinds, one readiness, for every platform.
+
+``spec.inferencePlatform`` picks the platform (``standalone``, the default, or
+``kserve``) in ``render`` and ``readiness`` alike, for the operator and for
+``nimctl render``. ``owned_kinds`` is the union over both platforms, so
+switching platform prunes the other platform's objects.
+
+Readiness (nim-operator.md §2.10, §2.12):
+- standalone: the LeaderWorkerSet's ``Available`` condition when the render
+  made one (multi-node), else the Deployment's rollout status, as
+  ``kubectl rollout status`` words it;
+- kserve: the InferenceService's ``PredictorReady`` condition.
+Not ready requeues after 30 s, as NVIDIA's operator does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from api.apps.v1alpha1.common import STATE_NOT_READY, STATE_READY
+from api.apps.v1alpha1.nimservice import REASON_NOT_READY, REASON_READY
+from nimctl_runtime.meta import dig, find_condition
+from platforms import kserve, standalone
+from platforms.capabilities import (
+    COMPUTE_DOMAIN,
+    GRPC_ROUTE,
+    GVK,
+    HTTP_ROUTE,
+    INFERENCE_POOL,
+    INFERENCE_SERVICE,
+    LEADER_WORKER_SET,
+    RESOURCE_CLAIM_TEMPLATE,
+    SERVICE_MONITOR,
+    Capabilities,
+)
+from platforms.contract import Observed, Readiness
+from platforms.standalone.context import RenderContext
+
+__all__ = [
+    "API_VERSION",
+    "BUILTIN_OWNED",
+    "KIND",
+    "NOT_READY_REQUEUE",
+    "OPTIONAL_OWNED",
+    "NIMServiceContract",
+    "deployment_readiness",
+    "inference_service_readiness",
+    "leader_worker_set_readiness",
+    "platform_of",
+]
+
+API_VERSION = "apps.nvidia.com/v1alpha1"
+KIND = "NIMService"
+NOT_READY_REQUEUE = 30.0
+
+BUILTIN_OWNED: tuple[GVK, ...] = (
+    ("v1", "ServiceAccount"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("v1", "Service"),
+    ("v1", "ConfigMap"),
+    ("networking.k8s.io/v1", "Ingress"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ("v1", "PersistentVolumeClaim"),
+    ("apps/v1", "Deployment"),
+)
+"""Built-in kinds a NIMService may own on some platform (always served)."""
+
+OPTIONAL_OWNED: tuple[GVK, ...] = (
+    HTTP_ROUTE,
+    GRPC_ROUTE,
+    SERVICE_MONITOR,
+    INFERENCE_POOL,
+    RESOURCE_CLAIM_TEMPLATE,
+    LEADER_WORKER_SET,
+    INFERENCE_SERVICE,
+    COMPUTE_DOMAIN,
+)
+"""CRD-provided kinds a NIMService may own, where the cluster serves them."""
+
+Obj = Mapping[str, Any]
+
+
+def platform_of(nimservice: Obj) -> str:
+    return str(dig(nimservice, "spec", "inferencePlatform", default="") or "standalone")
+
+
+def _not_ready(message: str, reason: str = REASON_NOT_READY) -> Readiness:
+    return Readiness(STATE_NOT_READY, reason, message, requeue_after=NOT_READY_REQUEUE)
+
+
+def deployment_readiness(deployment: Obj | None) -> tuple[str, bool]:
+    """``kubectl rollout status`` words and whether the Deployment is rolled out (§2.10)."""
+    if not deployment:
+        return "", False
+    name = dig(deployment, "metadata", "name", default="")
+    replicas = dig(deployment, "spec", "replicas")
+    st = deployment.get("status") or {}
+    if not replicas:
+        return f'deployment "{name}" is scaled down', False
+    for c in st.get("conditions") or ():
+        if c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded":
+            return f'deployment "{name}" exceeded its progress deadline', False
+    updated = int(st.get("updatedReplicas") or 0)
+    available = int(st.get("availableReplicas") or 0)
+    if updated < replicas:
+        return (
+            f'Waiting for deployment "{name}" rollout to finish: {updated} out of {replicas} '
+            "new replicas have been updated...\n",
+            False,
+        )
+    if available < updated:
+        return (
+            f'Waiting for deployment "{name}" rollout to finish: {available} of {updated} '
+            "updated replicas are available...\n",
+            False,
+        )
+    return f'deployment "{name}" successfully rolled out\n', True
+
+
+def leader_worker_set_readiness(lws: Obj | None, name: str) -> tuple[str, bool]:
+    """NVIDIA's LeaderWorkerSet words (§2.8): scaled down, ready (``Available``), not ready."""
+    if not lws:
+        return f'leaderworkerset "{name}" is not ready', False
+    if not dig(lws, "spec", "replicas"):
+        return f'leaderworkerset "{name}" is scaled down', False
+    available = find_condition(dig(lws, "status", "conditions"), "Available")
+    if available is not None and available.get("status") == "True":
+        return f'leaderworkerset "{name}" is ready', True
+    return f'leaderworkerset "{name}" is not ready', False
+
+
+def inference_service_readiness(isvc: Obj | None, name: str) -> tuple[str, bool]:
+    """The InferenceService's ``PredictorReady`` condition (§2.12)."""
+    if not isvc:
+        return f'Waiting for InferenceService "{name}" creation', False
+    cond = find_condition(dig(isvc, "status", "conditions"), "PredictorReady")
+    if cond is None:
+        return f'Waiting for InferenceService "{name}" reporting Predictor readiness', False
+    return str(cond.get("message") or ""), cond.get("status") == "True"
+
+
+class NIMServiceContract:
+    """What a NIMService becomes, on the platform its spec names."""
+
+    api_version = API_VERSION
+    kind = KIND
+
+    def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
+        return BUILTIN_OWNED + tuple(g for g in OPTIONAL_OWNED if capabilities.has(g))
+
+    def render(self, cr: Obj, facts: RenderContext) -> list[dict[str, Any]]:
+        if platform_of(cr) == "kserve":
+            return kserve.render(
+                cr,
+                facts,
+                status_mode=facts.kserve_status_mode,
+                configured_default=facts.kserve_default_mode,
+            )
+        return standalone.render(cr, facts)
+
+    def readiness(self, cr: Obj, facts: RenderContext, observed: Observed) -> Readiness:
+        name = str(dig(cr, "metadata", "name", default=""))
+        if platform_of(cr) == "kserve":
+            isvc = observed.get(*INFERENCE_SERVICE, name)
+            message, ready = inference_service_readiness(isvc, name)
+        else:
+            lws = observed.of_kind("LeaderWorkerSet")
+            if lws:
+                message, ready = leader_worker_set_readiness(
+                    lws[0], str(dig(lws[0], "metadata", "name", default=""))
+                )
+            else:
+                message, ready = deployment_readiness(observed.get("apps/v1", "Deployment", name))
+        if ready:
+            return Readiness(STATE_READY, REASON_READY, message, ready=True)
+        return _not_ready(message)
