@@ -145,8 +145,10 @@ class ClusterFacts:
     @property
     def runtime_class_api_version(self) -> str:
         """``node.k8s.io/v1``, or ``node.k8s.io/v1beta1`` on Kubernetes up to v1.20.0."""
-        return "node.k8s.io/v1beta1" if _version(self.kubernetes_version) <= (1, 20, 0) else (
-            "node.k8s.io/v1"
+        return (
+            "node.k8s.io/v1beta1"
+            if _version(self.kubernetes_version) <= (1, 20, 0)
+            else ("node.k8s.io/v1")
         )
 
     def serves(self, kind: tuple[str, str]) -> bool:

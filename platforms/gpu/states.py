@@ -234,4 +234,3 @@ def owned_kinds(facts: ClusterFacts | None = None) -> tuple[tuple[str, str], ...
     if facts.openshift is not None and facts.serves(PROMETHEUS_RULE):
         kinds.append(PROMETHEUS_RULE)
     return tuple(kinds)
-

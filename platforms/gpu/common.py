@@ -1,0 +1,247 @@
+"""Building blocks shared by the state modules: containers, host volumes, the
+operand DaemonSet skeleton and each state's RBAC.
+
+Every operand DaemonSet starts the same way (NVIDIA's asset baseline): pod
+priority ``system-node-critical``, the toleration ``nvidia.com/gpu:NoSchedule``,
+and a nodeSelector on its ``nvidia.com/gpu.deploy.<component>`` label. The
+ClusterPolicy-driven changes are applied afterwards by ``transforms``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from manifests import clusterrole, clusterrolebinding, role, rolebinding, serviceaccount
+from manifests import daemonset as daemonset_builder
+from manifests.meta import object_meta
+from manifests.role import policy_rule
+from platforms.gpu.context import StateContext
+
+DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
+VALIDATIONS_DIR = "/run/nvidia/validations"
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+PRIORITY_CLASS = "system-node-critical"
+
+DOC = "DirectoryOrCreate"
+DIR = "Directory"
+HTOC = "HostToContainer"
+BIDIR = "Bidirectional"
+
+PRIV: dict[str, Any] = {"privileged": True}
+PRIV_S0: dict[str, Any] = {"privileged": True, "seLinuxOptions": {"level": "s0"}}
+
+__all__ = [
+    "BIDIR",
+    "DIR",
+    "DOC",
+    "HTOC",
+    "PRIV",
+    "PRIV_S0",
+    "config_map_volume",
+    "container",
+    "daemonset",
+    "deploy_label",
+    "env",
+    "field_env",
+    "host_path",
+    "mount",
+    "policy_rule",
+    "rbac",
+    "wait_for_file",
+]
+
+
+def deploy_label(component: str) -> str:
+    """``nvidia.com/gpu.deploy.<component>``: the node label that schedules an operand."""
+    return DEPLOY_LABEL_PREFIX + component
+
+
+def env(name: str, value: str) -> dict[str, Any]:
+    """A literal EnvVar."""
+    return {"name": name, "value": value}
+
+
+def field_env(name: str, path: str) -> dict[str, Any]:
+    """An EnvVar from the pod's own fields (``spec.nodeName``, ``metadata.namespace``...)."""
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def host_path(name: str, path: str, type_: str | None = None) -> dict[str, Any]:
+    """A hostPath volume (``type_`` unset means no check)."""
+    source: dict[str, Any] = {"path": path}
+    if type_:
+        source["type"] = type_
+    return {"name": name, "hostPath": source}
+
+
+def config_map_volume(
+    name: str,
+    config_map: str,
+    *,
+    mode: int | None = None,
+    items: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """A configMap volume (``mode`` is defaultMode in decimal, as the API stores it)."""
+    source: dict[str, Any] = {"name": config_map}
+    if mode is not None:
+        source["defaultMode"] = mode
+    if items:
+        source["items"] = items
+    return {"name": name, "configMap": source}
+
+
+def mount(
+    name: str,
+    path: str,
+    *,
+    read_only: bool = False,
+    propagation: str | None = None,
+    sub_path: str | None = None,
+) -> dict[str, Any]:
+    """A volumeMount."""
+    out: dict[str, Any] = {"name": name, "mountPath": path}
+    if read_only:
+        out["readOnly"] = True
+    if propagation:
+        out["mountPropagation"] = propagation
+    if sub_path:
+        out["subPath"] = sub_path
+    return out
+
+
+def container(
+    name: str,
+    *,
+    image: str = "",
+    command: Sequence[str] | None = None,
+    args: Sequence[str] | None = None,
+    env_vars: Sequence[Mapping[str, Any]] = (),
+    security_context: Mapping[str, Any] | None = None,
+    mounts: Sequence[Mapping[str, Any]] = (),
+    **extra: Any,
+) -> dict[str, Any]:
+    """A container; ``extra`` holds probes, ports, lifecycle... by their JSON names."""
+    out: dict[str, Any] = {"name": name, "image": image, "imagePullPolicy": "IfNotPresent"}
+    if command:
+        out["command"] = list(command)
+    if args:
+        out["args"] = list(args)
+    if env_vars:
+        out["env"] = [dict(e) for e in env_vars]
+    if security_context:
+        out["securityContext"] = json_copy(security_context)
+    if mounts:
+        out["volumeMounts"] = [dict(m) for m in mounts]
+    out.update(extra)
+    return out
+
+
+def json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON-shaped map (shared constants and spec values stay untouched)."""
+    return {k: _copy(v) for k, v in value.items()}
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return json_copy(value)
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def wait_for_file(
+    name: str, ready_file: str, *, volume: str = "run-nvidia", mount_path: str = "/run/nvidia"
+) -> dict[str, Any]:
+    """An init container that loops until ``/run/nvidia/validations/<ready_file>`` exists
+    (the validator image; image and policy are set by the validator transform)."""
+    path = f"{VALIDATIONS_DIR}/{ready_file}"
+    script = f"until [ -f {path} ]; do echo waiting for {ready_file}; sleep 5; done"
+    return container(
+        name,
+        command=["sh", "-c"],
+        args=[script],
+        security_context=PRIV,
+        mounts=[mount(volume, mount_path, propagation=HTOC)],
+    )
+
+
+def daemonset(
+    name: str,
+    *,
+    component: str,
+    containers: list[dict[str, Any]],
+    service_account: str,
+    volumes: list[dict[str, Any]],
+    init_containers: list[dict[str, Any]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    selector: Mapping[str, str] | None = None,
+    pod_labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    pod_annotations: Mapping[str, str] | None = None,
+    extra_node_selector: Mapping[str, str] | None = None,
+    host_pid: bool = False,
+    host_ipc: bool = False,
+    update_strategy: dict[str, Any] | None = None,
+    **pod_extra: Any,
+) -> dict[str, Any]:
+    """An operand DaemonSet on NVIDIA's baseline.
+
+    ``labels`` default to ``{app: name}`` and ``selector`` to ``labels``; the pod
+    carries the selector plus ``pod_labels``. ``component`` names the deploy
+    label the pods are scheduled by.
+    """
+    labels = dict(labels or {"app": name})
+    selector = dict(selector or labels)
+    spec: dict[str, Any] = {
+        "nodeSelector": {deploy_label(component): "true", **(extra_node_selector or {})},
+        "tolerations": [dict(GPU_TOLERATION)],
+        "priorityClassName": PRIORITY_CLASS,
+        "serviceAccountName": service_account,
+    }
+    if host_pid:
+        spec["hostPID"] = True
+    if host_ipc:
+        spec["hostIPC"] = True
+    if init_containers:
+        spec["initContainers"] = init_containers
+    spec["containers"] = containers
+    spec["volumes"] = volumes
+    spec.update(pod_extra)
+    template_meta: dict[str, Any] = {"labels": {**selector, **(pod_labels or {})}}
+    if pod_annotations:
+        template_meta["annotations"] = dict(pod_annotations)
+    return daemonset_builder.build(
+        object_meta(name, labels=labels, annotations=annotations),
+        selector=selector,
+        template={"metadata": template_meta, "spec": spec},
+        update_strategy=update_strategy,
+    )
+
+
+def rbac(
+    ctx: StateContext,
+    name: str,
+    rules: list[dict[str, Any]] | None,
+    cluster_rules: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """A state's ServiceAccount, Role, ClusterRole, RoleBinding and ClusterRoleBinding
+    (all called ``name``), in NVIDIA's file order; None skips the Role or ClusterRole."""
+    out = [serviceaccount.build(object_meta(name))]
+    if rules is not None:
+        out.append(role.build(object_meta(name), rules))
+    if cluster_rules is not None:
+        out.append(clusterrole.build(object_meta(name), cluster_rules))
+    if rules is not None:
+        out.append(
+            rolebinding.build(
+                object_meta(name), role_name=name, service_account=name, namespace=ctx.namespace
+            )
+        )
+    if cluster_rules is not None:
+        out.append(
+            clusterrolebinding.build(
+                object_meta(name), role_name=name, service_account=name, namespace=ctx.namespace
+            )
+        )
+    return out
