@@ -28,6 +28,8 @@ from typing import Any
 
 import lark
 
+from . import cel_library
+
 Env = dict[str, Any]
 Fn = Callable[[Env], Any]
 
@@ -325,9 +327,7 @@ def _or_value(target: Any, default: Any) -> Any:
 
 def _library_call(name: str) -> Callable[..., Any] | None:
     """Kubernetes' string/list/regex extensions, shared with the celpy bridge."""
-    from nimctl_runtime.localcluster import cel
-
-    raw = cel.raw_library().get(name)
+    raw = cel_library.raw_library().get(name)
     if raw is None:
         return None
     fn: Callable[..., Any] = raw
@@ -335,9 +335,9 @@ def _library_call(name: str) -> Callable[..., Any] | None:
     def call(*args: Any) -> Any:
         try:
             result = fn(*args)
-        except (cel.CELError, TypeError, ValueError, IndexError) as exc:
+        except (cel_library.CELError, TypeError, ValueError, IndexError) as exc:
             raise EvalFailure(str(exc)) from exc
-        return cel.from_cel(result)
+        return cel_library.from_cel(result)
 
     return call
 
@@ -841,12 +841,10 @@ _HANDLERS: dict[str, Callable[[lark.Tree[Any]], Fn]] = {
 @functools.lru_cache(maxsize=2048)
 def compile_fast(rule: str) -> Fn | None:
     """Closure for ``rule`` over plain values, or None when only celpy can run it."""
-    from nimctl_runtime.localcluster import cel
-
     try:
-        runner = cel.compile_rule(rule)
+        runner = cel_library.compile_rule(rule)
         compiled = _compile(runner.ast)
-    except (Unsupported, cel.CELError, EvalFailure, KeyError, ValueError):
+    except (Unsupported, cel_library.CELError, EvalFailure, KeyError, ValueError):
         return None
 
     def run(env: Env) -> Any:

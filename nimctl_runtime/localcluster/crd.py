@@ -15,10 +15,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from nimctl_runtime import field
 from nimctl_runtime.logsetup import get_logger
 
-from . import errors
+from . import cel, errors
 from .registry import Registry, ResourceInfo, ScaleSpec
+from .schema_structural import check_structural
 from .storage import Storage
 from .strategy import now_rfc3339
 from .watchcache import ADDED, DELETED, MODIFIED, StoredEvent
@@ -30,76 +32,62 @@ _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 log = get_logger(__name__)
 
 
-def _cause(field: str, message: str, reason: str = "FieldValueInvalid") -> dict[str, str]:
-    return {"reason": reason, "message": message, "field": field}
-
-
 def validate_crd(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[dict[str, str]]:
     """The checks kube-apiserver makes on a CRD that clients most often trip over."""
-    from . import schema as schema_mod
-
     causes: list[dict[str, str]] = []
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
-        return [_cause("spec", "Required value", "FieldValueRequired")]
+        return [field.required("spec").cause()]
     group = str(spec.get("group", ""))
     names = spec.get("names") if isinstance(spec.get("names"), Mapping) else {}
     assert isinstance(names, Mapping)
     plural = str(names.get("plural", ""))
     kind = str(names.get("kind", ""))
     if not group:
-        causes.append(_cause("spec.group", "Required value", "FieldValueRequired"))
+        causes.append(field.required("spec.group").cause())
     elif "." not in group:
         causes.append(
-            _cause(
-                "spec.group", f'Invalid value: "{group}": should be a domain with at least one dot'
-            )
+            field.invalid("spec.group", group, "should be a domain with at least one dot").cause()
         )
     if not plural:
-        causes.append(_cause("spec.names.plural", "Required value", "FieldValueRequired"))
+        causes.append(field.required("spec.names.plural").cause())
     elif not _DNS_LABEL.match(plural):
         causes.append(
-            _cause(
+            field.invalid(
                 "spec.names.plural",
-                f'Invalid value: "{plural}": a lowercase RFC 1123 label must consist of lower '
-                "case alphanumeric characters or '-'",
-            )
+                plural,
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+                "or '-'",
+            ).cause()
         )
     if not kind:
-        causes.append(_cause("spec.names.kind", "Required value", "FieldValueRequired"))
+        causes.append(field.required("spec.names.kind").cause())
     name = str((obj.get("metadata") or {}).get("name", ""))
     if plural and group and name != f"{plural}.{group}":
         causes.append(
-            _cause(
-                "metadata.name",
-                f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
-            )
+            field.invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group').cause()
         )
     scope = spec.get("scope")
     if scope not in ("Namespaced", "Cluster"):
-        causes.append(
-            _cause(
-                "spec.scope",
-                f'Unsupported value: "{scope}": supported values: "Cluster", "Namespaced"',
-                "FieldValueNotSupported",
-            )
-        )
+        causes.append(field.not_supported("spec.scope", scope, ["Cluster", "Namespaced"]).cause())
     versions = spec.get("versions")
     if not isinstance(versions, list) or not versions:
         causes.append(
-            _cause(
+            field.invalid(
                 "spec.versions",
-                "Invalid value: must have exactly one version marked as storage version",
-            )
+                field.OMIT,
+                "must have exactly one version marked as storage version",
+            ).cause()
         )
         return causes
     storage_count = sum(1 for v in versions if isinstance(v, Mapping) and v.get("storage"))
     if storage_count != 1:
         causes.append(
-            _cause(
+            field.invalid(
                 "spec.versions",
-                "Invalid value: must have exactly one version marked as storage version",
-            )
+                field.OMIT,
+                "must have exactly one version marked as storage version",
+            ).cause()
         )
     for i, v in enumerate(versions):
         if not isinstance(v, Mapping):
@@ -112,22 +100,12 @@ def validate_crd(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[
         )
         if not isinstance(schema, Mapping):
             causes.append(
-                _cause(
-                    f"{path}.schema.openAPIV3Schema",
-                    "Required value: schemas are required",
-                    "FieldValueRequired",
-                )
+                field.required(f"{path}.schema.openAPIV3Schema", "schemas are required").cause()
             )
             continue
-        for problem in schema_mod.check_structural(schema, root=f"{path}.schema.openAPIV3Schema"):
-            causes.append(_cause(f"{path}.schema.openAPIV3Schema", problem))
-        try:
-            from . import cel
-
-            for problem in cel.check_rules(schema, root=f"{path}.schema.openAPIV3Schema"):
-                causes.append(_cause(f"{path}.schema.openAPIV3Schema", problem))
-        except ImportError:
-            pass
+        root = f"{path}.schema.openAPIV3Schema"
+        for problem in [*check_structural(schema, root=root), *cel.check_rules(schema, root=root)]:
+            causes.append({"reason": field.REASON_INVALID, "message": problem, "field": root})
     return causes
 
 
