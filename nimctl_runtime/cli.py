@@ -43,7 +43,21 @@ def _add_operator_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--leader-elect", action="store_true", help="enable Lease leader election")
     p.add_argument("--leader-election-id", default="nimctl.apps.nvidia.com")
     p.add_argument("--leader-election-namespace", default=None)
-    p.add_argument("--metrics-bind-address", default=":8080", help='"0" disables metrics')
+    p.add_argument(
+        "--metrics-bind-address",
+        default="0",
+        help='metrics address, e.g. ":8080"; "0" (default) disables',
+    )
+    p.add_argument(
+        "--metrics-secure",
+        action="store_true",
+        help="serve /metrics over HTTPS (self-signed unless --metrics-cert-dir)",
+    )
+    p.add_argument(
+        "--metrics-cert-dir",
+        default=None,
+        help="directory with tls.crt and tls.key for --metrics-secure",
+    )
     p.add_argument("--health-probe-bind-address", default=":8081")
     p.add_argument("--webhook-port", type=int, default=9443)
     p.add_argument("--webhook-cert-dir", default=None)

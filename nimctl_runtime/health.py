@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -42,6 +43,9 @@ __all__ = [
 ]
 
 Checker = Callable[[], Any]
+
+# Seconds a probe/metrics connection may take to send a whole request, or idle.
+HEADER_TIMEOUT = 60.0
 
 
 def ping() -> None:
@@ -111,20 +115,33 @@ class HTTPRunnable:
         self.component = component
         self.started = asyncio.Event()
         self.log = get_logger(component)
+        # HTTPS when set (``--metrics-secure``); plain HTTP otherwise.
+        self.ssl_context: ssl.SSLContext | None = None
+        # Close connections that send no whole request (or idle) this long.
+        self.header_timeout = HEADER_TIMEOUT
 
     def build_app(self) -> web.Application:
         raise TypeError(f"{type(self).__name__} must define build_app")
 
     async def run(self, stop: asyncio.Event) -> None:
         app = self.build_app()
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, keepalive_timeout=self.header_timeout
+        )
         await runner.setup()
         try:
-            site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+            site = web.TCPSite(
+                runner, self.host, self.port, reuse_address=True, ssl_context=self.ssl_context
+            )
             await site.start()
             if runner.addresses:
                 self.port = int(runner.addresses[0][1])
-            self.log.info("serving", host=self.host or "0.0.0.0", port=self.port)
+            self.log.info(
+                "serving",
+                host=self.host or "0.0.0.0",
+                port=self.port,
+                scheme="https" if self.ssl_context is not None else "http",
+            )
             self.started.set()
             await stop.wait()
         finally:

@@ -14,6 +14,11 @@ controller-runtime ``pkg/internal/controller/metrics``, ``pkg/metrics``,
 
 from __future__ import annotations
 
+import socket
+import ssl
+import tempfile
+from pathlib import Path
+
 from aiohttp import web
 from prometheus_client import (
     GC_COLLECTOR,
@@ -27,6 +32,8 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from nimctl_runtime import certs
+from nimctl_runtime.authfilter import AuthenticationAndAuthorization
 from nimctl_runtime.health import HTTPRunnable
 
 __all__ = [
@@ -288,17 +295,63 @@ class MetricsServer(HTTPRunnable):
 
     ``bind_address`` follows ``--metrics-bind-address``: ``":8080"``, or
     ``"0"`` to disable (the manager then does not create the server).
+    ``secure`` serves HTTPS (``--metrics-secure``) with ``tls.crt``/``tls.key``
+    from ``cert_dir``, or a self-signed certificate made at start when no
+    directory is given (as controller-runtime does). ``auth`` puts the
+    TokenReview + SubjectAccessReview filter (:mod:`nimctl_runtime.authfilter`)
+    in front of the endpoint.
     """
 
-    def __init__(self, bind_address: str, *, path: str = "/metrics") -> None:
+    def __init__(
+        self,
+        bind_address: str,
+        *,
+        path: str = "/metrics",
+        secure: bool = False,
+        cert_dir: str | Path | None = None,
+        auth: AuthenticationAndAuthorization | None = None,
+    ) -> None:
         super().__init__(bind_address, component="metrics")
         self.path = path
+        self.secure = secure
+        self.cert_dir = Path(cert_dir) if cert_dir else None
+        self.auth = auth
 
     def build_app(self) -> web.Application:
+        if self.secure and self.ssl_context is None:
+            self.ssl_context = self._server_ssl_context()
         app = web.Application()
-        app.router.add_get(self.path, self._serve)
+        handler = self._serve if self.auth is None else self.auth.wrap(self._serve)
+        app.router.add_get(self.path, handler)
         return app
+
+    def _server_ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.set_alpn_protocols(["http/1.1"])  # no HTTP/2, as --enable-http2=false
+        if self.cert_dir is not None:
+            cert, key = self.cert_dir / "tls.crt", self.cert_dir / "tls.key"
+            try:
+                ctx.load_cert_chain(cert, key)
+            except (OSError, ssl.SSLError) as exc:
+                raise ValueError(
+                    f"--metrics-cert-dir {self.cert_dir}: cannot load tls.crt/tls.key: {exc}"
+                ) from exc
+            return ctx
+        ca = certs.generate_ca("nimctl-metrics-ca")
+        hosts = ["localhost", "127.0.0.1", socket.gethostname()]
+        pair = certs.generate_serving_cert(ca, [h for h in hosts if h], "nimctl-metrics")
+        self.log.info("serving metrics with a self-signed certificate; set --metrics-cert-dir")
+        return _load(ctx, pair)
 
     async def _serve(self, request: web.Request) -> web.Response:
         body = exposition()
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _load(ctx: ssl.SSLContext, pair: certs.CertPair) -> ssl.SSLContext:
+    """Load *pair* into *ctx* (through a private temporary directory)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cert_path, key_path = pair.write(tmp)
+        ctx.load_cert_chain(cert_path, key_path)
+    return ctx
