@@ -33,12 +33,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import ipaddress
 import os
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from nimctl_runtime.authfilter import AuthenticationAndAuthorization
 from nimctl_runtime.cache import ByObject, Cache
 from nimctl_runtime.client import Client, RestConfig
 from nimctl_runtime.events import EventBroadcaster, EventRecorder
@@ -90,6 +92,12 @@ class ManagerOptions:
     retry_period: float = 2.0
     identity: str | None = None
     metrics_bind_address: str = "0"
+    # HTTPS for /metrics (``--metrics-secure``); certificates from metrics_cert_dir
+    # or self-signed. metrics_auth: the TokenReview + SubjectAccessReview filter;
+    # None means on unless the bind address is loopback only (see docs/operations.md).
+    metrics_secure: bool = False
+    metrics_cert_dir: str | None = None
+    metrics_auth: bool | None = None
     health_probe_bind_address: str = "0"
     liveness_endpoint_name: str = "/healthz"
     readiness_endpoint_name: str = "/readyz"
@@ -108,11 +116,25 @@ class ManagerOptions:
             "leader_election_id": getattr(args, "leader_election_id", "") or "",
             "leader_election_namespace": getattr(args, "leader_election_namespace", None),
             "metrics_bind_address": getattr(args, "metrics_bind_address", "0") or "0",
+            "metrics_secure": bool(getattr(args, "metrics_secure", False)),
+            "metrics_cert_dir": getattr(args, "metrics_cert_dir", None) or None,
             "health_probe_bind_address": getattr(args, "health_probe_bind_address", "0") or "0",
             "cache_namespace": getattr(args, "watch_namespace", None) or None,
         }
         values.update(overrides)
         return cls(**values)
+
+
+def _loopback(host: str | None) -> bool:
+    """True when *host* binds the loopback interface only (not every interface)."""
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class _Slot:
@@ -182,6 +204,9 @@ class Manager:
             self._election_config(opts.leader_election_namespace or "-").validate()
             self._healthz["leaderElection"] = self._leader_election_check
         self._readyz["cacheSync"] = self._cache_sync_check
+        # Fails with the reason (TLS verification, refused, ...) while the API
+        # server cannot be reached: /readyz/apiServer says why nothing happens.
+        self._readyz["apiServer"] = self.client.connection.check
 
     # -- registration ---------------------------------------------------------------
 
@@ -342,8 +367,22 @@ class Manager:
                 readiness_endpoint=opts.readiness_endpoint_name,
             )
             self._servers.append(_Slot(self.health_server, "health-probe-server"))
-        if parse_bind_address(opts.metrics_bind_address) is not None:
-            self.metrics_server = MetricsServer(opts.metrics_bind_address)
+        bind = parse_bind_address(opts.metrics_bind_address)
+        if bind is not None:
+            auth = opts.metrics_auth
+            if auth is None:
+                auth = not _loopback(bind[0])
+            self.metrics_server = MetricsServer(
+                opts.metrics_bind_address,
+                secure=opts.metrics_secure,
+                cert_dir=opts.metrics_cert_dir,
+                auth=AuthenticationAndAuthorization(self.client) if auth else None,
+            )
+            if not auth:
+                self.log.info(
+                    "metrics are served without authentication to loopback clients only",
+                    address=opts.metrics_bind_address,
+                )
             self._servers.append(_Slot(self.metrics_server, "metrics-server"))
         for slot in self._servers:
             self._launch(slot)

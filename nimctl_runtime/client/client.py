@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from nimctl_runtime.client.config import RestConfig
+from nimctl_runtime.client.connectivity import ConnectionHealth
 from nimctl_runtime.client.errors import (
     ApiConnectionError,
     ApiError,
@@ -150,6 +151,8 @@ class Client:
         self.mapper = mapper or RESTMapper(self._discovery_fetch)
         self._host_label = ""
         self._warnings_seen: set[str] = set()
+        # Connection failures, logged with server and reason; the readyz check.
+        self.connection = ConnectionHealth(config.host)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -190,6 +193,7 @@ class Client:
                     headers={"User-Agent": self.config.user_agent},
                 )
                 self._host_label = urlsplit(self.config.host).netloc
+                self.connection.server = self.config.host
             return self._session
 
     # -- transport ---------------------------------------------------------------
@@ -271,21 +275,24 @@ class Client:
                 raise error from err
             except aiohttp.ClientConnectorError as err:
                 self._observe(method, "<error>", time.monotonic() - started)
+                reason = self.connection.failed(err, request=f"{method} {path}")
                 if attempt <= self.max_retries:
                     # Nothing was sent: safe to retry any verb.
                     await asyncio.sleep(backoff.next_delay())
                     continue
                 raise ApiConnectionError(
-                    0, "ConnectionFailed", f"{method} {self.config.host}{path}: {err}"
+                    0, "ConnectionFailed", f"{method} {self.config.host}{path}: {reason}"
                 ) from err
             except aiohttp.ClientError as err:
                 self._observe(method, "<error>", time.monotonic() - started)
+                reason = self.connection.failed(err, request=f"{method} {path}")
                 if is_read and attempt <= self.max_retries:
                     await asyncio.sleep(backoff.next_delay())
                     continue
                 raise ApiConnectionError(
-                    0, "ConnectionFailed", f"{method} {self.config.host}{path}: {err}"
+                    0, "ConnectionFailed", f"{method} {self.config.host}{path}: {reason}"
                 ) from err
+            self.connection.succeeded()
             self._observe(method, status, time.monotonic() - started)
             for warning in warnings:
                 self._warn(warning, method, path)
@@ -700,6 +707,7 @@ class Client:
                     timeout=timeout,
                     server_hostname=self.config.tls_server_name,
                 ) as resp:
+                    self.connection.succeeded()
                     self._observe("GET", resp.status, time.monotonic() - started)
                     if resp.status != 200:
                         payload = await resp.read()
@@ -723,8 +731,9 @@ class Client:
                 raise ServerTimeout(504, "Timeout", f"WATCH {path}: no response headers") from err
             except aiohttp.ClientConnectorError as err:
                 self._observe("GET", "<error>", time.monotonic() - started)
+                reason = self.connection.failed(err, request=f"WATCH {path}")
                 raise ApiConnectionError(
-                    0, "ConnectionFailed", f"WATCH {self.config.host}{path}: {err}"
+                    0, "ConnectionFailed", f"WATCH {self.config.host}{path}: {reason}"
                 ) from err
             except aiohttp.ClientError as err:
                 raise ApiConnectionError(
