@@ -172,8 +172,24 @@ def _go_inner(value: Any) -> str:
     return go_quote(str(value))
 
 
+@dataclass(frozen=True)
+class Unstructured:
+    """A bad value decoded from JSON into Go's ``interface{}`` (a custom resource's field).
+
+    ``ErrorBody`` prints its maps and lists as Go's ``%#v`` does
+    (``map[string]interface {}{"a":1}``, ``[]interface {}{"x"}``), the wording
+    kube-apiserver's schema validation shows. Other composite bad values (a
+    typed validator's) are printed as compact JSON.
+    """
+
+    value: Any
+
+
 def format_bad_value(value: Any) -> str:
     """How ``field.Error.ErrorBody`` prints a bad value (``null`` is quoted, as in Go)."""
+    unstructured = isinstance(value, Unstructured)
+    if unstructured:
+        value = value.value
     if value is None:
         return '"null"'
     if isinstance(value, bool):
@@ -184,7 +200,9 @@ def format_bad_value(value: Any) -> str:
         return go_float(value)
     if isinstance(value, str):
         return go_quote(value)
-    return _go_inner(value)
+    if unstructured or not isinstance(value, dict | list | tuple):
+        return _go_inner(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------- errors

@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from nimctl_runtime.webhook import field
-from nimctl_runtime.webhook.field import FieldError, ValidationFailed
+from nimctl_runtime import field
+from nimctl_runtime.field import FieldError, ValidationFailed
 
 P = "nimcache.spec"
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")

@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from nimctl_runtime import field
+from nimctl_runtime.field import FieldError, ValidationFailed
 from nimctl_runtime.quantity import QuantityError, parse_quantity
-from nimctl_runtime.webhook import field
-from nimctl_runtime.webhook.field import FieldError, ValidationFailed
 from webhooks.facts import (
     ClusterFacts,
     FactUnavailable,

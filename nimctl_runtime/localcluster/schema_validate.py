@@ -23,7 +23,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from nimctl_runtime import field
-from nimctl_runtime.field import Cause, ErrorList, child_path, go_float, go_quote, index_path
+from nimctl_runtime.field import (
+    Cause,
+    ErrorList,
+    Unstructured,
+    child_path,
+    go_float,
+    go_quote,
+    index_path,
+)
 
 from .schema_formats import check_format
 
@@ -128,7 +136,7 @@ def _validate_node(
     # ---- enum
     enum = schema.get("enum")
     if isinstance(enum, list) and enum and not any(json_equal(value, e) for e in enum):
-        causes.append(field.not_supported(path, value, enum))
+        causes.append(field.not_supported(path, Unstructured(value), enum))
     # ---- per-type keywords
     if isinstance(value, str):
         _validate_string(schema, value, path, causes)
@@ -152,7 +160,7 @@ def _validate_string(schema: Mapping[str, Any], value: str, path: str, causes: E
         causes.append(
             field.invalid(
                 path,
-                value,
+                Unstructured(value),
                 f"{_body_path(path)} in body should be at least {min_length} chars long",
             )
         )
@@ -164,7 +172,11 @@ def _validate_string(schema: Mapping[str, Any], value: str, path: str, causes: E
             ok = True
         if not ok:
             causes.append(
-                field.invalid(path, value, f"{_body_path(path)} in body should match '{pattern}'")
+                field.invalid(
+                    path,
+                    Unstructured(value),
+                    f"{_body_path(path)} in body should match '{pattern}'",
+                )
             )
     fmt = schema.get("format")
     if isinstance(fmt, str) and fmt and not check_format(fmt, value):
@@ -183,14 +195,16 @@ def _validate_number(schema: Mapping[str, Any], value: float, path: str, causes:
             if value >= maximum:
                 causes.append(
                     field.invalid(
-                        path, value, f"{where} should be less than {_format_number(maximum)}"
+                        path,
+                        Unstructured(value),
+                        f"{where} should be less than {_format_number(maximum)}",
                     )
                 )
         elif value > maximum:
             causes.append(
                 field.invalid(
                     path,
-                    value,
+                    Unstructured(value),
                     f"{where} should be less than or equal to {_format_number(maximum)}",
                 )
             )
@@ -200,14 +214,16 @@ def _validate_number(schema: Mapping[str, Any], value: float, path: str, causes:
             if value <= minimum:
                 causes.append(
                     field.invalid(
-                        path, value, f"{where} should be greater than {_format_number(minimum)}"
+                        path,
+                        Unstructured(value),
+                        f"{where} should be greater than {_format_number(minimum)}",
                     )
                 )
         elif value < minimum:
             causes.append(
                 field.invalid(
                     path,
-                    value,
+                    Unstructured(value),
                     f"{where} should be greater than or equal to {_format_number(minimum)}",
                 )
             )
@@ -217,7 +233,9 @@ def _validate_number(schema: Mapping[str, Any], value: float, path: str, causes:
         if not math.isclose(quotient, round(quotient), rel_tol=0, abs_tol=1e-9):
             causes.append(
                 field.invalid(
-                    path, value, f"{where} should be a multiple of {_format_number(multiple)}"
+                    path,
+                    Unstructured(value),
+                    f"{where} should be a multiple of {_format_number(multiple)}",
                 )
             )
 
@@ -248,13 +266,21 @@ def _validate_array(
         causes.append(field.too_many(path, len(value), max_items))
     min_items = schema.get("minItems")
     if isinstance(min_items, int) and len(value) < min_items:
-        causes.append(field.invalid(path, value, f"{where} should have at least {min_items} items"))
+        causes.append(
+            field.invalid(
+                path, Unstructured(value), f"{where} should have at least {min_items} items"
+            )
+        )
     if schema.get("uniqueItems") is True:
         seen: set[str] = set()
         for item in value:
             key = _canonical(item)
             if key in seen:
-                causes.append(field.invalid(path, value, f"{where} shouldn't contain duplicates"))
+                causes.append(
+                    field.invalid(
+                        path, Unstructured(value), f"{where} shouldn't contain duplicates"
+                    )
+                )
                 break
             seen.add(key)
     items = schema.get("items")
@@ -273,7 +299,7 @@ def _validate_list_type(
         for i, item in enumerate(value):
             key = _canonical(item)
             if key in seen:
-                causes.append(field.duplicate(index_path(path, i), item))
+                causes.append(field.duplicate(index_path(path, i), Unstructured(item)))
             seen.add(key)
     elif list_type == "map":
         keys = schema.get("x-kubernetes-list-map-keys") or []
@@ -287,7 +313,7 @@ def _validate_list_type(
                 continue
             canon = _canonical(key_obj)
             if canon in seen_keys:
-                causes.append(field.duplicate(index_path(path, i), key_obj))
+                causes.append(field.duplicate(index_path(path, i), Unstructured(key_obj)))
             seen_keys.add(canon)
 
 
@@ -324,7 +350,9 @@ def _validate_object(
     min_props = schema.get("minProperties")
     if isinstance(min_props, int) and len(value) < min_props:
         causes.append(
-            field.invalid(path, value, f"{where} should have at least {min_props} properties")
+            field.invalid(
+                path, Unstructured(value), f"{where} should have at least {min_props} properties"
+            )
         )
     for name in schema.get("required") or []:
         if name not in value:
@@ -374,18 +402,26 @@ def _validate_junctors(schema: Mapping[str, Any], value: Any, path: str, causes:
         and not any(_passes(sub, value, path) for sub in any_of)
     ):
         causes.append(
-            field.invalid(path, value, f"{where} must validate at least one schema (anyOf)")
+            field.invalid(
+                path, Unstructured(value), f"{where} must validate at least one schema (anyOf)"
+            )
         )
     one_of = schema.get("oneOf")
     if isinstance(one_of, list) and one_of:
         matches = sum(1 for sub in one_of if _passes(sub, value, path))
         if matches != 1:
             causes.append(
-                field.invalid(path, value, f"{where} must validate one and only one schema (oneOf)")
+                field.invalid(
+                    path,
+                    Unstructured(value),
+                    f"{where} must validate one and only one schema (oneOf)",
+                )
             )
     not_schema = schema.get("not")
     if isinstance(not_schema, dict) and _passes(not_schema, value, path):
-        causes.append(field.invalid(path, value, f"{where} must not validate the schema (not)"))
+        causes.append(
+            field.invalid(path, Unstructured(value), f"{where} must not validate the schema (not)")
+        )
 
 
 def _passes(schema: Any, value: Any, path: str) -> bool:

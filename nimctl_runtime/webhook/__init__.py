@@ -5,6 +5,7 @@ Public API: :class:`WebhookServer`, the handler adapters (:class:`ValidatingHand
 :class:`DefaultingHandler`), response helpers and Kubernetes-worded field errors.
 """
 
+from nimctl_runtime.field import FieldError, ValidationFailed
 from nimctl_runtime.webhook.admission import (
     AdmissionRequest,
     AdmissionResponse,
@@ -13,7 +14,6 @@ from nimctl_runtime.webhook.admission import (
     errored,
     patched,
 )
-from nimctl_runtime.webhook.field import FieldError, ValidationFailed
 from nimctl_runtime.webhook.handlers import (
     Defaulter,
     DefaultingHandler,

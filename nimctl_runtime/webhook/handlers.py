@@ -2,7 +2,7 @@
 
 Like controller-runtime's ``CustomValidator``/``CustomDefaulter``: a
 :class:`Validator` answers create/update/delete with warnings or raises
-:class:`~nimctl_runtime.webhook.field.ValidationFailed`; a :class:`Defaulter`
+:class:`~nimctl_runtime.field.ValidationFailed`; a :class:`Defaulter`
 mutates a copy of the object and the server answers with the JSONPatch from the
 original. Both are wrapped into :class:`Handler`, which the server calls.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Protocol
 
+from nimctl_runtime.field import ValidationFailed
 from nimctl_runtime.webhook.admission import (
     AdmissionRequest,
     AdmissionResponse,
@@ -20,7 +21,6 @@ from nimctl_runtime.webhook.admission import (
     errored,
     patched,
 )
-from nimctl_runtime.webhook.field import ValidationFailed
 
 
 class Handler(Protocol):

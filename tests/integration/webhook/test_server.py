@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from nimctl_runtime import metrics
+from nimctl_runtime import field, metrics
 from nimctl_runtime.certs import CertPair, client_ssl_context, generate_ca, generate_serving_cert
 from nimctl_runtime.webhook import (
     AdmissionRequest,
@@ -22,7 +22,6 @@ from nimctl_runtime.webhook import (
     ValidatingHandler,
     ValidationFailed,
     WebhookServer,
-    field,
 )
 
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from nimctl_runtime.webhook import field, patched, validate_path
+from nimctl_runtime import field
+from nimctl_runtime.webhook import patched, validate_path
 from nimctl_runtime.webhook.admission import AdmissionDecodeError, decode_review, review_body
 
 
