@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from nimctl_runtime import field
 from nimctl_runtime.labels import SelectorParseError, validate_label_key, validate_label_value
 
 from . import errors
@@ -64,10 +65,6 @@ def now_rfc3339() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _cause(field: str, message: str, reason: str = "FieldValueInvalid") -> dict[str, str]:
-    return {"reason": reason, "message": message, "field": field}
-
-
 # --------------------------------------------------------------------------- names
 
 
@@ -87,7 +84,7 @@ def require_name(info: ResourceInfo, message: str) -> errors.StatusError:
         info.group,
         info.kind,
         "",
-        [_cause("metadata.name", f"Required value: {message}", "FieldValueRequired")],
+        [field.required("metadata.name", message).cause()],
     )
 
 
@@ -112,7 +109,7 @@ def check_name(info: ResourceInfo, name: str) -> None:
             info.group,
             info.kind,
             name,
-            [_cause("metadata.name", f'Invalid value: "{name}": {rule}')],
+            [field.invalid("metadata.name", name, rule).cause()],
         )
 
 
@@ -124,7 +121,9 @@ def check_metadata(info: ResourceInfo, name: str, meta: Mapping[str, Any]) -> No
     causes: list[dict[str, str]] = []
     labels = meta.get("labels")
     if labels is not None and not isinstance(labels, dict):
-        causes.append(_cause("metadata.labels", "Invalid value: must be a map of strings"))
+        causes.append(
+            field.invalid("metadata.labels", field.OMIT, "must be a map of strings").cause()
+        )
     for key, value in (labels or {}).items() if isinstance(labels, dict) else ():
         try:
             validate_label_key(str(key))
@@ -132,43 +131,50 @@ def check_metadata(info: ResourceInfo, name: str, meta: Mapping[str, Any]) -> No
                 raise SelectorParseError(f"label value for {key!r} must be a string")
             validate_label_value(value)
         except SelectorParseError as exc:
-            causes.append(_cause("metadata.labels", f"Invalid value: {exc}"))
+            causes.append(field.invalid("metadata.labels", field.OMIT, str(exc)).cause())
     annotations = meta.get("annotations")
     if annotations is not None and (
         not isinstance(annotations, dict)
         or not all(isinstance(v, str) for v in annotations.values())
     ):
         causes.append(
-            _cause("metadata.annotations", "Invalid value: annotations must be a map of strings")
+            field.invalid(
+                "metadata.annotations", field.OMIT, "annotations must be a map of strings"
+            ).cause()
         )
     refs = meta.get("ownerReferences")
     if refs is not None:
         if not isinstance(refs, list):
-            causes.append(_cause("metadata.ownerReferences", "Invalid value: must be a list"))
+            causes.append(
+                field.invalid("metadata.ownerReferences", field.OMIT, "must be a list").cause()
+            )
             refs = []
         controllers = 0
         for i, ref in enumerate(refs):
             path = f"metadata.ownerReferences[{i}]"
             if not isinstance(ref, dict):
-                causes.append(_cause(path, "Invalid value: must be an object"))
+                causes.append(field.invalid(path, field.OMIT, "must be an object").cause())
                 continue
             for f in ("apiVersion", "kind", "name", "uid"):
                 if not ref.get(f):
-                    causes.append(_cause(f"{path}.{f}", "Required value", "FieldValueRequired"))
+                    causes.append(field.required(f"{path}.{f}").cause())
             if ref.get("controller"):
                 controllers += 1
         if controllers > 1:
             causes.append(
-                _cause(
+                field.invalid(
                     "metadata.ownerReferences",
-                    "Invalid value: Only one reference can have Controller set to true",
-                )
+                    field.OMIT,
+                    "Only one reference can have Controller set to true",
+                ).cause()
             )
     finalizers = meta.get("finalizers")
     if finalizers is not None and (
         not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
     ):
-        causes.append(_cause("metadata.finalizers", "Invalid value: must be a list of strings"))
+        causes.append(
+            field.invalid("metadata.finalizers", field.OMIT, "must be a list of strings").cause()
+        )
     if causes:
         raise errors.invalid(info.group, info.kind, name, causes)
 
@@ -315,12 +321,11 @@ def prepare_for_update(info: ResourceInfo, obj: Obj, old: Obj, namespace: str) -
                 info.kind,
                 name,
                 [
-                    _cause(
+                    field.forbidden(
                         "metadata.finalizers",
-                        "Forbidden: no new finalizers can be added if the object is being "
-                        f"deleted, found new finalizers {sorted(added)}",
-                        "FieldValueForbidden",
-                    )
+                        "no new finalizers can be added if the object is being deleted, "
+                        f"found new finalizers {sorted(added)}",
+                    ).cause()
                 ],
             )
     return new
