@@ -21,9 +21,9 @@ from typing import Any, TextIO
 from ruamel.yaml import YAML
 
 from api.serialize import LoadError, load_all
-from platforms import kserve
+from platforms.nimservice import NIMServiceContract
 from platforms.objects import as_dict, dig
-from platforms.standalone import RenderContext, RenderError, render, sources
+from platforms.standalone import RenderContext, RenderError, sources
 from platforms.standalone import nimcache as cache_objects
 
 GROUP_VERSION = "apps.nvidia.com/v1alpha1"
@@ -132,10 +132,8 @@ def _render_service(
                 f"on PVC {cache_name}-pvc",
                 file=sys.stderr,
             )
-    ctx = RenderContext(nimcache=cache)
-    if dig(svc, "spec", "inferencePlatform") == "kserve":
-        return kserve.render(svc, ctx)
-    return render(svc, ctx)
+    # The operator's NIMService controller renders through the same contract.
+    return NIMServiceContract().render(svc, RenderContext(nimcache=cache))
 
 
 def _render_cache(doc: dict[str, Any]) -> list[dict[str, Any]]:
