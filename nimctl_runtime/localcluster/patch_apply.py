@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from .patch_schema import resolve, strategic_schema
+
 Path = tuple[str, ...]
 FieldSet = set[Path]
 
@@ -153,9 +155,7 @@ def _resolve(node: Any) -> Mapping[str, Any]:
         return {}
     if "$ref" not in node and "allOf" not in node:
         return node
-    from nimctl_runtime.localcluster.patch import _resolve as resolve_ref
-
-    return resolve_ref(node)
+    return resolve(node)
 
 
 def _root_node(schema_hint: Any) -> _Node:
@@ -164,8 +164,6 @@ def _root_node(schema_hint: Any) -> _Node:
         return _Node(inner if isinstance(inner, dict) else {})
     if schema_hint is None:
         return _Node({})
-    from nimctl_runtime.localcluster.patch import strategic_schema
-
     return _Node(strategic_schema(schema_hint) or {})
 
 
