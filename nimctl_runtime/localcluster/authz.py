@@ -33,6 +33,7 @@ stored, after patches are applied).
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -331,9 +332,12 @@ def _rule_text(rule: Mapping[str, Any]) -> str:
 class RBACAuthorizer:
     """Authorizes localcluster's requests against the stored RBAC objects."""
 
-    def __init__(self, storage: Any) -> None:
+    def __init__(self, storage: Any, max_decisions: int = 200_000) -> None:
         self.storage = storage
         self._policy: Policy | None = None
+        # Every decision about a user outside system:masters, in order: the audit
+        # log's requests plus the checks no request shows (escalation checks).
+        self._decisions: deque[tuple[Attributes, bool]] = deque(maxlen=max_decisions)
         self._unsubscribe = storage.subscribe(self._on_change)
 
     def close(self) -> None:
@@ -355,7 +359,17 @@ class RBACAuthorizer:
         return self._policy
 
     def authorize(self, attrs: Attributes) -> bool:
-        return self.policy.allows(attrs)
+        allowed = self.policy.allows(attrs)
+        if MASTERS_GROUP not in attrs.groups:
+            self._decisions.append((attrs, allowed))
+        return allowed
+
+    def decisions(self, user: str | None = None) -> list[tuple[Attributes, bool]]:
+        """The decisions made so far (for *user* only when given), oldest first."""
+        return [d for d in self._decisions if user is None or d[0].user == user]
+
+    def clear_decisions(self) -> None:
+        self._decisions.clear()
 
     # ---------------------------------------------------------------- the request hook
 
@@ -438,7 +452,7 @@ class RBACAuthorizer:
             raise errors.bad_request(
                 "spec.resourceAttributes or spec.nonResourceAttributes must be set"
             )
-        allowed = self.authorize(attrs)
+        allowed = self.policy.allows(attrs)  # a question, not a decision to record
         # RBAC gives no reason for a denial (kubectl prints a bare "no").
         out["status"] = {"allowed": False}
         if allowed:
