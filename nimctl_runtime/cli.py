@@ -68,6 +68,25 @@ def _add_operator_flags(p: argparse.ArgumentParser) -> None:
         help="serve admission webhooks (also ENABLE_WEBHOOKS=true)",
     )
     p.add_argument("--watch-namespace", default=os.environ.get("WATCH_NAMESPACE", ""))
+    # Each group of controllers can be turned off on its own (the chart's
+    # nim.enabled / nemo.enabled / gpu.enabled values).
+    for group, flag, what in CONTROLLER_GROUP_FLAGS:
+        p.add_argument(
+            flag, dest=f"disable_{group}", action="store_true", help=f"do not run the {what}"
+        )
+
+
+CONTROLLER_GROUP_FLAGS = (
+    ("nim", "--disable-nim-controllers", "NIMService/NIMCache/NIMPipeline/NIMBuild controllers"),
+    ("nemo", "--disable-nemo-controllers", "NeMo microservice controllers"),
+    ("gpu", "--disable-gpu-lifecycle", "GPU lifecycle (ClusterPolicy, NVIDIADriver) controllers"),
+)
+
+
+def enabled_controller_groups(args: argparse.Namespace) -> tuple[str, ...]:
+    """The controller groups the flags leave on."""
+    flags = CONTROLLER_GROUP_FLAGS
+    return tuple(g for g, _, _ in flags if not getattr(args, f"disable_{g}", False))
 
 
 def _cmd_localcluster(args: argparse.Namespace) -> int:
@@ -187,7 +206,7 @@ async def compose_operator(
             max_concurrent_reconciles=max_concurrent_reconciles,
             model_query=query,
         ),
-        groups=controller_groups,
+        groups=tuple(g for g in controller_groups if g in enabled_controller_groups(args)),
     )
     if getattr(args, "enable_webhooks", False):
         from nimctl_runtime.webhook import WebhookServer
