@@ -14,6 +14,7 @@ from typing import Any
 
 from nimctl_runtime import field
 from nimctl_runtime.field import FieldError, ValidationFailed
+from webhooks.ranges import integer_range_errors, quantity_errors, spec_schema
 
 P = "nimcache.spec"
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
@@ -146,7 +147,14 @@ class NIMCacheValidator:
 
     def check(self, obj: dict[str, Any]) -> list[FieldError]:
         spec = _m(obj.get("spec"))
-        return _ngc(_m(spec.get("source"))) + _storage(spec) + _proxy(spec)
+        pvc = _m(_m(spec.get("storage")).get("pvc"))
+        return (
+            _ngc(_m(spec.get("source")))
+            + _storage(spec)
+            + _proxy(spec)
+            + integer_range_errors(spec, spec_schema("apps.nvidia.com/v1alpha1", "NIMCache"), P)
+            + quantity_errors(pvc.get("size"), f"{P}.storage.pvc.size")
+        )
 
     async def validate_create(self, obj: dict[str, Any]) -> list[str]:
         errs = self.check(obj)

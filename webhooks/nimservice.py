@@ -24,7 +24,9 @@ from webhooks.facts import (
     kserve_deployment_mode,
     version_tuple,
 )
+from webhooks.ranges import integer_range_errors, quantity_errors, spec_schema
 
+API_VERSION = "apps.nvidia.com/v1alpha1"
 P = "nimservice.spec"
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
 DRA_MIN_VERSION = (1, 34, 0)
@@ -415,6 +417,9 @@ class NIMServiceValidator:
         errs += _metrics_scale_resources(spec)
         errs += await _dra(spec, self.facts)
         errs += await _kserve(spec, obj, self.facts)
+        errs += integer_range_errors(spec, spec_schema(API_VERSION, "NIMService"), P)
+        pvc = _m(_m(spec.get("storage")).get("pvc"))
+        errs += quantity_errors(pvc.get("size"), f"{P}.storage.pvc.size")
         return errs, warnings
 
     async def validate_create(self, obj: dict[str, Any]) -> list[str]:
