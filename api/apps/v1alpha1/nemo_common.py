@@ -150,7 +150,7 @@ class WandBConfig(ApiModel):
 
     secret_name: NonEmpty
     """Secret holding the W&B API key."""
-    api_key: NonEmpty = Field(default="apiKey", alias="apiKey")
+    api_key_key: NonEmpty = "apiKey"
     """Key of the API key in the secret."""
     encryption_key: str = "encryptionKey"
     """Key of the encryption key in the secret."""

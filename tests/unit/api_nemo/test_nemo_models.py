@@ -87,7 +87,7 @@ def test_defaults_are_nvidias() -> None:
     cu = dump(load(cu_obj), defaults=True)["spec"]
     assert cu["otel"]["excludedUrls"] == ["health"] and cu["otel"]["logLevel"] == "INFO"
     assert cu["scheduler"] == {"type": "volcano"}
-    assert cu["wandb"] == {"secretName": "wandb", "apiKey": "apiKey",
+    assert cu["wandb"] == {"secretName": "wandb", "apiKeyKey": "apiKey",
                            "encryptionKey": "encryptionKey", "entity": "null",
                            "projectName": "nvidia-nemo-customizer"}
     assert cu["modelDownloadJobs"]["imagePullPolicy"] == "IfNotPresent"
@@ -115,7 +115,7 @@ def test_typed_access_reads_like_nvidias_go_types() -> None:
     assert cu.spec.training_config.model_pvc.size == "50Gi"
     assert cu.spec.model_download_jobs.ngc_api_secret.name == "ngc-api-secret"
     assert cu.spec.scheduler.type == nemo_customizer.SCHEDULER_VOLCANO
-    assert cu.spec.wandb.api_key == "apiKey"
+    assert cu.spec.wandb.api_key_key == "apiKey"
     gr = load(next(p for p in EXAMPLES if p.name == "nemo-guardrail.yaml").read_text())
     assert isinstance(gr, NemoGuardrail)
     assert gr.spec.nim_endpoint is not None
