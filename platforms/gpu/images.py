@@ -11,11 +11,39 @@ Errors name the ClusterPolicy field.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from api.nvidia.v1.clusterpolicy import ImageSpec
 from platforms.gpu.errors import RenderError
 
 PULL_POLICIES = ("Always", "Never", "IfNotPresent")
+
+DEFAULT_OPERATOR_ENV: Mapping[str, str] = MappingProxyType(
+    {
+        "DRIVER_IMAGE": "nvcr.io/nvidia/driver:595.91.07",
+        "DRIVER_MANAGER_IMAGE": "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0",
+        "CONTAINER_TOOLKIT_IMAGE": "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0",
+        "DEVICE_PLUGIN_IMAGE": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
+        "GFD_IMAGE": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
+        "DCGM_IMAGE": "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+        "DCGM_EXPORTER_IMAGE": "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
+        "MIG_MANAGER_IMAGE": "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
+        "VALIDATOR_IMAGE": "nvcr.io/nvidia/gpu-operator:v26.7.0",
+        "GDS_IMAGE": "nvcr.io/nvidia/cloud-native/nvidia-fs:2.29.4",
+        "GDRCOPY_IMAGE": "nvcr.io/nvidia/cloud-native/gdrdrv:v2.6",
+        "VFIO_MANAGER_IMAGE": "nvcr.io/nvidia/cuda:13.0.1-base-ubi9",
+        "SANDBOX_DEVICE_PLUGIN_IMAGE": "nvcr.io/nvidia/kubevirt-gpu-device-plugin:v1.6.0",
+        "KATA_SANDBOX_DEVICE_PLUGIN_IMAGE": (
+            "nvcr.io/nvidia/cloud-native/nvidia-sandbox-device-plugin:v0.0.5"
+        ),
+        "VGPU_DEVICE_MANAGER_IMAGE": "nvcr.io/nvidia/cloud-native/vgpu-device-manager:v0.4.1",
+        "CC_MANAGER_IMAGE": "nvcr.io/nvidia/cloud-native/k8s-cc-manager:v0.3.0",
+    }
+)
+"""Image fallbacks (the operator pod's environment) from NVIDIA's Helm chart v26.7.0
+values, for every component that has a public image (the vGPU manager has none).
+NVIDIA's chart sets only ``VALIDATOR_IMAGE`` and ``DRIVER_MANAGER_IMAGE``; nimctl
+falls back to all of them, so a ClusterPolicy that names no image still renders."""
 
 
 def image_path(spec: ImageSpec, env: Mapping[str, str], field: str) -> str:

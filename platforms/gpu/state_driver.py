@@ -150,7 +150,8 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
     return out
 
 
-def _os_of(node: GPUNode) -> None:
+def require_os(node: GPUNode) -> None:
+    """RenderError unless NFD has labelled the node's OS (driver images are per OS)."""
     if not node.os_id or not node.os_version:
         raise RenderError(
             f"GPU node {node.name} has no {OS_ID_LABEL} / {OS_VERSION_LABEL} labels, so the "
@@ -162,7 +163,7 @@ def driver_daemonset(
     ctx: StateContext, node: GPUNode, *, kernel: str | None = None
 ) -> dict[str, Any]:
     """The driver DaemonSet for the OS of ``node`` (and ``kernel`` when precompiled)."""
-    _os_of(node)
+    require_os(node)
     ds = _asset(ctx)
     t.prepare(ds, ctx)
     transform_driver(ds, ctx, node, kernel)
@@ -558,12 +559,16 @@ def _files_from_config_map(
 
 def _kernel_module_config(ds: dict[str, Any], ctr: dict[str, Any], ctx: StateContext) -> None:
     cfg = ctx.spec.driver.kernel_module_config
-    if cfg is None or not cfg.name:
-        return
-    keys = _config_map_keys(ctx, cfg.name, "driver.kernelModuleConfig.name")
-    _files_from_config_map(
-        ds, ctr, volume=cfg.name, config_map=cfg.name, keys=keys, directory="/drivers"
-    )
+    if cfg is not None and cfg.name:
+        config_map_files(ds, ctr, ctx, name=cfg.name, field="driver.kernelModuleConfig.name")
+
+
+def config_map_files(
+    ds: dict[str, Any], ctr: dict[str, Any], ctx: StateContext, *, name: str, field: str
+) -> None:
+    """Kernel module parameters: each key of ConfigMap ``name`` as ``/drivers/<key>``."""
+    keys = _config_map_keys(ctx, name, field)
+    _files_from_config_map(ds, ctr, volume=name, config_map=name, keys=keys, directory="/drivers")
 
 
 def _repo_config(ds: dict[str, Any], ctr: dict[str, Any], ctx: StateContext, node: GPUNode) -> None:

@@ -1,4 +1,8 @@
-"""State kata-manager: not rendered yet (filled in by issue 11 part A)."""
+"""State ``state-kata-manager``: deprecated, and hard-wired off as in NVIDIA's
+operator, so it never has objects; it stays in the list so the state order and
+names match NVIDIA's (and so a reconciler deletes anything an older release
+left behind).
+"""
 
 from __future__ import annotations
 
@@ -8,5 +12,5 @@ from platforms.gpu.context import StateContext
 
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
-    """The state's objects in apply order."""
+    """Nothing: the state is never enabled."""
     return []

@@ -1,12 +1,202 @@
-"""State mig-manager: not rendered yet (filled in by issue 11 part A)."""
+"""State ``state-mig-manager``: the MIG manager, which applies the MIG layout a
+node's ``nvidia.com/mig.config`` label names (from the mig-parted ConfigMap),
+stopping and restarting the GPU clients around the change.
+
+The default configurations are our own, smaller set: ``all-disabled``,
+``all-enabled`` and the uniform layouts of the 80 GB A100/H100 (give
+``migManager.config.name`` to use a complete one).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from manifests import configmap
+from manifests.meta import object_meta
+from manifests.role import scc_rule
+from platforms.gpu import transforms as t
+from platforms.gpu.common import (
+    DIR,
+    DOC,
+    HTOC,
+    PRIV,
+    config_map_volume,
+    container,
+    daemonset,
+    env,
+    field_env,
+    host_path,
+    mount,
+    policy_rule,
+    rbac,
+    wait_for_file,
+)
 from platforms.gpu.context import StateContext
+from platforms.gpu.images import image_path
+
+NAME = "nvidia-mig-manager"
+ENTRYPOINT = "nvidia-mig-manager-entrypoint"
+DEFAULT_CONFIG = "default-mig-parted-config"
+DEFAULT_CLIENTS = "default-gpu-clients"
+
+ENTRYPOINT_SCRIPT = """#!/bin/sh
+# Wait until the driver is validated on this node; stop host GPU clients around
+# a MIG change only when the driver is the host's own.
+until [ -f /run/nvidia/validations/driver-ready ]; do
+  echo "waiting for the driver validation (driver-ready)"
+  sleep 5
+done
+set -a
+. /run/nvidia/validations/driver-ready
+set +a
+export WITH_SHUTDOWN_HOST_GPU_CLIENTS="${IS_HOST_DRIVER}"
+exec nvidia-mig-manager
+"""
+
+_GPUS_80GB = '["0x20B510DE", "0x233010DE"]'
+
+
+def _uniform(profile: str, count: int) -> str:
+    return (
+        f"  all-{profile}:\n"
+        f"    - device-filter: {_GPUS_80GB}\n"
+        "      devices: all\n"
+        "      mig-enabled: true\n"
+        "      mig-devices:\n"
+        f'        "{profile}": {count}\n'
+    )
+
+
+MIG_PARTED_CONFIG = (
+    "version: v1\n"
+    "mig-configs:\n"
+    "  all-disabled:\n"
+    "    - devices: all\n"
+    "      mig-enabled: false\n"
+    "  all-enabled:\n"
+    "    - devices: all\n"
+    "      mig-enabled: true\n"
+    "      mig-devices: {}\n"
+    + _uniform("1g.10gb", 7)
+    + _uniform("2g.20gb", 3)
+    + _uniform("3g.40gb", 2)
+    + _uniform("7g.80gb", 1)
+)
+
+GPU_CLIENTS = """version: v1
+systemd-services:
+  - nvsm.service
+  - nvsm-mqtt.service
+  - nvsm-core.service
+  - nvsm-api-gateway.service
+  - nvsm-notifier.service
+  - nv_peer_mem.service
+  - nvidia-dcgm.service
+  - dcgm.service
+  - dcgm-exporter.service
+"""
+
+
+def config_name(ctx: StateContext) -> str:
+    """The mig-parted ConfigMap the manager reads."""
+    cfg = ctx.spec.mig_manager.config
+    return (cfg.name if cfg is not None and cfg.name else "") or DEFAULT_CONFIG
+
+
+def clients_name(ctx: StateContext) -> str:
+    """The GPU clients ConfigMap the manager reads."""
+    cfg = ctx.spec.mig_manager.gpu_clients_config
+    return (cfg.name if cfg is not None and cfg.name else "") or DEFAULT_CLIENTS
 
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
-    """The state's objects in apply order."""
-    return []
+    """RBAC, default ConfigMaps (unless custom ones are named), entrypoint, DaemonSet."""
+    out = rbac(
+        ctx,
+        NAME,
+        [
+            policy_rule([""], ["pods"], ["get", "list", "watch", "delete"]),
+            policy_rule(["apps"], ["daemonsets"], ["get", "list", "watch"]),
+            scc_rule("privileged"),
+        ],
+        [policy_rule([""], ["nodes"], ["get", "list", "watch", "patch", "update"])],
+    )
+    if config_name(ctx) == DEFAULT_CONFIG:
+        out.append(configmap.build(object_meta(DEFAULT_CONFIG), {"config.yaml": MIG_PARTED_CONFIG}))
+    if clients_name(ctx) == DEFAULT_CLIENTS:
+        out.append(configmap.build(object_meta(DEFAULT_CLIENTS), {"clients.yaml": GPU_CLIENTS}))
+    out.append(configmap.build(object_meta(ENTRYPOINT), {"entrypoint.sh": ENTRYPOINT_SCRIPT}))
+    ds = t.prepare(_asset(ctx), ctx)
+    transform(ds, ctx)
+    out.append(t.finish(ds, ctx))
+    return out
+
+
+def _asset(ctx: StateContext) -> dict[str, Any]:
+    main = container(
+        NAME,
+        command=["/bin/sh", "-c"],
+        args=["/bin/entrypoint.sh"],
+        env_vars=[
+            field_env("NODE_NAME", "spec.nodeName"),
+            field_env("POD_NAME", "metadata.name"),
+            field_env("POD_NAMESPACE", "metadata.namespace"),
+            env("GPU_CLIENTS_FILE", "/gpu-clients/clients.yaml"),
+            field_env("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace"),
+        ],
+        security_context=PRIV,
+        mounts=[
+            mount(ENTRYPOINT, "/bin/entrypoint.sh", read_only=True, sub_path="entrypoint.sh"),
+            mount("run-nvidia-validations", "/run/nvidia/validations"),
+            mount("host-sys", "/sys"),
+            mount("host-root", "/host", propagation=HTOC),
+            mount("gpu-clients", "/gpu-clients"),
+            mount("mig-parted-config", "/mig-parted-config"),
+            mount("driver-install-dir", "/driver-root", propagation=HTOC),
+            mount("cdi-root", "/var/run/cdi"),
+        ],
+    )
+    return daemonset(
+        NAME,
+        component="mig-manager",
+        service_account=NAME,
+        host_pid=True,
+        host_ipc=True,
+        init_containers=[
+            wait_for_file(
+                "toolkit-validation",
+                "toolkit-ready",
+                volume="run-nvidia-validations",
+                mount_path="/run/nvidia/validations",
+            )
+        ],
+        containers=[main],
+        volumes=[
+            config_map_volume(ENTRYPOINT, ENTRYPOINT, mode=0o700),
+            host_path("host-sys", "/sys", DIR),
+            host_path("run-nvidia-validations", "/run/nvidia/validations", DOC),
+            host_path("driver-install-dir", "/run/nvidia/driver", DOC),
+            host_path("host-root", "/"),
+            config_map_volume("gpu-clients", clients_name(ctx)),
+            config_map_volume("mig-parted-config", config_name(ctx)),
+            host_path("cdi-root", "/var/run/cdi", DOC),
+        ],
+    )
+
+
+def transform(ds: dict[str, Any], ctx: StateContext) -> None:
+    """NVIDIA's ``TransformMIGManager``."""
+    manager = ctx.spec.mig_manager
+    image = image_path(manager, ctx.facts.operator_env, "migManager")
+    c = t.apply_component(ds, manager, image=image, main=NAME, user_env=False)
+    if config_name(ctx) == DEFAULT_CONFIG:
+        vol = t.volume(ds, "mig-parted-config")
+        assert vol is not None
+        vol["configMap"]["items"] = [{"key": "config.yaml", "path": "config-default.yaml"}]
+        t.set_env(c, "DEFAULT_CONFIG_FILE", "/mig-parted-config/config-default.yaml")
+    else:
+        t.set_env(c, "CONFIG_FILE", "/mig-parted-config/config.yaml")
+    t.apply_cdi_hook_env(c, ctx)
+    t.apply_runtime_class(ds, ctx)
+    t.apply_nri_annotation(ds, ctx, NAME)
+    t.set_user_env(c, manager.env)

@@ -1,12 +1,94 @@
-"""State sandbox-device-plugin: not rendered yet (filled in by issue 11 part A)."""
+"""State ``state-sandbox-device-plugin``: the KubeVirt GPU device plugin, which
+advertises passthrough GPUs and vGPUs to virtual machines once the node's
+workload type (``vm-passthrough`` or ``vm-vgpu``) is validated.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from manifests.role import scc_rule
+from platforms.gpu import transforms as t
+from platforms.gpu.common import (
+    DOC,
+    HTOC,
+    PRIV,
+    container,
+    daemonset,
+    env,
+    field_env,
+    host_path,
+    mount,
+    policy_rule,
+    rbac,
+)
 from platforms.gpu.context import StateContext
+from platforms.gpu.images import image_path
+
+NAME = "nvidia-sandbox-device-plugin"
+DAEMONSET = "nvidia-sandbox-device-plugin-daemonset"
+MAIN = "nvidia-sandbox-device-plugin-ctr"
+
+
+def workload_wait(name: str, workload: str, ready_file: str) -> dict[str, Any]:
+    """An init container that waits for ``ready_file`` only on ``workload`` nodes."""
+    base = "/run/nvidia/validations"
+    script = (
+        f"until [ -f {base}/workload-type ]; do echo waiting for workload-type; sleep 5; done; "
+        f'if [ "$(cat {base}/workload-type)" != "{workload}" ]; then exit 0; fi; '
+        f"until [ -f {base}/{ready_file} ]; do echo waiting for {ready_file}; sleep 5; done"
+    )
+    return container(
+        name,
+        command=["sh", "-c"],
+        args=[script],
+        env_vars=[env("NVIDIA_VISIBLE_DEVICES", "void")],
+        security_context=PRIV,
+        mounts=[mount("run-nvidia-validations", base, propagation=HTOC)],
+    )
 
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
-    """The state's objects in apply order."""
-    return []
+    """RBAC and the sandbox device plugin DaemonSet."""
+    out = rbac(
+        ctx, NAME, [scc_rule(NAME)], [policy_rule([""], ["nodes"], ["get", "list", "watch"])]
+    )
+    ds = t.prepare(_asset(), ctx)
+    plugin = ctx.spec.sandbox_device_plugin
+    image = image_path(plugin, ctx.facts.operator_env, "sandboxDevicePlugin")
+    t.apply_component(ds, plugin, image=image, main=MAIN)
+    out.append(t.finish(ds, ctx))
+    return out
+
+
+def _asset() -> dict[str, Any]:
+    main = container(
+        MAIN,
+        env_vars=[
+            field_env("NODE_NAME", "spec.nodeName"),
+            field_env("POD_NAMESPACE", "metadata.namespace"),
+        ],
+        security_context=PRIV,
+        mounts=[
+            mount("device-plugin", "/var/lib/kubelet/device-plugins"),
+            mount("vfio", "/dev/vfio"),
+            mount("cdi-root", "/var/run/cdi"),
+        ],
+    )
+    return daemonset(
+        DAEMONSET,
+        component="sandbox-device-plugin",
+        annotations={"openshift.io/scc": NAME},
+        service_account=NAME,
+        init_containers=[
+            workload_wait("vfio-pci-validation", "vm-passthrough", "vfio-pci-ready"),
+            workload_wait("vgpu-devices-validation", "vm-vgpu", "vgpu-devices-ready"),
+        ],
+        containers=[main],
+        volumes=[
+            host_path("device-plugin", "/var/lib/kubelet/device-plugins"),
+            host_path("run-nvidia-validations", "/run/nvidia/validations", DOC),
+            host_path("vfio", "/dev/vfio"),
+            host_path("cdi-root", "/var/run/cdi", DOC),
+        ],
+    )
