@@ -42,6 +42,24 @@ REVISION = "deployment.kubernetes.io/revision"
 DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 HASH_LABEL = "pod-template-hash"
+# The simulator never runs more pods than this for one ReplicaSet or StatefulSet:
+# an absurd spec.replicas (2^64 got through once) is capped, with a Warning Event,
+# instead of growing the process without bound.
+MAX_SIMULATED_REPLICAS = 5000
+
+
+def capped_replicas(obj: Obj, replicas: int, running: int) -> tuple[int, list[Action]]:
+    """*replicas* bounded by :data:`MAX_SIMULATED_REPLICAS`, and the Event saying so
+    (while *running*, the pods there are, is still short of the cap)."""
+    if replicas <= MAX_SIMULATED_REPLICAS:
+        return replicas, []
+    if running >= MAX_SIMULATED_REPLICAS:
+        return MAX_SIMULATED_REPLICAS, []
+    message = (
+        f"spec.replicas {replicas} is more than the simulator runs; "
+        f"running {MAX_SIMULATED_REPLICAS} pods"
+    )
+    return MAX_SIMULATED_REPLICAS, [Emit(obj, "Warning", "ReplicasCapped", message)]
 
 
 def available(pod: Obj, min_ready_seconds: int, ctx: Context) -> bool:
@@ -64,12 +82,11 @@ def _delete_rank(pod: Obj) -> tuple[int, int, int]:
 
 def reconcile_replicaset(rs: Obj, ctx: Context) -> list[Action]:
     """Create or delete pods towards ``spec.replicas``; report status."""
-    actions: list[Action] = []
     spec = rs.get("spec") or {}
-    replicas = int(spec.get("replicas", 1))
     min_ready = int(spec.get("minReadySeconds") or 0)
     pods = ctx.view.owned(rs, "Pod")
     active = pods_active(pods)
+    replicas, actions = capped_replicas(rs, int(spec.get("replicas", 1)), len(active))
     diff = replicas - len(active)
     if diff > 0:
         for _ in range(min(diff, 500)):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 
-from nimctl_runtime.localcluster.simulator.deployment import available
+from nimctl_runtime.localcluster.simulator.deployment import available, capped_replicas
 from nimctl_runtime.localcluster.simulator.kubelet import is_pod_ready
 from nimctl_runtime.localcluster.simulator.objects import (
     Action,
@@ -101,11 +101,12 @@ def reconcile_statefulset(sts: Obj, ctx: Context) -> list[Action]:
     """Create, replace and delete pods by ordinal; report status."""
     actions, update_revision, _ = sync_revisions(sts, ctx)
     spec = sts.get("spec") or {}
-    replicas = int(spec.get("replicas", 1))
     start = int((spec.get("ordinals") or {}).get("start", 0))
     parallel = spec.get("podManagementPolicy") == "Parallel"
     min_ready = int(spec.get("minReadySeconds") or 0)
     pods = {_ordinal(p, sts): p for p in ctx.view.owned(sts, "Pod")}
+    replicas, capped = capped_replicas(sts, int(spec.get("replicas", 1)), len(pods))
+    actions += capped
     wanted = range(start, start + replicas)
     namespace = namespace_of(sts)
 
