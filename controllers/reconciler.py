@@ -39,7 +39,7 @@ from controllers.sync import WriteLog, patch_finalizers, sync_object
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
 from nimctl_runtime.logsetup import get_logger
-from nimctl_runtime.meta import OWNER_UID_INDEX, name_of, namespace_of, uid_of
+from nimctl_runtime.meta import OWNER_UID_INDEX, controller_of, name_of, namespace_of, uid_of
 from nimctl_runtime.reconcile import Request, Result
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, KindContract, Observed, Readiness, ReconcileError
@@ -80,6 +80,10 @@ class Kind(ABC, Generic[CR, Facts]):
     finalizer: str | None = None
     create_only: frozenset[str] = frozenset({"PersistentVolumeClaim"})
     keep_on_prune: frozenset[str] = frozenset({"PersistentVolumeClaim"})
+    overwrite_foreign: bool = True
+    """False: a desired object whose name is taken by an object this CR does not
+    control is never written; ``readiness`` sees the foreign object in ``Observed``
+    (its ownerReferences tell) and reports it."""
 
     @abstractmethod
     def parse(self, obj: Obj) -> CR:
@@ -88,6 +92,14 @@ class Kind(ABC, Generic[CR, Facts]):
     @abstractmethod
     async def gather(self, cr: CR, obj: Obj, reader: Reader) -> Facts:
         """What ``render`` needs from the cluster, read from the cache (may raise ``Blocked``)."""
+
+    def progress(self, old: Obj, facts: Facts) -> Obj:
+        """The status reached once the facts are known (default: unchanged).
+
+        Kept when the rest of the pass fails, so a failure does not erase what
+        was learnt (NIMCache's ``type: model-free``).
+        """
+        return old
 
     def memo_key(self, cr: CR, obj: Obj, facts: Facts) -> tuple[Any, ...] | None:
         """A key under which the render may be reused (None: render every pass)."""
@@ -106,6 +118,12 @@ class Kind(ABC, Generic[CR, Facts]):
     def event(self, obj: Obj, readiness: Readiness) -> Event | None:
         """The Event for a status change into ``readiness`` (None: none)."""
         return None
+
+    def status_event(
+        self, obj: Obj, readiness: Readiness, old_status: Obj, new_status: Obj
+    ) -> Event | None:
+        """The Event for a written status change (default: ``event``)."""
+        return self.event(obj, readiness)
 
     def failure_reason(self, kind: str) -> str:
         """The ``Failed`` reason when writing an object of ``kind`` fails."""
@@ -172,12 +190,13 @@ class KindReconciler(Generic[CR, Facts]):
                 return Result(requeue=True)
 
         old_status = copy.deepcopy(obj.get("status") or {})
+        progress = [old_status]
         try:
-            readiness, observed, done = await self._sync(obj)
+            readiness, observed, done = await self._sync(obj, progress)
         except Conflict:
             return Result(requeue=True)
         except ReconcileError as exc:
-            status = k.status(old_status, _failed(exc.reason, exc.message), Observed())
+            status = k.status(progress[-1], _failed(exc.reason, exc.message), Observed())
             if await self._write_status(obj, status):
                 event = k.failure_event(obj, exc.message)
                 if event is not None:
@@ -186,11 +205,11 @@ class KindReconciler(Generic[CR, Facts]):
         except _Terminating:
             await self._release_finalizer(obj)
             return Result()
-        status = k.status(old_status, readiness, observed)
+        status = k.status(progress[-1], readiness, observed)
         if done is not None and readiness.ready:
             status = await k.complete_status(done[0], obj, done[1], status, observed)
         if await self._write_status(obj, status):
-            event = k.event(obj, readiness)
+            event = k.status_event(obj, readiness, old_status, status)
             if event is not None:
                 self.recorder.event(obj, *event)
         if readiness.requeue_after:
@@ -199,11 +218,14 @@ class KindReconciler(Generic[CR, Facts]):
 
     # -- steps -------------------------------------------------------------------
 
-    async def _sync(self, obj: Obj) -> tuple[Readiness, Observed, tuple[CR, Facts] | None]:
+    async def _sync(
+        self, obj: Obj, progress: list[Obj]
+    ) -> tuple[Readiness, Observed, tuple[CR, Facts] | None]:
         k = self.kind
         try:
             cr = k.parse(obj)
             facts = await k.gather(cr, obj, self.cache)
+            progress.append(k.progress(progress[-1], facts))
             desired = self._render(cr, obj, facts)
         except Blocked as blocked:
             return blocked.readiness, Observed(), None
@@ -287,6 +309,9 @@ class KindReconciler(Generic[CR, Facts]):
                 log=self._writes,
                 create_only=action.create_only,
                 keep_live_replicas=action.keep_live_replicas,
+                controller_uid=None
+                if self.kind.overwrite_foreign
+                else (controller_of(obj) or {}).get("uid"),
             )
         except Conflict:
             raise
@@ -335,7 +360,7 @@ class KindReconciler(Generic[CR, Facts]):
             self.kind.api_version,
             self.kind.kind,
             name,
-            {"status": {k: v for k, v in status.items() if current.get(k) != v}},
+            {"status": _merge_patch(current, status)},
             namespace=namespace or None,
             patch_type="merge",
             subresource="status",
@@ -355,6 +380,26 @@ class _Terminating(Exception):
 
 def _failed(reason: str, message: str) -> Readiness:
     return Readiness(state="Failed", reason=reason, message=message, failed=True)
+
+
+def _merge_patch(current: Mapping[str, Any], status: Mapping[str, Any]) -> Obj:
+    """The merge patch from ``current`` to ``status`` for the fields ``status`` sets.
+
+    A map field (such as NIMPipeline's ``status.states``) loses the keys the new
+    value no longer has: a merge patch would keep them, so they are sent as null.
+    """
+    out: Obj = {}
+    for k, v in status.items():
+        old = current.get(k)
+        if old == v:
+            continue
+        if isinstance(v, Mapping) and isinstance(old, Mapping):
+            patch: Obj = {ok: None for ok in old if ok not in v}
+            patch.update({nk: nv for nk, nv in v.items() if old.get(nk) != nv})
+            out[k] = patch
+        else:
+            out[k] = v
+    return out
 
 
 def _same_status(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -152,7 +152,7 @@ class SyncOutcome:
     """What ``sync_object`` did."""
 
     live: Obj
-    action: str  # "none" | "created" | "updated"
+    action: str  # "none" | "created" | "updated" | "foreign"
 
 
 async def sync_object(
@@ -164,8 +164,14 @@ async def sync_object(
     log: WriteLog,
     create_only: bool = False,
     keep_live_replicas: bool = False,
+    controller_uid: str | None = None,
 ) -> SyncOutcome:
-    """Bring one object to ``desired``; no request when the cached/live object matches."""
+    """Bring one object to ``desired``; no request when the cached/live object matches.
+
+    With ``controller_uid``, an existing object of the same name that this
+    controller does not control is left as it is (action ``"foreign"``): the
+    caller reports it instead of overwriting someone else's object.
+    """
     api_version, kind, namespace, name = key_of(desired)
     live = cached
 
@@ -178,6 +184,8 @@ async def sync_object(
             live = await reader.get(api_version, kind, name, namespace or None)
         except NotFound:
             live = None
+    if live is not None and _foreign(live, controller_uid):
+        return SyncOutcome(live, "foreign")
     if live is not None and (create_only or not differs(live)):
         return SyncOutcome(live, "none")
     if live is None:
@@ -185,6 +193,8 @@ async def sync_object(
             created = await writer.create(desired)
         except AlreadyExists:
             live = await reader.get(api_version, kind, name, namespace or None)
+            if _foreign(live, controller_uid):
+                return SyncOutcome(live, "foreign")
             if create_only or not differs(live):
                 log.record(desired)
                 return SyncOutcome(live, "none")
@@ -194,6 +204,16 @@ async def sync_object(
     updated = await writer.update(update_body(desired, live, keep_live_replicas=keep_live_replicas))
     log.record(desired)
     return SyncOutcome(updated, "updated")
+
+
+def _foreign(live: Mapping[str, Any], controller_uid: str | None) -> bool:
+    """``live`` exists and is not controlled by ``controller_uid`` (when one is given)."""
+    if controller_uid is None:
+        return False
+    for ref in (live.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("controller") and ref.get("uid") == controller_uid:
+            return False
+    return True
 
 
 __all__ = [
