@@ -1,8 +1,11 @@
-"""Unknown-field handling for built-in kinds, as Go's typed decoding does it.
+"""Decoding built-in kinds as Go's typed decoding does: types, then unknown fields.
 
-kube-apiserver decodes a Deployment into Go structs, so a field the type does
-not have is dropped (and reported: a warning by default, a 400 with
-``fieldValidation=Strict``, which kubectl sends). localcluster stores plain
+kube-apiserver decodes a Deployment into Go structs, so a value of the wrong JSON
+type (a number in a ConfigMap's ``data``, a string for ``replicas``, a malformed
+quantity) is a 400 in the decoder's words, and a field the type does not have is
+dropped (and reported: a warning by default, a 400 with ``fieldValidation=Strict``,
+which kubectl sends). Go types come from the protobuf layouts (``protobuf_types.json``:
+int32 vs int64, messages, maps). localcluster stores plain
 dicts, so it prunes against Kubernetes' v1.32 type schemas (the definitions
 kubernetes-validate ships, read through ``patch.strategic_schema``). A typo in
 an operator's manifest builder therefore shows up here as it would on a real
@@ -22,6 +25,30 @@ class BuiltinPruner:
 
     def __init__(self) -> None:
         self._resolved: dict[str, Mapping[str, Any] | None] = {}
+        self._types: _TypeChecker | None = None
+
+    def check_types(self, kind_key: tuple[str, str], obj: dict[str, Any]) -> None:
+        """A 400, worded as kube-apiserver's decoder, when *obj* does not fit its Go type.
+
+        ``json: cannot unmarshal number into Go struct field ConfigMap.data of type
+        string``, wrapped as ``ConfigMap in version "v1" cannot be handled as a
+        ConfigMap: ...``. Kinds without a protobuf layout (none built in) pass.
+        """
+        from . import errors, protobuf
+
+        api_version, kind = kind_key
+        name = protobuf.message_name(api_version, kind)
+        if name is None:
+            return
+        if self._types is None:
+            self._types = _TypeChecker()
+        try:
+            self._types.check(name, obj, [])
+        except TypeMismatch as exc:
+            version = api_version.rpartition("/")[2]
+            raise errors.bad_request(
+                f'{kind} in version "{version}" cannot be handled as a {kind}: {exc}'
+            ) from exc
 
     def _definition(self, name: str) -> Mapping[str, Any] | None:
         if name not in self._resolved:
@@ -51,7 +78,12 @@ class BuiltinPruner:
         return schema
 
     def prune(self, kind_key: tuple[str, str], obj: dict[str, Any]) -> list[str]:
-        """Remove fields the built-in kind does not declare, in place; return their paths."""
+        """Remove fields the built-in kind does not declare, in place; return their paths.
+
+        A value of the wrong type is a 400 first (:meth:`check_types`), as Go's
+        decoder refuses it before anything else looks at the object.
+        """
+        self.check_types(kind_key, obj)
         schema = self._kind(kind_key)
         if schema is None:
             return []
@@ -101,3 +133,164 @@ def _has_structure(schema: Mapping[str, Any]) -> bool:
 
 def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+# -- Go's typed decoding: a value of the wrong JSON type is a 400 ---------------
+
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "bool"),
+    (str, "string"),
+    (int, "number"),
+    (float, "number"),
+    (dict, "object"),
+    (list, "array"),
+)
+_INT_RANGES = {
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+}
+_QUANTITY_FORMAT = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+_ANY = ("runtime.RawExtension", "meta.v1.FieldsV1")
+
+
+class TypeMismatch(ValueError):
+    """A value of the wrong JSON type for its Go field (message in Go's json wording)."""
+
+
+def _json_type(value: Any) -> str:
+    for py, name in _JSON_TYPES:
+        if isinstance(value, py):
+            return name
+    return type(value).__name__
+
+
+def _go_type(kind: str, sub: str | None) -> str:
+    if kind == "message" and sub:
+        package, _, short = sub.rpartition(".")
+        return f"{package.rsplit('.', 1)[-1]}.{short}"
+    return {"bytes": "[]uint8"}.get(kind, kind)
+
+
+class _TypeChecker:
+    """Checks a built-in object against Kubernetes' Go types (from the protobuf layouts)."""
+
+    def __init__(self) -> None:
+        from . import protobuf
+
+        self._messages, self._maps = protobuf.load_table()
+        self._inline = protobuf.INLINE
+        self._fields: dict[str, dict[str, tuple[list[Any], str]]] = {}
+
+    def fields_of(self, type_name: str) -> dict[str, tuple[list[Any], str]]:
+        """JSON name -> (layout row, Go struct name), embedded structs flattened."""
+        cached = self._fields.get(type_name)
+        if cached is None:
+            cached = {}
+            struct = type_name.rsplit(".", 1)[-1]
+            for row in self._messages.get(type_name, []):
+                if row[0] in self._inline and row[2] == "message":
+                    # promoted fields: Go names the outer struct in its errors
+                    inner = self.fields_of(row[4])
+                    cached.update({key: (sub, struct) for key, (sub, _s) in inner.items()})
+                else:
+                    cached[row[0]] = (row, struct)
+            self._fields[type_name] = cached
+        return cached
+
+    def check(self, type_name: str, value: dict[str, Any], stack: list[str]) -> None:
+        for key, item in value.items():
+            entry = self.fields_of(type_name).get(key)
+            if entry is None or item is None:
+                continue  # unknown fields are the pruner's business; null is Go's zero value
+            (name, _n, kind, repeated, sub), struct = entry
+            path = [*stack, name]
+            if sub is not None and sub in self._maps:
+                key_kind, value_kind, value_type = self._maps[sub]
+                go = f"map[{key_kind}]{_go_type(value_kind, value_type)}"
+                if not isinstance(item, dict):
+                    self._fail(item, struct, path, go)
+                for element in item.values():
+                    self._value(value_kind, value_type, element, struct, path)
+            elif repeated:
+                if not isinstance(item, list):
+                    self._fail(item, struct, path, "[]" + _go_type(kind, sub))
+                for element in item:
+                    self._value(kind, sub, element, struct, path)
+            else:
+                self._value(kind, sub, item, struct, path)
+
+    def _value(self, kind: str, sub: str | None, item: Any, struct: str, path: list[str]) -> None:
+        if item is None:
+            return
+        go = _go_type(kind, sub)
+        if kind == "message" and sub is not None:
+            if sub.endswith(_ANY):
+                return
+            if sub.endswith("resource.Quantity"):
+                self._quantity(item, struct, path)
+            elif sub.endswith("intstr.IntOrString"):
+                if not isinstance(item, str):
+                    self._integer("int32", item, struct, path, "int32")
+            elif sub.endswith(("meta.v1.Time", "meta.v1.MicroTime", "meta.v1.Duration")):
+                if not isinstance(item, str):
+                    self._fail(item, struct, path, go)
+            elif sub.endswith(("meta.v1.Verbs", ".ExtraValue")):
+                if not isinstance(item, list) or not all(isinstance(v, str) for v in item):
+                    self._fail(item, struct, path, "[]string")
+            elif not isinstance(item, dict):
+                self._fail(item, struct, path, go)
+            else:
+                self.check(sub, item, path)
+        elif kind in ("string", "bytes"):
+            if not isinstance(item, str):
+                self._fail(item, struct, path, go)
+            if kind == "bytes":
+                _check_base64(item)
+        elif kind == "bool":
+            if not isinstance(item, bool):
+                self._fail(item, struct, path, go)
+        elif kind in _INT_RANGES:
+            self._integer(kind, item, struct, path, go)
+
+    def _integer(self, kind: str, item: Any, struct: str, path: list[str], go: str) -> None:
+        if isinstance(item, bool) or not isinstance(item, (int, float)):
+            self._fail(item, struct, path, go)
+        low, high = _INT_RANGES[kind]
+        if isinstance(item, float) or not low <= item <= high:
+            text = repr(item) if isinstance(item, float) else str(item)
+            raise TypeMismatch(
+                f"json: cannot unmarshal number {text} into Go struct field "
+                f"{struct}.{'.'.join(path)} of type {go}"
+            )
+
+    def _quantity(self, item: Any, struct: str, path: list[str]) -> None:
+        from nimctl_runtime.quantity import QuantityError, parse_quantity
+
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            self._fail(item, struct, path, "resource.Quantity")
+        try:
+            parse_quantity(item)
+        except (QuantityError, ValueError) as exc:
+            raise TypeMismatch(_QUANTITY_FORMAT) from exc
+
+    @staticmethod
+    def _fail(item: Any, struct: str, path: list[str], go: str) -> None:
+        raise TypeMismatch(
+            f"json: cannot unmarshal {_json_type(item)} into Go struct field "
+            f"{struct}.{'.'.join(path)} of type {go}"
+        )
+
+
+def _check_base64(text: str) -> None:
+    import binascii
+    from base64 import b64decode
+
+    try:
+        b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        bad = next((i for i, ch in enumerate(text) if not (ch.isalnum() or ch in "+/=")), len(text))
+        raise TypeMismatch(f"illegal base64 data at input byte {bad}") from exc

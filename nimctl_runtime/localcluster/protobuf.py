@@ -80,7 +80,7 @@ class UnsupportedKind(ProtobufError):
 
 
 @functools.cache
-def _table() -> tuple[dict[str, list[list[Any]]], dict[str, list[Any]]]:
+def load_table() -> tuple[dict[str, list[list[Any]]], dict[str, list[Any]]]:
     data = json.loads(_TABLE_FILE.read_text())
     return data["messages"], data["maps"]
 
@@ -93,7 +93,7 @@ def message_name(api_version: str, kind: str) -> str | None:
     else:
         package = _GROUP_PACKAGE.get(group, group.split(".", 1)[0])
         name = f"k8s.io.api.{package}.{version}.{kind}"
-    messages, _maps = _table()
+    messages, _maps = load_table()
     return name if name in messages else None
 
 
@@ -268,7 +268,7 @@ def decode_message(type_name: str, raw: bytes) -> Any:
     handled, special = _special(type_name, raw)
     if handled:
         return special
-    messages, maps = _table()
+    messages, maps = load_table()
     spec = messages.get(type_name)
     if spec is None:
         raise ProtobufError(f"no protobuf layout for {type_name}")
@@ -436,7 +436,7 @@ def encode_message(type_name: str, value: Any) -> bytes:
     special = _encode_special(type_name, value)
     if special is not None:
         return special
-    messages, maps = _table()
+    messages, maps = load_table()
     spec = messages.get(type_name)
     if spec is None:
         raise ProtobufError(f"no protobuf layout for {type_name}")

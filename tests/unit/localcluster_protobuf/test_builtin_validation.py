@@ -1,0 +1,535 @@
+"""What kube-apiserver refuses with a 422, localcluster refuses with the same words.
+
+Each row is an object a real API server (v1.32+) rejects, the field path and the
+message of its Status cause. The messages are kube-apiserver's (field.Error's
+wording); where kube-apiserver prints a Go struct dump of a composite value,
+localcluster prints compact JSON.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from nimctl_runtime.localcluster.validation_builtin import validate
+
+CONTAINER = {"name": "nim", "image": "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3"}
+
+
+def deployment(**changes: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "metadata": {"name": "llm"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "llm"}},
+            "template": {
+                "metadata": {"labels": {"app": "llm"}},
+                "spec": {"containers": [dict(CONTAINER)], "restartPolicy": "Always"},
+            },
+        },
+    }
+    for path, value in changes.items():
+        node = obj
+        keys = path.split("__")
+        for key in keys[:-1]:
+            node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+        if isinstance(node, list):
+            node[int(keys[-1])] = value
+        else:
+            node[keys[-1]] = value
+    return obj
+
+
+def container(**fields: Any) -> list[dict[str, Any]]:
+    return [{**CONTAINER, **fields}]
+
+
+SERVICE = {"spec": {"type": "ClusterIP", "ports": [{"port": 8000, "targetPort": 8000}]}}
+
+REFUSED: list[tuple[str, str, dict[str, Any], str, str]] = [
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__template__spec__containers=container(imagePullPolicy="IfNotPresnt")),
+        "spec.template.spec.containers[0].imagePullPolicy",
+        'Unsupported value: "IfNotPresnt": supported values: "Always", "IfNotPresent", "Never"',
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__template__spec__containers=container(image="")),
+        "spec.template.spec.containers[0].image",
+        "Required value",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__template__spec__containers=container(name="Nim")),
+        "spec.template.spec.containers[0].name",
+        'Invalid value: "Nim": a lowercase RFC 1123 label must consist of lower case '
+        "alphanumeric characters or '-', and must start and end with an alphanumeric character "
+        "(e.g. 'my-name',  or '123-abc', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__template__spec__restartPolicy="Never"),
+        "spec.template.spec.restartPolicy",
+        'Unsupported value: "Never": supported values: "Always"',
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__replicas=-1),
+        "spec.replicas",
+        "Invalid value: -1: must be greater than or equal to 0",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__template__metadata={"labels": {"app": "other"}}),
+        "spec.template.metadata.labels",
+        'Invalid value: {"app":"other"}: `selector` does not match template `labels`',
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__strategy={"type": "Canary"}),
+        "spec.strategy.type",
+        'Unsupported value: "Canary": supported values: "Recreate", "RollingUpdate"',
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__strategy={"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}),
+        "spec.strategy.rollingUpdate",
+        "Forbidden: may not be specified when strategy `type` is 'Recreate'",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__strategy={
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0},
+            }
+        ),
+        "spec.strategy.rollingUpdate.maxUnavailable",
+        "Invalid value: 0: may not be 0 when `maxSurge` is 0",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__spec__containers=container(
+                resources={"limits": {"cpu": "1"}, "requests": {"cpu": "2"}}
+            )
+        ),
+        "spec.template.spec.containers[0].resources.requests",
+        'Invalid value: "2": must be less than or equal to cpu limit of 1',
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__spec__containers=container(
+                resources={"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "2"}}
+            )
+        ),
+        "spec.template.spec.containers[0].resources.requests",
+        'Invalid value: "2": must be equal to nvidia.com/gpu limit of 1',
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__spec__containers=container(
+                resources={"requests": {"nvidia.com/gpu": "1"}}
+            )
+        ),
+        "spec.template.spec.containers[0].resources.limits",
+        "Required value: Limit must be set for non overcommitable resources",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__spec__containers=container(resources={"limits": {"memory": "-1Gi"}})
+        ),
+        "spec.template.spec.containers[0].resources.limits[memory]",
+        'Invalid value: "-1Gi": must be greater than or equal to 0',
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__spec__containers=container(
+                volumeMounts=[{"name": "cache", "mountPath": "/model-store"}]
+            )
+        ),
+        "spec.template.spec.containers[0].volumeMounts[0].name",
+        'Not found: "cache"',
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__template__spec__volumes=[{"name": "cache"}]),
+        "spec.template.spec.volumes[0]",
+        "Required value: must specify a volume type",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__template__spec__containers=container(ports=[{"containerPort": 70000}])),
+        "spec.template.spec.containers[0].ports[0].containerPort",
+        "Invalid value: 70000: must be between 1 and 65535, inclusive",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__spec__containers=container(
+                ports=[{"containerPort": 8000, "protocol": "tcp"}]
+            )
+        ),
+        "spec.template.spec.containers[0].ports[0].protocol",
+        'Unsupported value: "tcp": supported values: "SCTP", "TCP", "UDP"',
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__spec__containers=container(
+                readinessProbe={"httpGet": {"path": "/v1/health/ready", "port": 0}}
+            )
+        ),
+        "spec.template.spec.containers[0].readinessProbe.httpGet.port",
+        "Invalid value: 0: must be between 1 and 65535, inclusive",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__template__spec__containers=container(livenessProbe={"periodSeconds": 5})),
+        "spec.template.spec.containers[0].livenessProbe",
+        "Required value: must specify a handler type",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__spec__containers=container(
+                env=[{"name": "NGC_API_KEY", "valueFrom": {"secretKeyRef": {"name": "ngc"}}}]
+            )
+        ),
+        "spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef.key",
+        "Required value",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__spec__tolerations=[{"key": "nvidia.com/gpu", "operator": "exists"}]
+        ),
+        "spec.template.spec.tolerations[0].operator",
+        'Unsupported value: "exists": supported values: "Equal", "Exists"',
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__selector=None),
+        "spec.selector",
+        "Required value",
+    ),
+    (
+        "batch",
+        "Job",
+        {"spec": {"template": {"spec": {"containers": [CONTAINER], "restartPolicy": "Always"}}}},
+        "spec.template.spec.restartPolicy",
+        'Unsupported value: "Always": supported values: "OnFailure", "Never"',
+    ),
+    (
+        "batch",
+        "Job",
+        {
+            "spec": {
+                "backoffLimit": -1,
+                "template": {"spec": {"containers": [CONTAINER], "restartPolicy": "Never"}},
+            }
+        },
+        "spec.backoffLimit",
+        "Invalid value: -1: must be greater than or equal to 0",
+    ),
+    (
+        "batch",
+        "CronJob",
+        {
+            "metadata": {"name": "cj"},
+            "spec": {
+                "schedule": "*/1 * * *",
+                "jobTemplate": {
+                    "spec": {
+                        "template": {"spec": {"containers": [CONTAINER], "restartPolicy": "Never"}}
+                    }
+                },
+            },
+        },
+        "spec.schedule",
+        'Invalid value: "*/1 * * *": expected exactly 5 fields, found 4: */1 * * *',
+    ),
+    (
+        "",
+        "Service",
+        {"spec": {**SERVICE["spec"], "type": "ClusterIp"}},
+        "spec.type",
+        'Unsupported value: "ClusterIp": supported values: "ClusterIP", "ExternalName", '
+        '"LoadBalancer", "NodePort"',
+    ),
+    (
+        "",
+        "Service",
+        {"spec": {"type": "ClusterIP"}},
+        "spec.ports",
+        "Required value",
+    ),
+    (
+        "",
+        "Service",
+        {"spec": {"type": "ClusterIP", "ports": [{"port": 80}, {"port": 81}]}},
+        "spec.ports[1].name",
+        "Required value",
+    ),
+    (
+        "",
+        "Service",
+        {"spec": {"type": "ClusterIP", "ports": [{"port": 80, "nodePort": 30080}]}},
+        "spec.ports[0].nodePort",
+        "Forbidden: may not be used when `type` is 'ClusterIP'",
+    ),
+    (
+        "",
+        "Service",
+        {"spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 80}]}},
+        "spec.ports[0].nodePort",
+        "Invalid value: 80: provided port is not in the valid range. The range of valid ports "
+        "is 30000-32767",
+    ),
+    (
+        "",
+        "ConfigMap",
+        {"data": {"a b": "x"}},
+        "data[a b]",
+        'Invalid value: "a b": a valid config key must consist of alphanumeric characters, '
+        "'-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
+        "validation is '[-._a-zA-Z0-9]+')",
+    ),
+    (
+        "",
+        "Secret",
+        {"type": "kubernetes.io/dockerconfigjson", "data": {}},
+        "data[.dockerconfigjson]",
+        "Required value",
+    ),
+    (
+        "",
+        "PersistentVolumeClaim",
+        {"spec": {"resources": {"requests": {"storage": "10Gi"}}}},
+        "spec.accessModes",
+        "Required value: at least 1 access mode is required",
+    ),
+    (
+        "",
+        "PersistentVolumeClaim",
+        {"spec": {"accessModes": ["ReadWriteOnce"]}},
+        "spec.resources[storage]",
+        "Required value",
+    ),
+    (
+        "",
+        "PersistentVolumeClaim",
+        {"spec": {"accessModes": ["RWO"], "resources": {"requests": {"storage": "1Gi"}}}},
+        "spec.accessModes",
+        'Unsupported value: "RWO": supported values: "ReadOnlyMany", "ReadWriteMany", '
+        '"ReadWriteOnce", "ReadWriteOncePod"',
+    ),
+    (
+        "networking.k8s.io",
+        "Ingress",
+        {
+            "spec": {
+                "rules": [
+                    {
+                        "http": {
+                            "paths": [
+                                {
+                                    "path": "bar",
+                                    "pathType": "Prefix",
+                                    "backend": {"service": {"name": "s", "port": {"number": 80}}},
+                                }
+                            ]
+                        }
+                    }
+                ]
+            }
+        },
+        "spec.rules[0].http.paths[0].path",
+        'Invalid value: "bar": must be an absolute path',
+    ),
+    (
+        "networking.k8s.io",
+        "Ingress",
+        {
+            "spec": {
+                "rules": [
+                    {
+                        "http": {
+                            "paths": [
+                                {"path": "/", "backend": {"service": {"name": "s", "port": {}}}}
+                            ]
+                        }
+                    }
+                ]
+            }
+        },
+        "spec.rules[0].http.paths[0].pathType",
+        "Required value: pathType must be specified",
+    ),
+    (
+        "autoscaling",
+        "HorizontalPodAutoscaler",
+        {
+            "spec": {
+                "scaleTargetRef": {"kind": "Deployment", "name": "llm"},
+                "minReplicas": 3,
+                "maxReplicas": 2,
+            }
+        },
+        "spec.maxReplicas",
+        "Invalid value: 2: must be greater than or equal to `minReplicas`",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("group", "kind", "obj", "field", "message"),
+    REFUSED,
+    ids=[f"{row[1]}:{row[3]}" for row in REFUSED],
+)
+def test_refused_as_kube_apiserver_refuses(
+    group: str, kind: str, obj: dict[str, Any], field: str, message: str
+) -> None:
+    causes = validate(group, kind, obj, None)
+    assert {"field": field, "message": message} in [
+        {"field": c["field"], "message": c["message"]} for c in causes
+    ], causes
+
+
+UPDATES: list[tuple[str, str, dict[str, Any], dict[str, Any], str, str]] = [
+    (
+        "apps",
+        "Deployment",
+        deployment(),
+        deployment(spec__selector={"matchLabels": {"app": "llm", "v": "2"}}),
+        "spec.selector",
+        'Invalid value: {"matchLabels":{"app":"llm","v":"2"}}: field is immutable',
+    ),
+    (
+        "",
+        "Service",
+        {"spec": {**SERVICE["spec"], "clusterIP": "10.96.0.10"}},
+        {"spec": {**SERVICE["spec"], "clusterIP": "10.96.0.11"}},
+        "spec.clusterIP",
+        'Invalid value: "10.96.0.11": field is immutable',
+    ),
+    (
+        "",
+        "Secret",
+        {"type": "Opaque", "data": {}},
+        {"type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}},
+        "type",
+        'Invalid value: "kubernetes.io/tls": field is immutable',
+    ),
+    (
+        "",
+        "ConfigMap",
+        {"immutable": True, "data": {"a": "1"}},
+        {"immutable": True, "data": {"a": "2"}},
+        "data",
+        "Forbidden: field is immutable when `immutable` is set",
+    ),
+    (
+        "batch",
+        "Job",
+        {"spec": {"template": {"spec": {"containers": [CONTAINER], "restartPolicy": "Never"}}}},
+        {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [{**CONTAINER, "image": "busybox"}],
+                        "restartPolicy": "Never",
+                    }
+                }
+            }
+        },
+        "spec.template",
+        "field is immutable",
+    ),
+    (
+        "",
+        "PersistentVolumeClaim",
+        {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
+        {"spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}}},
+        "spec",
+        "Forbidden: spec is immutable after creation except resources.requests and "
+        "volumeAttributesClassName for bound claims",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("group", "kind", "old", "new", "field", "message"),
+    UPDATES,
+    ids=[f"{row[1]}:{row[4]}" for row in UPDATES],
+)
+def test_immutable_fields(
+    group: str, kind: str, old: dict[str, Any], new: dict[str, Any], field: str, message: str
+) -> None:
+    causes = validate(group, kind, new, old)
+    assert any(c["field"] == field and message in c["message"] for c in causes), causes
+
+
+VALID: list[tuple[str, str, dict[str, Any]]] = [
+    ("apps", "Deployment", deployment()),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__spec__containers=container(
+                resources={"limits": {"nvidia.com/gpu": "1", "memory": "16Gi"}},
+                ports=[{"name": "api", "containerPort": 8000, "protocol": "TCP"}],
+                readinessProbe={"httpGet": {"path": "/v1/health/ready", "port": "api"}},
+                volumeMounts=[{"name": "cache", "mountPath": "/model-store"}],
+                env=[{"name": "NIM_CACHE_PATH", "value": "/model-store"}],
+            ),
+            spec__template__spec__volumes=[
+                {"name": "cache", "persistentVolumeClaim": {"claimName": "llm-pvc"}}
+            ],
+        ),
+    ),
+    ("", "Service", SERVICE),
+    ("", "Service", {"spec": {"clusterIP": "None", "type": "ClusterIP"}}),
+    ("", "ConfigMap", {"data": {"config.yaml": "a: 1"}}),
+    (
+        "",
+        "PersistentVolumeClaim",
+        {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
+    ),
+]
+
+
+@pytest.mark.parametrize(("group", "kind", "obj"), VALID, ids=[row[1] for row in VALID])
+def test_valid_objects_pass(group: str, kind: str, obj: dict[str, Any]) -> None:
+    assert validate(group, kind, obj, None) == []
+    assert validate(group, kind, obj, copy.deepcopy(obj)) == []
