@@ -39,6 +39,7 @@ import jsonpatch
 from aiohttp import web
 
 from nimctl_runtime.labels import Selector
+from nimctl_runtime.localcluster.codec import add_warnings, status_response
 from nimctl_runtime.localcluster.errors import StatusError
 from nimctl_runtime.localcluster.hooks import AdmissionAttributes, Handler, RequestInfo
 from nimctl_runtime.logsetup import get_logger
@@ -77,9 +78,6 @@ async def warnings_hook(
         collected = _REQUEST_WARNINGS.get() or []
         if not collected:
             raise
-        from nimctl_runtime.localcluster.handlers import add_warnings
-        from nimctl_runtime.localcluster.server import status_response
-
         response = status_response(err)
         add_warnings(response, collected)
         return response

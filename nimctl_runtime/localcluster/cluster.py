@@ -24,10 +24,12 @@ from aiohttp import web
 from nimctl_runtime import certs
 from nimctl_runtime.logsetup import get_logger
 
+from . import cel, patch
 from .authz import service_account_groups
+from .codec import MAX_BODY
 from .crd import CRDController
+from .extensions import start_extensions
 from .gc import GarbageCollector
-from .handlers import MAX_BODY
 from .hooks import AdmissionPlugin, PodLogProvider, RequestHook
 from .kubeconfig import render_kubeconfig, write_kubeconfig_file
 from .registry import Registry
@@ -166,12 +168,7 @@ class LocalCluster:
         self._bootstrap()
         self._gc = GarbageCollector(self.storage)
         self._gc.start()
-        try:
-            from .extensions import start_extensions
-        except ImportError:
-            start_extensions = None  # type: ignore[assignment]
-        if start_extensions is not None:
-            self._extensions = await start_extensions(self)
+        self._extensions = await start_extensions(self)
         api = ApiServer(self)
         app = api.make_app(MAX_BODY + 64 * 1024)
         self._runner = web.AppRunner(
@@ -213,8 +210,6 @@ class LocalCluster:
 
 def _warm_up() -> None:
     """Pay the first-use cost of the patch schemas and the CEL parser off the event loop."""
-    from . import cel, patch
-
     patch.warm_up()
     cel.warm_up()
 

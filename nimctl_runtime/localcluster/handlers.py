@@ -10,45 +10,51 @@ rendering live in ``server.py``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from nimctl_runtime.labels import FieldSelector, Selector, SelectorParseError
 
 from . import builtin_fields, conversion, defaults, errors, reviews, tables
+from .codec import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    MAX_BODY,
+    MERGE_PATCH,
+    STRATEGIC_PATCH,
+    bytes_response,
+    decode_body,
+    decode_continue,
+    encode_continue,
+    json_response,
+    media_type,
+    partial_metadata,
+    wants_metadata_only,
+    wants_table,
+)
 from .errors import StatusError
 from .hooks import AdmissionAttributes, Operation, RequestInfo
+from .host import APIServerHost
 from .registry import ResourceInfo
 from .storage import Storage
 from .store import Entry, encode
 
-if TYPE_CHECKING:
-    from .cluster import LocalCluster
+# decode_body and json_response are re-exported for authz, which imports them from here.
+__all__ = [
+    "RequestContext",
+    "ResourceHandlers",
+    "check_namespace_and_name",
+    "check_type_meta",
+    "decode_body",
+    "json_response",
+]
 
 Obj = dict[str, Any]
-MAX_BODY = 3 * 1024 * 1024
-
-JSON = "application/json"
-YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
-MERGE_PATCH = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
-APPLY_PATCH_CBOR = "application/apply-patch+cbor"
-PROTOBUF = "application/vnd.kubernetes.protobuf"
-PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
-
-
 @dataclass
 class RequestContext:
     """Per-request state: who asks, what they asked for, warnings to send back."""
@@ -75,64 +81,6 @@ class RequestContext:
     @property
     def field_manager(self) -> str:
         return self.request.query.get("fieldManager", "")
-
-
-def media_type(header: str | None) -> str:
-    return (header or "").split(";", 1)[0].strip().lower()
-
-
-def _yaml_load(text: str) -> Any:
-    yaml = YAML(typ="safe", pure=True)
-    return yaml.load(text)
-
-
-def decode_body(raw: bytes, content_type: str) -> Any:
-    """Decode a JSON or YAML request body (400 BadRequest when malformed)."""
-    mt = media_type(content_type)
-    if not raw.strip():
-        raise errors.bad_request("the request body is empty: an object was expected")
-    if mt in YAML_TYPES or mt == APPLY_PATCH:
-        try:
-            doc = _yaml_load(raw.decode("utf-8"))
-        except (YAMLError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise errors.bad_request(f"error decoding YAML: {exc}") from exc
-        _check_expanded_size(doc)
-        return doc
-    if mt in ("", JSON, MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, "*/*", "text/plain"):
-        try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
-    if mt == PROTOBUF:
-        from . import protobuf
-
-        try:
-            return protobuf.decode(raw)
-        except protobuf.UnsupportedKind as exc:
-            raise StatusError(415, "UnsupportedMediaType", str(exc)) from exc
-        except (protobuf.ProtobufError, IndexError, UnicodeDecodeError) as exc:
-            raise errors.bad_request(f"error decoding protobuf body: {exc}") from exc
-    raise errors.unsupported_media_type(("application/json", "application/yaml"))
-
-
-MAX_DECODED_NODES = 1_000_000
-
-
-def _check_expanded_size(doc: Any) -> None:
-    """Refuse YAML whose aliases expand into an enormous document ("billion laughs")."""
-    budget = MAX_DECODED_NODES
-    stack = [doc]
-    while stack:
-        node = stack.pop()
-        budget -= 1
-        if budget < 0:
-            raise errors.request_entity_too_large(
-                "Request entity too large: the YAML document expands to too many values"
-            )
-        if isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
 
 
 def check_type_meta(ctx: RequestContext, obj: Any) -> Obj:
@@ -186,80 +134,10 @@ def check_namespace_and_name(ctx: RequestContext, obj: Obj) -> None:
         meta["name"] = ctx.info.name
 
 
-def json_response(obj: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    resp = web.Response(body=encode(obj), status=status, content_type=JSON)
-    add_warnings(resp, warnings)
-    return resp
-
-
-def bytes_response(
-    body: bytes, status: int = 200, warnings: list[str] | None = None
-) -> web.Response:
-    resp = web.Response(body=body, status=status, content_type=JSON)
-    add_warnings(resp, warnings)
-    return resp
-
-
-def add_warnings(resp: web.StreamResponse, warnings: list[str] | None) -> None:
-    for w in warnings or []:
-        text = w.replace('"', '\\"').replace("\n", " ")
-        resp.headers.add("Warning", f'299 - "{text}"')
-
-
-def accept_as(request: web.Request) -> str:
-    """The ``as=`` form asked for in Accept (``Table``, ``PartialObjectMetadata[List]``) or ""."""
-    accept = request.headers.get("Accept", "")
-    for part in accept.split(","):
-        params = {
-            p.split("=", 1)[0].strip(): p.split("=", 1)[1].strip()
-            for p in part.split(";")[1:]
-            if "=" in p
-        }
-        if params.get("g") == "meta.k8s.io" and params.get("as") in (
-            "Table",
-            "PartialObjectMetadata",
-            "PartialObjectMetadataList",
-        ):
-            return params["as"]
-        if media_type(part) in ("application/json", "*/*", "application/*"):
-            return ""
-    return ""
-
-
-def wants_table(request: web.Request) -> bool:
-    return accept_as(request) == "Table"
-
-
-def wants_metadata_only(request: web.Request) -> bool:
-    return accept_as(request).startswith("PartialObjectMetadata")
-
-
-def partial_metadata(obj: Mapping[str, Any]) -> Obj:
-    return {
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata") or {},
-    }
-
-
-def encode_continue(rv: int, last: tuple[str, str]) -> str:
-    token = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": list(last)})
-    return base64.urlsafe_b64encode(token.encode()).decode()
-
-
-def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
-    try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        ns, name = data["start"]
-        return int(data["rv"]), (str(ns), str(name))
-    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
-        raise errors.bad_request(f"continue key is not valid: {exc}") from exc
-
-
 class ResourceHandlers:
-    """The verbs on resources, bound to one LocalCluster."""
+    """The verbs on resources, bound to the cluster that serves them."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: APIServerHost) -> None:
         self.cluster = cluster
         self.pruner = builtin_fields.BuiltinPruner()
 

@@ -15,33 +15,24 @@ import asyncio
 import json
 import traceback
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from nimctl_runtime.logsetup import get_logger
 
 from . import conversion, discovery, errors, openapi
+from .codec import json_response, status_response
 from .errors import StatusError
-from .handlers import RequestContext, ResourceHandlers, json_response
+from .handlers import RequestContext, ResourceHandlers
 from .hooks import Handler, RequestInfo
+from .host import APIServerHost
 from .store import encode
 from .watch import WatchServer
-
-if TYPE_CHECKING:
-    from .cluster import LocalCluster
 
 log = get_logger(__name__)
 
 PUBLIC_PATHS = ("/version", "/healthz", "/livez", "/readyz")
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
-
-
-def status_response(exc: StatusError) -> web.Response:
-    resp = json_response(exc.to_status(), exc.code)
-    if exc.retry_after is not None:
-        resp.headers["Retry-After"] = str(exc.retry_after)
-    return resp
 
 
 def _not_found_path() -> StatusError:
@@ -120,9 +111,9 @@ def parse_request(request: web.Request, user: str, groups: tuple[str, ...]) -> R
 
 
 class ApiServer:
-    """The aiohttp application serving one LocalCluster."""
+    """The aiohttp application serving one cluster (a LocalCluster)."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: APIServerHost) -> None:
         self.cluster = cluster
         self.resources = ResourceHandlers(cluster)
         self.watches = WatchServer(cluster)

@@ -13,18 +13,17 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from . import conversion, errors, tables
+from .codec import partial_metadata, wants_metadata_only, wants_table
 from .errors import StatusError
-from .handlers import RequestContext, partial_metadata, wants_metadata_only, wants_table
+from .handlers import RequestContext
+from .host import APIServerHost
 from .store import encode
 from .watchcache import BOOKMARK, ERROR, StoredEvent, WatchClosed
-
-if TYPE_CHECKING:
-    from .cluster import LocalCluster
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _DISCONNECT_CHECK = 2.0  # seconds between checks for a vanished client on an idle watch
@@ -35,9 +34,9 @@ def _bool(value: str | None) -> bool:
 
 
 class WatchServer:
-    """Serves watch requests for one LocalCluster."""
+    """Serves watch requests for the cluster that hosts it."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: APIServerHost) -> None:
         self.cluster = cluster
 
     async def serve(

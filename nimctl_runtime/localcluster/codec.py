@@ -1,0 +1,171 @@
+"""Request bodies and responses of localcluster's API: media types in, JSON out.
+
+What every part of the HTTP layer shares (handlers, watches, the router,
+admission and authorization hooks): decoding a request body as JSON, YAML or
+protobuf (400 when malformed, 415 for an unknown media type, 413 for YAML that
+expands without bound), JSON responses with ``Warning: 299`` headers, ``Status``
+error responses, ``Accept`` negotiation (``as=Table``,
+``as=PartialObjectMetadata``) and list ``continue`` tokens.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from . import errors, protobuf
+from .errors import StatusError
+from .store import encode
+
+Obj = dict[str, Any]
+MAX_BODY = 3 * 1024 * 1024
+
+JSON = "application/json"
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+APPLY_PATCH_CBOR = "application/apply-patch+cbor"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
+
+
+def media_type(header: str | None) -> str:
+    return (header or "").split(";", 1)[0].strip().lower()
+
+
+def _yaml_load(text: str) -> Any:
+    yaml = YAML(typ="safe", pure=True)
+    return yaml.load(text)
+
+
+def decode_body(raw: bytes, content_type: str) -> Any:
+    """Decode a JSON or YAML request body (400 BadRequest when malformed)."""
+    mt = media_type(content_type)
+    if not raw.strip():
+        raise errors.bad_request("the request body is empty: an object was expected")
+    if mt in YAML_TYPES or mt == APPLY_PATCH:
+        try:
+            doc = _yaml_load(raw.decode("utf-8"))
+        except (YAMLError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+        _check_expanded_size(doc)
+        return doc
+    if mt in ("", JSON, MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, "*/*", "text/plain"):
+        try:
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
+    if mt == PROTOBUF:
+        try:
+            return protobuf.decode(raw)
+        except protobuf.UnsupportedKind as exc:
+            raise StatusError(415, "UnsupportedMediaType", str(exc)) from exc
+        except (protobuf.ProtobufError, IndexError, UnicodeDecodeError) as exc:
+            raise errors.bad_request(f"error decoding protobuf body: {exc}") from exc
+    raise errors.unsupported_media_type(("application/json", "application/yaml"))
+
+
+MAX_DECODED_NODES = 1_000_000
+
+
+def _check_expanded_size(doc: Any) -> None:
+    """Refuse YAML whose aliases expand into an enormous document ("billion laughs")."""
+    budget = MAX_DECODED_NODES
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise errors.request_entity_too_large(
+                "Request entity too large: the YAML document expands to too many values"
+            )
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def json_response(obj: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
+    resp = web.Response(body=encode(obj), status=status, content_type=JSON)
+    add_warnings(resp, warnings)
+    return resp
+
+
+def bytes_response(
+    body: bytes, status: int = 200, warnings: list[str] | None = None
+) -> web.Response:
+    resp = web.Response(body=body, status=status, content_type=JSON)
+    add_warnings(resp, warnings)
+    return resp
+
+
+def add_warnings(resp: web.StreamResponse, warnings: list[str] | None) -> None:
+    for w in warnings or []:
+        text = w.replace('"', '\\"').replace("\n", " ")
+        resp.headers.add("Warning", f'299 - "{text}"')
+
+
+def accept_as(request: web.Request) -> str:
+    """The ``as=`` form asked for in Accept (``Table``, ``PartialObjectMetadata[List]``) or ""."""
+    accept = request.headers.get("Accept", "")
+    for part in accept.split(","):
+        params = {
+            p.split("=", 1)[0].strip(): p.split("=", 1)[1].strip()
+            for p in part.split(";")[1:]
+            if "=" in p
+        }
+        if params.get("g") == "meta.k8s.io" and params.get("as") in (
+            "Table",
+            "PartialObjectMetadata",
+            "PartialObjectMetadataList",
+        ):
+            return params["as"]
+        if media_type(part) in ("application/json", "*/*", "application/*"):
+            return ""
+    return ""
+
+
+def wants_table(request: web.Request) -> bool:
+    return accept_as(request) == "Table"
+
+
+def wants_metadata_only(request: web.Request) -> bool:
+    return accept_as(request).startswith("PartialObjectMetadata")
+
+
+def partial_metadata(obj: Mapping[str, Any]) -> Obj:
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata") or {},
+    }
+
+
+def encode_continue(rv: int, last: tuple[str, str]) -> str:
+    token = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": list(last)})
+    return base64.urlsafe_b64encode(token.encode()).decode()
+
+
+def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        ns, name = data["start"]
+        return int(data["rv"]), (str(ns), str(name))
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+        raise errors.bad_request(f"continue key is not valid: {exc}") from exc
+
+
+def status_response(exc: StatusError) -> web.Response:
+    resp = json_response(exc.to_status(), exc.code)
+    if exc.retry_after is not None:
+        resp.headers["Retry-After"] = str(exc.retry_after)
+    return resp
