@@ -496,7 +496,7 @@ def _cmd_crds(args: argparse.Namespace) -> int:
 def _cmd_render(args: argparse.Namespace) -> int:
     from platforms.cli import main
 
-    return main(args.filename, args.cache)
+    return main(args.filename, args.cache, nodes=args.nodes)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -546,6 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
     render = sub.add_parser("render", help="print what a CR would produce, offline")
     render.add_argument("-f", "--filename", required=True)
     render.add_argument("--cache", default=None, help="a NIMCache manifest to resolve against")
+    render.add_argument("--nodes", default=None, help="Nodes a ClusterPolicy renders against")
     render.set_defaults(handler=_cmd_render)
     return parser
 

@@ -1,4 +1,6 @@
-"""``nimctl render -f FILE [--cache FILE]``: the objects a CR would produce, offline.
+"""``nimctl render -f FILE [--cache FILE] [--nodes FILE]``: the objects a CR would
+produce, offline. A ClusterPolicy renders against the Nodes of ``--nodes``
+(``platforms.gpu.cli``).
 
 Reads NIMService, NIMPipeline and NIMCache manifests (several per file, ``-``
 for stdin) and prints, as a YAML stream, what the operator would create for
@@ -21,6 +23,8 @@ from typing import Any, TextIO
 from ruamel.yaml import YAML
 
 from api.serialize import LoadError, load_all
+from platforms.gpu import cli as gpu_cli
+from platforms.gpu.errors import RenderError as GPURenderError
 from platforms.nimservice import NIMServiceContract
 from platforms.objects import as_dict, dig
 from platforms.standalone import RenderContext, RenderError, sources
@@ -29,8 +33,11 @@ from platforms.standalone import nimcache as cache_objects
 GROUP_VERSION = "apps.nvidia.com/v1alpha1"
 
 
-def main(filename: str, cache: str | None, *, out: TextIO | None = None) -> int:
-    """Render ``filename`` (and resolve caches from ``cache``); 0 on success, 1 on error."""
+def main(
+    filename: str, cache: str | None, *, nodes: str | None = None, out: TextIO | None = None
+) -> int:
+    """Render ``filename`` (and resolve caches from ``cache``, a ClusterPolicy's cluster
+    from ``nodes``); 0 on success, 1 on error."""
     out = out or sys.stdout
     try:
         docs = _read(filename)
@@ -44,6 +51,9 @@ def main(filename: str, cache: str | None, *, out: TextIO | None = None) -> int:
         }
         objects: list[dict[str, Any]] = []
         for doc in docs:
+            if doc.get("kind") == "ClusterPolicy":
+                objects.extend(_render_cluster_policy(doc, nodes, filename))
+                continue
             objects.extend(_render_doc(doc, caches, filename))
     except _CliError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -113,7 +123,20 @@ def _render_doc(
             return _render_cache(doc)
     except RenderError as err:
         raise _CliError(f"{where}: {err.message}") from None
-    raise _CliError(f"{where}: nimctl render handles NIMService, NIMPipeline and NIMCache")
+    raise _CliError(
+        f"{where}: nimctl render handles NIMService, NIMPipeline, NIMCache and ClusterPolicy"
+    )
+
+
+def _render_cluster_policy(
+    doc: dict[str, Any], nodes: str | None, filename: str
+) -> list[dict[str, Any]]:
+    """A ClusterPolicy's objects on the cluster ``nodes`` describes (platforms.gpu.cli)."""
+    where = f"{filename}: ClusterPolicy {dig(doc, 'metadata', 'name', default='<unnamed>')}"
+    try:
+        return gpu_cli.render_policy(doc, gpu_cli.read_cluster(nodes))
+    except GPURenderError as err:
+        raise _CliError(f"{where}: {err}") from None
 
 
 def _render_service(

@@ -1,0 +1,141 @@
+"""``nimctl render`` for a ClusterPolicy: its states' objects on the cluster a
+``--nodes`` file describes, offline.
+
+The nodes file is what ``kubectl get nodes -o yaml`` prints (a List, or a YAML
+stream of Nodes). It may also hold the ConfigMaps the driver mounts file by
+file (``kernelModuleConfig``, ``repoConfig``, ``certConfig``), the
+CustomResourceDefinitions the cluster serves (a ServiceMonitor CRD adds the
+ServiceMonitors) and an OpenShift ClusterVersion. Nodes NFD found a GPU on are
+treated as already labelled ``nvidia.com/gpu.present=true``, as the node
+labelling controller would label them. Images a ClusterPolicy does not name
+come from ``DEFAULT_OPERATOR_ENV``, overridden by ``*_IMAGE`` variables of the
+calling environment (the operator pod's image variables).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from ruamel.yaml import YAML
+
+from api.nvidia.v1.clusterpolicy import ClusterPolicy
+from platforms.gpu.errors import RenderError
+from platforms.gpu.facts import GPU_PRESENT_LABEL, ClusterFacts, is_gpu_node_by_nfd
+from platforms.gpu.images import DEFAULT_OPERATOR_ENV
+from platforms.gpu.states import render
+
+DEFAULT_NAMESPACE = "gpu-operator"
+
+
+def read_cluster(path: str | None) -> list[dict[str, Any]]:
+    """The objects of the ``--nodes`` file (Lists flattened); [] without one."""
+    if path is None:
+        return []
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise RenderError(f"{path}: {err.strerror or err}") from None
+    try:
+        docs = [d for d in YAML(typ="safe").load_all(text) if d is not None]
+    except Exception as err:  # YAML syntax errors carry their own line/column
+        raise RenderError(f"{path}: not valid YAML: {err}") from None
+    out: list[dict[str, Any]] = []
+    for doc in docs:
+        if not isinstance(doc, dict):
+            raise RenderError(f"{path}: expected Kubernetes objects, found {type(doc).__name__}")
+        if str(doc.get("kind", "")).endswith("List"):
+            out.extend(i for i in doc.get("items") or [] if isinstance(i, dict))
+        else:
+            out.append(doc)
+    return out
+
+
+def facts_from(
+    objects: Iterable[Mapping[str, Any]],
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    environ: Mapping[str, str] | None = None,
+    err: TextIO | None = None,
+) -> ClusterFacts:
+    """ClusterFacts from the ``--nodes`` file's objects (see the module docstring)."""
+    err = err or sys.stderr
+    nodes: list[dict[str, Any]] = []
+    config_maps: dict[str, list[str]] = {}
+    crds: set[tuple[str, str]] = set()
+    openshift: str | None = None
+    for obj in objects:
+        kind = obj.get("kind")
+        meta = obj.get("metadata") or {}
+        if kind == "Node":
+            nodes.append(_assume_labelled(obj, err))
+        elif kind == "ConfigMap":
+            keys = [*(obj.get("data") or {}), *(obj.get("binaryData") or {})]
+            config_maps[str(meta.get("name", ""))] = keys
+        elif kind == "CustomResourceDefinition":
+            spec = obj.get("spec") or {}
+            group = spec.get("group", "")
+            crd_kind = (spec.get("names") or {}).get("kind", "")
+            for version in spec.get("versions") or []:
+                if version.get("served", True):
+                    crds.add((f"{group}/{version.get('name')}", crd_kind))
+        elif kind == "ClusterVersion":
+            desired = ((obj.get("status") or {}).get("desired") or {}).get("version")
+            openshift = str(desired or "")
+    env = {**DEFAULT_OPERATOR_ENV}
+    env.update({k: v for k, v in (environ or {}).items() if k.endswith("_IMAGE") and v})
+    return ClusterFacts.from_nodes(
+        nodes,
+        operator_namespace=namespace,
+        openshift=openshift,
+        crds=crds,
+        operator_env=env,
+        config_map_keys=config_maps,
+    )
+
+
+def _assume_labelled(node: Mapping[str, Any], err: TextIO) -> dict[str, Any]:
+    labels = dict((node.get("metadata") or {}).get("labels") or {})
+    if GPU_PRESENT_LABEL in labels or not is_gpu_node_by_nfd(labels):
+        return dict(node)
+    name = (node.get("metadata") or {}).get("name", "<unnamed>")
+    print(
+        f"note: node {name} has NFD's NVIDIA PCI label; treating it as labelled "
+        f"{GPU_PRESENT_LABEL}=true, as nimctl's node labelling would",
+        file=err,
+    )
+    return {
+        **node,
+        "metadata": {**node.get("metadata", {}), "labels": {**labels, GPU_PRESENT_LABEL: "true"}},
+    }
+
+
+def render_policy(
+    doc: Mapping[str, Any],
+    cluster: list[dict[str, Any]],
+    *,
+    err: TextIO | None = None,
+) -> list[dict[str, Any]]:
+    """The objects of every enabled state of the ClusterPolicy ``doc``, in apply order;
+    one line per state on ``err`` (enabled or not, how many objects)."""
+    err = err or sys.stderr
+    try:
+        policy = ClusterPolicy.model_validate(doc)
+    except ValueError as error:
+        raise RenderError(f"not a valid ClusterPolicy: {error}") from None
+    facts = facts_from(cluster, environ=os.environ, err=err)
+    if not facts.nodes:
+        print(
+            "note: no GPU node (give --nodes with your Nodes); DaemonSets are left out, as the "
+            "GPU Operator creates none until a node is labelled nvidia.com/gpu.present=true",
+            file=err,
+        )
+    out: list[dict[str, Any]] = []
+    for state in render(policy, facts):
+        detail = f"{len(state.objects)} objects" if state.enabled else "disabled"
+        print(f"# {state.name}: {detail}", file=err)
+        out.extend(state.objects)
+    return out
