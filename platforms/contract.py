@@ -68,6 +68,8 @@ class Readiness:
     ready: bool = False
     failed: bool = False
     requeue_after: float | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    """Kind-specific findings for ``Kind.status`` (e.g. NIMPipeline's per-service states)."""
 
 
 class Blocked(Exception):
