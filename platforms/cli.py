@@ -25,6 +25,7 @@ from ruamel.yaml import YAML
 from api.serialize import LoadError, load_all
 from platforms.gpu import cli as gpu_cli
 from platforms.gpu.errors import RenderError as GPURenderError
+from platforms.nimpipeline import pipeline_services
 from platforms.nimservice import NIMServiceContract
 from platforms.objects import as_dict, dig
 from platforms.standalone import RenderContext, RenderError, sources
@@ -181,44 +182,4 @@ def _render_cache(doc: dict[str, Any]) -> list[dict[str, Any]]:
             )
             return out
     out.append(cache_objects.caching_job(doc))
-    return out
-
-
-def pipeline_services(pipeline: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The NIMServices a NIMPipeline deploys: enabled ones only, dependency env merged in."""
-    name = dig(pipeline, "metadata", "name", default="")
-    namespace = dig(pipeline, "metadata", "namespace", default="default")
-    owner = {
-        "apiVersion": pipeline.get("apiVersion", GROUP_VERSION),
-        "kind": "NIMPipeline",
-        "name": name,
-        "uid": dig(pipeline, "metadata", "uid", default=""),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-    out = []
-    for entry in dig(pipeline, "spec", "services", default=[]):
-        if entry.get("enabled") is not True:
-            continue
-        spec = dict(entry.get("spec") or {})
-        extra = [
-            {"name": d["envName"], "value": d["envValue"]}
-            for d in entry.get("dependencies") or []
-            if d.get("envName") and d.get("envValue")
-        ]
-        if extra:
-            names = {e["name"] for e in extra}
-            spec["env"] = extra + [e for e in spec.get("env") or [] if e["name"] not in names]
-        out.append(
-            {
-                "apiVersion": GROUP_VERSION,
-                "kind": "NIMService",
-                "metadata": {
-                    "name": entry["name"],
-                    "namespace": namespace,
-                    "ownerReferences": [owner],
-                },
-                "spec": spec,
-            }
-        )
     return out

@@ -14,19 +14,35 @@ from api.apps.v1alpha1.nimservice import NIMServiceSpec
 from api.base import ApiModel, CustomResource, Int32, KindInfo
 
 __all__ = [
+    "CONDITION_FAILED",
+    "CONDITION_READY",
     "FINALIZER",
     "NIMPIPELINE_STATES",
     "NIMPipeline",
     "NIMPipelineSpec",
     "NIMPipelineStatus",
     "NIMServicePipelineSpec",
+    "REASON_FAILED",
+    "REASON_INVALID_SPEC",
+    "REASON_NOT_OWNED",
+    "REASON_NOT_READY",
+    "REASON_READY",
     "ServiceDependency",
 ]
 
 FINALIZER: Final = "finalizer.nimpipeline.apps.nvidia.com"
 NIMPIPELINE_STATES: Final = (STATE_NOT_READY, STATE_READY, STATE_FAILED)
-CONDITION_READY: Final = "NIM_PIPELINE_READY"
-CONDITION_FAILED: Final = "NIM_PIPELINE_FAILED"
+# NVIDIA defines these and never writes them; nimctl writes ``Ready``/``Failed``.
+NVIDIA_CONDITION_READY: Final = "NIM_PIPELINE_READY"
+NVIDIA_CONDITION_FAILED: Final = "NIM_PIPELINE_FAILED"
+CONDITION_READY: Final = "Ready"
+CONDITION_FAILED: Final = "Failed"
+REASON_READY: Final = "Ready"
+REASON_NOT_READY: Final = "NotReady"
+REASON_FAILED: Final = "NIMServiceFailed"
+REASON_NOT_OWNED: Final = "NIMServiceNotOwned"
+REASON_INVALID_SPEC: Final = "InvalidSpec"
+RECORDER_NAME: Final = "nimpipeline-controller"
 
 
 class ServiceDependency(ApiModel):
