@@ -16,6 +16,7 @@ one ``CONTROLLERS`` entry.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,7 @@ from nimctl_runtime.meta import OWNER_UID_INDEX, name_of, namespace_of, owner_ui
 from nimctl_runtime.predicate import Funcs, ResourceVersionChangedPredicate
 from nimctl_runtime.reconcile import Request
 from platforms.capabilities import GVK, OPTIONAL_GVKS, Capabilities
+from platforms.nimcache import NIMCacheContract
 from platforms.nimservice import NIMServiceContract
 
 API_VERSION = nimservice_ctrl.API_VERSION
@@ -66,11 +68,6 @@ FILTERED_IF_PRESENT: tuple[GVK, ...] = (
     ("gateway.networking.k8s.io/v1", "GRPCRoute"),
     ("gateway.networking.k8s.io/v1", "HTTPRoute"),
     ("serving.kserve.io/v1beta1", "InferenceService"),
-)
-NIMCACHE_OWNS: tuple[GVK, ...] = (
-    ("batch/v1", "Job"),
-    ("v1", "Pod"),
-    ("v1", "PersistentVolumeClaim"),
 )
 
 
@@ -107,7 +104,8 @@ def spec_change_predicate() -> Funcs:
 def own_kinds(builder: Builder, manager: Manager, kinds: Iterable[GVK]) -> Builder:
     """``owns`` every kind, with the owner-UID index the skeleton's prune reads."""
     for api_version, kind in kinds:
-        manager.cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
+        with contextlib.suppress(ValueError):  # another controller owning this kind added it
+            manager.cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
         builder.owns(api_version, kind)
     return builder
 
@@ -169,7 +167,7 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
 
 
 def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> None:
-    """The NIMCache controller: owns its Job, Pod and PVC."""
+    """The NIMCache controller: owns its Job, manifest Pod and ConfigMap, and PVC."""
 
     async def logs(namespace: str, pod: str, container: str) -> str:
         return await nimcache_ctrl.client_pod_logs(client, namespace, pod, container)
@@ -180,7 +178,6 @@ def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> N
         client=client,
         api_reader=cache.api_reader,
         recorder=manager.event_recorder(nimcache_ctrl.RECORDER_NAME),
-        builders=nimcache_ctrl.StandaloneNIMCacheBuilders(),
         pod_logs=options.extra.get("pod_logs") or logs,
     )
     builder = (
@@ -189,8 +186,7 @@ def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> N
         .for_(API_VERSION, nimcache_ctrl.KIND, predicates=[spec_change_predicate()])
         .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
     )
-    for api_version, kind in NIMCACHE_OWNS:
-        builder.owns(api_version, kind)
+    own_kinds(builder, manager, NIMCacheContract().owned_kinds(options.capabilities))
     builder.complete(reconciler)
 
 

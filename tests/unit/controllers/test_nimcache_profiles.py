@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controllers.nimcache_profiles import (
+from platforms.standalone.nimcache_profiles import (
     GPUSpec,
     ManifestError,
     ModelSpec,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controllers.nimcache import FINALIZER, NIMCacheReconciler, StandaloneNIMCacheBuilders
+from controllers.nimcache import FINALIZER, NIMCacheReconciler
 from nimctl_runtime.localcluster.catalog import SAMPLE_MODEL_MANIFEST
 from nimctl_runtime.reconcile import Request
 from tests.unit.controllers.fakes import FakeAPI, FakeRecorder
@@ -49,7 +49,6 @@ def make(
         client=api,
         api_reader=api,
         recorder=rec,
-        builders=StandaloneNIMCacheBuilders(),
         pod_logs=pod_logs,
     )
     return r, rec
