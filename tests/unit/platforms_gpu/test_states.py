@@ -1,0 +1,285 @@
+"""The 20 states: NVIDIA's names and order, enable rules, and what every object carries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from api.nvidia.v1.clusterpolicy import ClusterPolicy
+from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION, desired_hash
+from platforms.gpu import ORPHAN, STATE_NAMES, ClusterFacts, RenderError, owned_kinds, render
+from platforms.gpu.facts import SERVICE_MONITOR
+from tests.unit.platforms.helpers import assert_valid_k8s
+
+from .helpers import NS, UID, facts, node, objects, policy, states
+
+NVIDIA_STATES = [
+    "pre-requisites",
+    "state-operator-metrics",
+    "state-driver",
+    "state-container-toolkit",
+    "state-operator-validation",
+    "state-device-plugin",
+    "state-mps-control-daemon",
+    "state-dcgm",
+    "state-dcgm-exporter",
+    "gpu-feature-discovery",
+    "state-mig-manager",
+    "state-node-status-exporter",
+    "state-vgpu-manager",
+    "state-vgpu-device-manager",
+    "state-sandbox-validation",
+    "state-vfio-manager",
+    "state-sandbox-device-plugin",
+    "state-kata-device-plugin",
+    "state-kata-manager",
+    "state-cc-manager",
+]
+SAMPLE_ENABLED = {
+    "pre-requisites",
+    "state-operator-metrics",
+    "state-driver",
+    "state-container-toolkit",
+    "state-operator-validation",
+    "state-device-plugin",
+    "state-mps-control-daemon",
+    "state-dcgm-exporter",
+    "gpu-feature-discovery",
+    "state-mig-manager",
+}
+SANDBOX: dict[str, Any] = {"sandboxWorkloads": {"enabled": True}}
+KATA: dict[str, Any] = {"sandboxWorkloads": {"enabled": True, "mode": "kata"}}
+
+
+def test_state_names_are_nvidias_twenty_in_order() -> None:
+    assert list(STATE_NAMES) == NVIDIA_STATES
+    assert [s.name for s in render(policy(), facts())] == NVIDIA_STATES
+
+
+def test_nvidias_sample_enables_the_container_stack() -> None:
+    enabled = {n for n, s in states().items() if s.enabled}
+    assert enabled == SAMPLE_ENABLED
+
+
+@pytest.mark.parametrize(
+    ("spec", "turned_on", "turned_off"),
+    [
+        ({"driver": {"enabled": False}}, set(), {"state-driver"}),
+        ({"driver": {"useNvidiaDriverCRD": True}}, set(), {"state-driver"}),
+        ({"toolkit": {"enabled": False}}, set(), {"state-container-toolkit"}),
+        (
+            {"devicePlugin": {"enabled": False}},
+            set(),
+            {"state-device-plugin", "state-mps-control-daemon"},
+        ),
+        ({"dcgm": {"enabled": True}}, {"state-dcgm"}, set()),
+        ({"dcgmExporter": {"enabled": False}}, set(), {"state-dcgm-exporter"}),
+        ({"gfd": {"enabled": False}}, set(), {"gpu-feature-discovery"}),
+        ({"migManager": {"enabled": False}}, set(), {"state-mig-manager"}),
+        ({"nodeStatusExporter": {"enabled": True}}, {"state-node-status-exporter"}, set()),
+        ({"cdi": {"nriPluginEnabled": True}}, set(), {"pre-requisites"}),
+        # Sandbox on (kubevirt): the sample enables vgpuDeviceManager, vfioManager and the
+        # sandbox device plugin; vgpuManager and ccManager stay off.
+        (
+            SANDBOX,
+            {
+                "state-vgpu-device-manager",
+                "state-sandbox-validation",
+                "state-vfio-manager",
+                "state-sandbox-device-plugin",
+            },
+            set(),
+        ),
+        (
+            {
+                **SANDBOX,
+                "vgpuManager": {
+                    "enabled": True,
+                    "repository": "r",
+                    "image": "vgpu",
+                    "version": "1",
+                },
+            },
+            {
+                "state-vgpu-manager",
+                "state-vgpu-device-manager",
+                "state-sandbox-validation",
+                "state-vfio-manager",
+                "state-sandbox-device-plugin",
+            },
+            set(),
+        ),
+        (
+            {**KATA, "ccManager": {"enabled": True}},
+            {
+                "state-vgpu-device-manager",
+                "state-sandbox-validation",
+                "state-vfio-manager",
+                "state-kata-device-plugin",
+                "state-cc-manager",
+            },
+            set(),
+        ),
+        # ccManager needs the kata mode; kata-manager is never on.
+        (
+            {**SANDBOX, "ccManager": {"enabled": True}, "kataManager": {"enabled": True}},
+            {
+                "state-vgpu-device-manager",
+                "state-sandbox-validation",
+                "state-vfio-manager",
+                "state-sandbox-device-plugin",
+            },
+            set(),
+        ),
+        # vgpuManager is skipped like the driver when NVIDIADriver owns drivers.
+        (
+            {
+                **SANDBOX,
+                "driver": {"useNvidiaDriverCRD": True},
+                "vgpuManager": {
+                    "enabled": True,
+                    "repository": "r",
+                    "image": "vgpu",
+                    "version": "1",
+                },
+            },
+            {
+                "state-vgpu-device-manager",
+                "state-sandbox-validation",
+                "state-vfio-manager",
+                "state-sandbox-device-plugin",
+            },
+            {"state-driver"},
+        ),
+    ],
+)
+def test_enable_conditions(spec: dict[str, Any], turned_on: set[str], turned_off: set[str]) -> None:
+    rendered = states(spec)
+    enabled = {n for n, s in rendered.items() if s.enabled}
+    assert enabled == (SAMPLE_ENABLED | turned_on) - turned_off
+    for name in set(NVIDIA_STATES) - enabled:
+        assert rendered[name].objects == [], f"disabled {name} must have no objects"
+
+
+def test_unset_enabled_uses_nvidias_code_defaults() -> None:
+    doc_spec = {
+        "operator": {},
+        "daemonsets": {},
+        "driver": {},
+        "toolkit": {},
+        "devicePlugin": {},
+        "dcgm": {},
+        "dcgmExporter": {},
+        "gfd": {},
+        "nodeStatusExporter": {},
+    }
+    bare = ClusterPolicy.model_validate(
+        {
+            "apiVersion": "nvidia.com/v1",
+            "kind": "ClusterPolicy",
+            "metadata": {"name": "p"},
+            "spec": doc_spec,
+        }
+    )
+    enabled = {s.name for s in render(bare, facts()) if s.enabled}
+    # nil means on for the driver, toolkit, device plugin, DCGM (unlike Helm), exporter,
+    # GFD and MIG manager; off for the node status exporter and the sandbox.
+    assert enabled == SAMPLE_ENABLED | {"state-dcgm"}
+
+
+def test_driver_owned_by_nvidiadriver_is_deleted_orphaning_its_pods() -> None:
+    driver = states({"driver": {"useNvidiaDriverCRD": True}})["state-driver"]
+    assert (driver.enabled, driver.objects, driver.propagation) == (False, [], ORPHAN)
+    assert states()["state-driver"].propagation != ORPHAN
+
+
+def test_every_object_is_owned_labelled_hashed_and_in_the_operator_namespace() -> None:
+    objs = objects({"dcgm": {"enabled": True}, "nodeStatusExporter": {"enabled": True}})
+    assert objs
+    for obj in objs:
+        meta = obj["metadata"]
+        where = f"{obj['kind']}/{meta['name']}"
+        assert meta["labels"]["app.kubernetes.io/managed-by"] == "k8s-nim-operator", where
+        (ref,) = meta["ownerReferences"]
+        assert ref == {
+            "apiVersion": "nvidia.com/v1",
+            "kind": "ClusterPolicy",
+            "name": "cluster-policy",
+            "uid": UID,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }, where
+        assert meta["annotations"][LAST_APPLIED_HASH_ANNOTATION] == desired_hash(obj), where
+        cluster_scoped = obj["kind"] in {"ClusterRole", "ClusterRoleBinding", "RuntimeClass"}
+        assert meta.get("namespace") == (None if cluster_scoped else NS), where
+
+
+def test_rendered_objects_are_valid_kubernetes() -> None:
+    spec = {
+        "dcgm": {"enabled": True},
+        "nodeStatusExporter": {"enabled": True},
+        "devicePlugin": {"config": {"name": "plugin-config", "default": "any"}},
+        "dcgmExporter": {"enablePodLabels": True, "hpcJobMapping": {"enabled": True}},
+    }
+    assert_valid_k8s(objects(spec))
+    sandbox = {**SANDBOX, "ccManager": {"enabled": True}}
+    assert_valid_k8s(objects(sandbox))
+
+
+def test_render_is_deterministic() -> None:
+    assert objects() == objects()
+
+
+def test_no_gpu_node_renders_no_daemonset_but_everything_else() -> None:
+    empty = ClusterFacts.from_nodes([node("cpu", gpu=False)], operator_namespace=NS)
+    objs = objects(cluster=empty)
+    assert "DaemonSet" not in {o["kind"] for o in objs}
+    assert {"ServiceAccount", "ConfigMap", "RuntimeClass", "Service"} <= {o["kind"] for o in objs}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"cdi": {"enabled": False, "nriPluginEnabled": True}},
+            "the NRI Plugin cannot be enabled when CDI is disabled",
+        ),
+        (
+            {"cdi": {"nriPluginEnabled": True}, "toolkit": {"enabled": False}},
+            "the NRI Plugin cannot be enabled when the NVIDIA Container Toolkit is disabled",
+        ),
+        (
+            {"driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": None}},
+            "state-driver: spec.driver: invalid image specification",
+        ),
+        (
+            {"daemonsets": {"rollingUpdate": {"maxUnavailable": "one"}}},
+            "spec.daemonsets.rollingUpdate.maxUnavailable: 'one' is neither a number",
+        ),
+    ],
+)
+def test_contradictions_are_errors_naming_the_field(spec: dict[str, Any], message: str) -> None:
+    with pytest.raises(RenderError, match=message):
+        render(policy(spec), facts())
+
+
+def test_missing_os_labels_name_the_node() -> None:
+    bare = node()
+    del bare["metadata"]["labels"]["feature.node.kubernetes.io/system-os_release.VERSION_ID"]
+    with pytest.raises(RenderError, match=r"GPU node gpu-1 has no .*VERSION_ID"):
+        render(policy(), facts(bare))
+
+
+def test_owned_kinds_follow_the_cluster() -> None:
+    base = owned_kinds(facts())
+    assert ("apps/v1", "DaemonSet") in base
+    assert ("node.k8s.io/v1", "RuntimeClass") in base
+    assert SERVICE_MONITOR not in base
+    assert SERVICE_MONITOR in owned_kinds(facts(crds=[SERVICE_MONITOR]))
+    old = owned_kinds(facts(kubernetes_version="v1.20.0"))
+    assert ("node.k8s.io/v1beta1", "RuntimeClass") in old
+    rendered = {
+        (o["apiVersion"], o["kind"]) for o in objects(cluster=facts(crds=[SERVICE_MONITOR]))
+    }
+    assert rendered <= set(owned_kinds(facts(crds=[SERVICE_MONITOR])))
