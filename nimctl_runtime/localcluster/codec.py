@@ -58,12 +58,15 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         except (YAMLError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise errors.bad_request(f"error decoding YAML: {exc}") from exc
         _check_expanded_size(doc)
+        check_nesting_depth(doc)
         return doc
     if mt in ("", JSON, MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, "*/*", "text/plain"):
         try:
-            return json.loads(raw)
+            doc = json.loads(raw)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
+        check_nesting_depth(doc)
+        return doc
     if mt == PROTOBUF:
         try:
             return protobuf.decode(raw)
@@ -75,6 +78,29 @@ def decode_body(raw: bytes, content_type: str) -> Any:
 
 
 MAX_DECODED_NODES = 1_000_000
+# Deeper bodies are refused (400) before anything recursive (validation, pruning,
+# CEL, copies) walks them: no Kubernetes object comes near it, and a nesting bomb
+# would otherwise end in a RecursionError (a 500).
+MAX_NESTING_DEPTH = 200
+
+
+def check_nesting_depth(doc: Any) -> None:
+    """400 BadRequest when *doc* nests objects/arrays deeper than MAX_NESTING_DEPTH."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > MAX_NESTING_DEPTH:
+            raise errors.bad_request(
+                f"the request body nests objects and arrays more than {MAX_NESTING_DEPTH} "
+                "levels deep"
+            )
+        stack.extend((child, depth + 1) for child in children)
 
 
 def _check_expanded_size(doc: Any) -> None:

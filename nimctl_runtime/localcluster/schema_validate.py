@@ -42,16 +42,23 @@ def _format_number(value: Any) -> str:
     return str(value)
 
 
+# kube-apiserver decodes JSON integers into int64; one that does not fit becomes a
+# float64, which is an "integer" only while it is exactly representable (2^53).
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_MAX_EXACT_FLOAT = float(2**53)
+
+
 def json_type_name(value: Any) -> str:
-    """The OpenAPI type name of a decoded JSON value."""
+    """The OpenAPI type name of a decoded JSON value, as kube-apiserver sees it."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
-        return "integer"
+        return "integer" if _INT64_MIN <= value <= _INT64_MAX else "number"
     if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
+        exact = value.is_integer() and abs(value) <= _MAX_EXACT_FLOAT
+        return "integer" if exact else "number"
     if isinstance(value, str):
         return "string"
     if isinstance(value, dict):
@@ -123,6 +130,17 @@ def _validate_node(
             return
     elif isinstance(stype, str) and stype and not _matches_type(stype, value):
         name = json_type_name(value)
+        fmt = schema.get("format")
+        if stype == "integer" and name == "number" and fmt in ("int32", "int64"):
+            # kube-openapi checks the format first: the value decoded as a float64.
+            causes.append(
+                field.type_invalid(
+                    path,
+                    "float64",
+                    f"{_body_path(path)} in body must be of type {fmt}: {go_quote('float64')}",
+                )
+            )
+            return
         causes.append(
             field.type_invalid(
                 path,
