@@ -1,0 +1,137 @@
+"""The GPU controllers' own cache: operator namespace only, Nodes and driver pods trimmed.
+
+NVIDIA caches every Node in full and every namespaced object of the operator
+namespace (gpu-operator.md §7). This cache holds only what the ClusterPolicy
+and node-labelling controllers read:
+
+- namespaced objects in ``OPERATOR_NAMESPACE`` only;
+- the kinds a ClusterPolicy owns, filtered by nimctl's managed-by label (an
+  NFD or user DaemonSet in the same namespace is never cached);
+- Nodes through ``trim_node``: name, identity, the labels the controllers read
+  (``nvidia.com/*`` and the few NFD labels renders use), one annotation, the
+  container runtime and the ``nvidia.com/*`` capacity. Memory per node does
+  not grow with the size of the Node (images, conditions, NFD's hundreds of
+  labels);
+- Pods: only driver pods (``app.kubernetes.io/component=nvidia-driver``),
+  trimmed to what the OnDelete readiness check reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from nimctl_runtime.cache.cache import ByObject, Cache
+from nimctl_runtime.client.client import Client
+from platforms.gpu.facts import (
+    KERNEL_LABEL,
+    NFD_GPU_LABELS,
+    NFD_LABEL_PREFIX,
+    OS_ID_LABEL,
+    OS_VERSION_LABEL,
+)
+
+Obj = dict[str, Any]
+
+DRIVER_COMPONENT_LABEL: Final = "app.kubernetes.io/component"
+DRIVER_COMPONENT: Final = "nvidia-driver"
+KEPT_NFD_LABELS: Final = frozenset(
+    (
+        *NFD_GPU_LABELS,
+        KERNEL_LABEL,
+        OS_ID_LABEL,
+        OS_VERSION_LABEL,
+        OS_VERSION_LABEL + ".major",
+        "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION",
+        "feature.node.kubernetes.io/pci-15b3.present",
+    )
+)
+KEPT_ANNOTATIONS: Final = frozenset({"nvidia.com/gpu-driver-upgrade-enabled"})
+KEPT_LABEL_PREFIX: Final = "nvidia.com/"
+
+__all__ = ["gpu_cache", "trim_driver_pod", "trim_node"]
+
+
+def trim_node(node: Obj) -> Obj:
+    """The part of a Node the GPU controllers read (see the module docstring).
+
+    Of the other NFD labels one is kept, so "the cluster has NFD labels" keeps
+    its answer.
+    """
+    meta = node.get("metadata") or {}
+    labels: Mapping[str, str] = meta.get("labels") or {}
+    kept: dict[str, str] = {}
+    other_nfd: str | None = None
+    for key, value in labels.items():
+        if key.startswith(KEPT_LABEL_PREFIX) or key in KEPT_NFD_LABELS:
+            kept[key] = value
+        elif key.startswith(NFD_LABEL_PREFIX) and (other_nfd is None or key < other_nfd):
+            other_nfd = key
+    if other_nfd is not None and not any(k.startswith(NFD_LABEL_PREFIX) for k in kept):
+        kept[other_nfd] = labels[other_nfd]
+    out_meta: Obj = {
+        k: meta[k]
+        for k in ("name", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
+        if k in meta
+    }
+    out_meta["labels"] = kept
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k in KEPT_ANNOTATIONS
+    }
+    if annotations:
+        out_meta["annotations"] = annotations
+    status = node.get("status") or {}
+    runtime = (status.get("nodeInfo") or {}).get("containerRuntimeVersion")
+    out_status: Obj = {}
+    if runtime:
+        out_status["nodeInfo"] = {"containerRuntimeVersion": runtime}
+    for field in ("capacity", "allocatable"):
+        gpus = {k: v for k, v in (status.get(field) or {}).items() if k.startswith("nvidia.com/")}
+        if gpus:
+            out_status[field] = gpus
+    return {"apiVersion": "v1", "kind": "Node", "metadata": out_meta, "status": out_status}
+
+
+def trim_driver_pod(pod: Obj) -> Obj:
+    """What the OnDelete readiness check reads of a driver pod."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            k: meta[k]
+            for k in (
+                "name",
+                "namespace",
+                "uid",
+                "resourceVersion",
+                "labels",
+                "ownerReferences",
+                "deletionTimestamp",
+            )
+            if k in meta
+        },
+        "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
+        "status": {
+            "phase": status.get("phase"),
+            "containerStatuses": [
+                {"name": s.get("name"), "ready": bool(s.get("ready"))}
+                for s in status.get("containerStatuses") or []
+            ],
+        },
+    }
+
+
+def gpu_cache(
+    client: Client, operator_namespace: str, owned_kinds: Iterable[tuple[str, str]]
+) -> Cache:
+    """The cache the ClusterPolicy and node-labelling controllers read from."""
+    managed = ByObject(label_selector={MANAGED_BY_LABEL: MANAGED_BY_VALUE})
+    by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in owned_kinds}
+    by_object[("v1", "Node")] = ByObject(transform=trim_node)
+    by_object[("v1", "Pod")] = ByObject(
+        label_selector={DRIVER_COMPONENT_LABEL: DRIVER_COMPONENT}, transform=trim_driver_pod
+    )
+    return Cache(client, by_object=by_object, namespace=operator_namespace)

@@ -1,0 +1,230 @@
+"""ClusterPolicy's binding to the reconciler skeleton: the singleton, the facts, NVIDIA's status.
+
+``controllers.gpu.contract.ClusterPolicyContract`` decides what a ClusterPolicy
+becomes and when it is ready; the skeleton creates, updates by hash
+(``nvidia.com/last-applied-hash``) and prunes. This module adds:
+
+- the singleton (gpu-operator.md §1): the oldest ClusterPolicy (lowest name on
+  a tie) is active; any other is reported ``ignored``. NVIDIA only sets that in
+  memory; we write it, with an Event naming the active one;
+- facts from the GPU cache: ``ClusterFacts.from_nodes`` over the (trimmed)
+  Nodes, the served optional CRDs, the operator env's image fallbacks, the keys
+  of the driver's user ConfigMaps (read through the API: they carry no label of
+  ours), and the driver pods and ControllerRevisions of the OnDelete check;
+- status (§1.4): ``state``, ``namespace`` and exactly the two conditions
+  ``Ready`` and ``Error`` as NVIDIA's ``SetConditionsReady`` /
+  ``SetConditionsError`` write them, only when something changed;
+- ServiceAccounts are created and never updated (§2.3); nothing is kept on
+  prune: a disabled state's objects are deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from api.nvidia.v1.clusterpolicy import (
+    CONDITION_ERROR,
+    CONDITION_READY,
+    REASON_RECONCILE_FAILED,
+    STATE_IGNORED,
+    STATE_NOT_READY,
+    STATE_READY,
+    ClusterPolicy,
+)
+from controllers.gpu import metrics
+from controllers.gpu.config import GPUConfig
+from controllers.gpu.contract import API_VERSION, KIND, ClusterPolicyContract, PolicyFacts
+from controllers.reconciler import Event, Kind, KindReconciler
+from nimctl_runtime.client.errors import ApiError, NotFound
+from nimctl_runtime.client.interfaces import KeyReader, Reader
+from nimctl_runtime.meta import dig, name_of, set_condition
+from platforms.capabilities import Capabilities
+from platforms.contract import Blocked, Observed, Readiness, ReconcileError
+from platforms.gpu import ClusterFacts
+from platforms.gpu.facts import PROMETHEUS_RULE, SERVICE_MONITOR
+
+Obj = dict[str, Any]
+
+RECORDER_NAME = "clusterpolicy-controller"
+REASON_IGNORED = "Ignored"
+
+__all__ = [
+    "RECORDER_NAME",
+    "ClusterPolicyKind",
+    "ClusterPolicyReconciler",
+    "active_policy",
+    "policy_status",
+]
+
+
+def active_policy(policies: Sequence[Mapping[str, Any]]) -> str | None:
+    """The name of the active ClusterPolicy: the oldest not being deleted, lowest name on a tie."""
+    live = [p for p in policies if not dig(p, "metadata", "deletionTimestamp")]
+    if not live:
+        return None
+    oldest = min(
+        live, key=lambda p: (str(dig(p, "metadata", "creationTimestamp") or ""), name_of(p))
+    )
+    return name_of(oldest)
+
+
+def policy_status(old: Mapping[str, Any], readiness: Readiness, namespace: str) -> Obj:
+    """NVIDIA's ClusterPolicy status for ``readiness`` (pure)."""
+    status: Obj = {"namespace": namespace}
+    conditions = list(old.get("conditions") or [])
+    if readiness.state == STATE_IGNORED:
+        status["state"] = STATE_IGNORED
+        if conditions:
+            status["conditions"] = conditions
+        return status
+    if readiness.ready:
+        status["state"] = STATE_READY
+        conditions = set_condition(
+            conditions, CONDITION_READY, "True", readiness.reason, readiness.message
+        )
+        conditions = set_condition(conditions, CONDITION_ERROR, "False", "Ready", "")
+    else:
+        status["state"] = STATE_NOT_READY
+        conditions = set_condition(conditions, CONDITION_READY, "False", "Error", "")
+        conditions = set_condition(
+            conditions, CONDITION_ERROR, "True", readiness.reason, readiness.message
+        )
+    status["conditions"] = conditions
+    return status
+
+
+@dataclass(frozen=True)
+class _MemoNode:
+    name: str
+    kernel: str
+    os_id: str
+    os_version: str
+    runtime: str
+
+
+class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
+    """ClusterPolicy: singleton, facts from the GPU cache, NVIDIA's status words."""
+
+    api_version = API_VERSION
+    kind = KIND
+    finalizer = None
+    create_only = frozenset({"ServiceAccount"})
+    keep_on_prune: frozenset[str] = frozenset()
+
+    def __init__(
+        self, *, config: GPUConfig, capabilities: Capabilities, api_reader: KeyReader
+    ) -> None:
+        self.contract = ClusterPolicyContract()
+        self.config = config
+        self.capabilities = capabilities
+        self.api_reader = api_reader
+
+    def parse(self, obj: Obj) -> ClusterPolicy:
+        try:
+            return ClusterPolicy.model_validate(obj)
+        except ValidationError as err:
+            errors = err.errors()
+            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+            what = errors[0]["msg"] if errors else str(err)
+            raise ReconcileError(
+                f"invalid ClusterPolicy {name_of(obj)}: {where}: {what}",
+                reason=REASON_RECONCILE_FAILED,
+            ) from None
+
+    async def gather(self, cr: ClusterPolicy, obj: Obj, reader: Reader) -> PolicyFacts:
+        policies = await reader.list(API_VERSION, KIND)
+        active = active_policy(policies)
+        if active is not None and active != name_of(obj):
+            raise Blocked(
+                Readiness(
+                    state=STATE_IGNORED,
+                    reason=REASON_IGNORED,
+                    message=(
+                        f"ClusterPolicy {active} is the active one (the oldest); "
+                        f"{name_of(obj)} is ignored until it is deleted"
+                    ),
+                )
+            )
+        namespace = self.config.operator_namespace
+        nodes = await reader.list("v1", "Node")
+        crds = [g for g in (SERVICE_MONITOR, PROMETHEUS_RULE) if self.capabilities.has(g)]
+        cluster = ClusterFacts.from_nodes(
+            nodes,
+            operator_namespace=namespace,
+            crds=crds,
+            operator_env=self.config.operator_env,
+            config_map_keys=await self._config_map_keys(cr),
+        )
+        metrics.gpu_nodes_total.set(cluster.gpu_node_count)
+        metrics.reconciliation_has_nfd_labels.set(1 if cluster.has_nfd_labels else 0)
+        pods = await reader.list("v1", "Pod", namespace)
+        revisions = await reader.list("apps/v1", "ControllerRevision", namespace)
+        return PolicyFacts(cluster=cluster, driver_pods=tuple(pods), revisions=tuple(revisions))
+
+    async def _config_map_keys(self, cr: ClusterPolicy) -> dict[str, list[str]]:
+        driver = cr.spec.driver
+        names = {
+            dig(driver.model_dump(by_alias=True), *path)
+            for path in (
+                ("kernelModuleConfig", "name"),
+                ("repoConfig", "configMapName"),
+                ("certConfig", "name"),
+            )
+        }
+        out: dict[str, list[str]] = {}
+        for name in sorted(n for n in names if n):
+            try:
+                cm = await self.api_reader.get(
+                    "v1", "ConfigMap", str(name), self.config.operator_namespace
+                )
+            except NotFound:
+                continue
+            except ApiError:
+                continue
+            out[str(name)] = sorted({*(cm.get("data") or {}), *(cm.get("binaryData") or {})})
+        return out
+
+    def memo_key(self, cr: ClusterPolicy, obj: Obj, facts: PolicyFacts) -> tuple[Any, ...] | None:
+        c = facts.cluster
+        nodes = tuple(
+            _MemoNode(n.name, n.kernel, n.os_id, n.os_version, n.container_runtime) for n in c.nodes
+        )
+        return (
+            cr.metadata.uid,
+            dig(obj, "metadata", "generation"),
+            nodes,
+            c.container_runtime,
+            c.has_nfd_labels,
+            c.crds,
+            tuple(sorted(c.config_map_keys.items())),
+        )
+
+    def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:
+        if readiness.failed:
+            metrics.observe_result(metrics.STATUS_ERROR)
+        elif readiness.state == STATE_IGNORED:
+            pass
+        elif readiness.ready:
+            metrics.observe_result(metrics.STATUS_READY)
+        else:
+            metrics.observe_result(metrics.STATUS_NOT_READY)
+        return policy_status(old, readiness, self.config.operator_namespace)
+
+    def event(self, obj: Obj, readiness: Readiness) -> Event | None:
+        if readiness.state == STATE_IGNORED:
+            return ("Warning", REASON_IGNORED, readiness.message)
+        return None
+
+    def failure_reason(self, kind: str) -> str:
+        return REASON_RECONCILE_FAILED
+
+    def failure_event(self, obj: Obj, message: str) -> Event | None:
+        return ("Warning", REASON_RECONCILE_FAILED, message)
+
+
+class ClusterPolicyReconciler(KindReconciler[ClusterPolicy, PolicyFacts]):
+    """The skeleton running ``ClusterPolicyKind`` (no finalizer: owner references clean up)."""

@@ -1,0 +1,155 @@
+"""ClusterPolicy on the kind contract: the 20 states flattened, their readiness aggregated.
+
+``render`` applies every state on every pass (gpu-operator.md §2.5): the
+objects of the enabled states, in NVIDIA's order; a disabled state contributes
+nothing, so the skeleton prunes (deletes) what it had. ``readiness`` walks the
+same states and collects the ones whose DaemonSets are not ready, as NVIDIA's
+``statesNotReady``; ordering between operands happens on the node (deploy
+labels and validation files), never here. The result, in NVIDIA's words:
+
+- some state not ready: ``notReady``, ``OperandNotReady``, "ClusterPolicy is
+  not ready; states not ready: [state-driver ...]", requeue after 5 s. We add
+  which DaemonSet and why (§9.1: users could not tell what was stuck);
+- no node carries an NFD label: ``ready``, ``NFDLabelsMissing``, requeue 45 s;
+- no GPU node: ``ready``, ``NoGPUNodes``;
+- otherwise ``ready``, ``Reconciled``.
+
+Pure: the driver pods and ControllerRevisions the OnDelete check reads come
+in ``PolicyFacts``, gathered from the cache by ``controllers.gpu.clusterpolicy``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from api.nvidia.v1.clusterpolicy import (
+    REASON_NFD_LABELS_MISSING,
+    REASON_NO_GPU_NODES,
+    REASON_OPERAND_NOT_READY,
+    REASON_RECONCILE_FAILED,
+    REASON_RECONCILED,
+    STATE_NOT_READY,
+    STATE_READY,
+    ClusterPolicy,
+)
+from controllers.gpu.readiness import daemonset_ready
+from platforms.capabilities import GVK, Capabilities
+from platforms.contract import Observed, Readiness, ReconcileError, observed_key
+from platforms.gpu import ClusterFacts, RenderError, StateRender
+from platforms.gpu import owned_kinds as gpu_owned_kinds
+from platforms.gpu import render as render_states
+from platforms.gpu.facts import PROMETHEUS_RULE, SERVICE_MONITOR
+
+API_VERSION: Final = "nvidia.com/v1"
+KIND: Final = "ClusterPolicy"
+NOT_READY_REQUEUE: Final = 5.0
+NFD_MISSING_REQUEUE: Final = 45.0
+READY_MESSAGE: Final = "ClusterPolicy is ready as all resources have been successfully reconciled"
+NFD_MISSING_MESSAGE: Final = "No NFD labels found"
+NO_GPU_NODES_MESSAGE: Final = "No GPU nodes found"
+
+Obj = dict[str, Any]
+
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "NFD_MISSING_REQUEUE",
+    "NOT_READY_REQUEUE",
+    "ClusterPolicyContract",
+    "PolicyFacts",
+    "not_ready_message",
+]
+
+
+@dataclass(frozen=True)
+class PolicyFacts:
+    """What a ClusterPolicy is rendered and judged against."""
+
+    cluster: ClusterFacts
+    driver_pods: tuple[Mapping[str, Any], ...] = ()
+    """Driver pods of the operator namespace (the OnDelete readiness check)."""
+    revisions: tuple[Mapping[str, Any], ...] = ()
+    """ControllerRevisions of the operator namespace."""
+
+
+def not_ready_message(states: list[str], details: list[str]) -> str:
+    """NVIDIA's message, then which DaemonSet of each state holds it and why."""
+    message = f"ClusterPolicy is not ready; states not ready: [{' '.join(states)}]"
+    if details:
+        message += "; " + "; ".join(details)
+    return message
+
+
+class ClusterPolicyContract:
+    """What a ClusterPolicy becomes, and when it is ready (see the module docstring)."""
+
+    api_version = API_VERSION
+    kind = KIND
+
+    def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
+        crds = frozenset(g for g in (SERVICE_MONITOR, PROMETHEUS_RULE) if capabilities.has(g))
+        return tuple(gpu_owned_kinds(ClusterFacts(operator_namespace="", crds=crds)))
+
+    def states(self, cr: ClusterPolicy, facts: PolicyFacts) -> list[StateRender]:
+        """Every state, in order; a spec that cannot be rendered is a ReconcileFailed error."""
+        try:
+            return render_states(cr, facts.cluster)
+        except RenderError as err:
+            state = err.state or "clusterpolicy"
+            raise ReconcileError(
+                f"Failed to reconcile {state}: {err.message}", reason=REASON_RECONCILE_FAILED
+            ) from None
+
+    def render(self, cr: ClusterPolicy, facts: PolicyFacts) -> list[Obj]:
+        return [obj for state in self.states(cr, facts) if state.enabled for obj in state.objects]
+
+    def readiness(self, cr: ClusterPolicy, facts: PolicyFacts, observed: Observed) -> Readiness:
+        not_ready: list[str] = []
+        details: list[str] = []
+        for state in self.states(cr, facts):
+            if not state.enabled:
+                continue
+            for obj in state.objects:
+                if obj.get("kind") != "DaemonSet":
+                    continue
+                key = observed_key(obj)
+                if key in observed.created:
+                    ok, why = False, "just created"
+                else:
+                    ok, why = daemonset_ready(
+                        observed.objects.get(key),
+                        pods=facts.driver_pods,
+                        revisions=facts.revisions,
+                    )
+                if not ok:
+                    not_ready.append(state.name)
+                    details.append(f"{state.name}: DaemonSet {key[2]}: {why}")
+                    break
+        if not_ready:
+            return Readiness(
+                state=STATE_NOT_READY,
+                reason=REASON_OPERAND_NOT_READY,
+                message=not_ready_message(not_ready, details),
+                requeue_after=NOT_READY_REQUEUE,
+            )
+        cluster = facts.cluster
+        if not cluster.has_nfd_labels:
+            return Readiness(
+                state=STATE_READY,
+                reason=REASON_NFD_LABELS_MISSING,
+                message=NFD_MISSING_MESSAGE,
+                ready=True,
+                requeue_after=NFD_MISSING_REQUEUE,
+            )
+        if not cluster.nodes:
+            return Readiness(
+                state=STATE_READY,
+                reason=REASON_NO_GPU_NODES,
+                message=NO_GPU_NODES_MESSAGE,
+                ready=True,
+            )
+        return Readiness(
+            state=STATE_READY, reason=REASON_RECONCILED, message=READY_MESSAGE, ready=True
+        )

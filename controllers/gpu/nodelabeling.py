@@ -1,0 +1,81 @@
+"""The node-labelling reconciler: one Node per request, one merge patch per node that changed.
+
+NVIDIA reconciles a singleton request that walks every node on any Node event
+(gpu-operator.md §3.2). Here a Node event reconciles that node only, and a
+ClusterPolicy change enqueues every node: the work per event does not grow
+with the cluster. What a node should carry is ``controllers.gpu.nodelabels``'
+pure ``node_patch``; without an active ClusterPolicy nothing is written.
+
+The patch sent to a node is remembered with the node's resourceVersion, so a
+reconcile that runs before the cache has seen our own patch does not send it
+twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.nvidia.v1.clusterpolicy import ClusterPolicy
+from controllers.gpu.clusterpolicy import active_policy
+from controllers.gpu.contract import API_VERSION, KIND
+from controllers.gpu.nodelabels import node_patch
+from nimctl_runtime.client.errors import NotFound
+from nimctl_runtime.client.interfaces import Reader, Writer
+from nimctl_runtime.logsetup import get_logger
+from nimctl_runtime.meta import dig, name_of
+from nimctl_runtime.reconcile import Request, Result
+
+Obj = dict[str, Any]
+
+__all__ = ["NodeLabelingReconciler"]
+
+
+@dataclass
+class NodeLabelingReconciler:
+    """Labels GPU nodes for the active ClusterPolicy (see the module docstring)."""
+
+    cache: Reader
+    client: Writer
+    _sent: dict[str, tuple[str, str]] = field(default_factory=dict)
+    _policy: tuple[str, ClusterPolicy] | None = None
+
+    def __post_init__(self) -> None:
+        self._log = get_logger("controllers.nodelabeling")
+
+    async def _active(self) -> ClusterPolicy | None:
+        policies = await self.cache.list(API_VERSION, KIND)
+        name = active_policy(policies)
+        if name is None:
+            return None
+        obj = next(p for p in policies if name_of(p) == name)
+        version = f"{dig(obj, 'metadata', 'uid')}/{dig(obj, 'metadata', 'generation')}"
+        if self._policy is None or self._policy[0] != version:
+            self._policy = (version, ClusterPolicy.model_validate(obj))
+        return self._policy[1]
+
+    async def reconcile(self, request: Request) -> Result:
+        try:
+            node = await self.cache.get("v1", "Node", request.name)
+        except NotFound:
+            self._sent.pop(request.name, None)
+            return Result()
+        policy = await self._active()
+        if policy is None:
+            return Result()
+        meta = node.get("metadata") or {}
+        patch = node_patch(meta.get("labels") or {}, meta.get("annotations") or {}, policy.spec)
+        if patch is None:
+            self._sent.pop(request.name, None)
+            return Result()
+        rv = str(meta.get("resourceVersion", ""))
+        fingerprint = repr(sorted(patch["metadata"].items()))
+        if self._sent.get(request.name) == (rv, fingerprint):
+            return Result()  # our patch is on its way into the cache
+        try:
+            await self.client.patch("v1", "Node", request.name, patch, patch_type="merge")
+        except NotFound:
+            return Result()
+        self._sent[request.name] = (rv, fingerprint)
+        self._log.info("labelled node", node=request.name, labels=patch["metadata"].get("labels"))
+        return Result()

@@ -1,0 +1,197 @@
+"""Wiring of the GPU lifecycle controllers: the ClusterPolicy and node-labelling reconcilers.
+
+Both read from one cache of their own (``controllers.gpu.cache.gpu_cache``):
+the operator namespace only, trimmed Nodes, driver pods only. As NVIDIA's
+(gpu-operator.md §2.7, §3.2) each runs one worker with an exponential
+100 ms-3 s failure backoff. The watches, and where we filter more than NVIDIA:
+
+- ClusterPolicy controller: ClusterPolicy (spec changes; a deletion wakes the
+  others, one of which becomes active), every kind a ClusterPolicy owns (by
+  controller owner), Nodes only when something a render or the status reads
+  changed (GPU presence, NFD presence, kernel, OS, container runtime), driver
+  pods when their readiness or revision changed;
+- node-labelling controller: a Node when its labels or annotations changed
+  (that node only), and a ClusterPolicy change (every node).
+
+``OPERATOR_NAMESPACE`` is required. NVIDIA's operator exits 1 without it;
+nimctl also serves the NIM kinds, so ``setup_gpu`` logs the error (what to
+set) and leaves the GPU controllers off instead of taking NIM down with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from controllers.gpu.cache import gpu_cache
+from controllers.gpu.clusterpolicy import (
+    RECORDER_NAME,
+    ClusterPolicyKind,
+    ClusterPolicyReconciler,
+)
+from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
+from controllers.gpu.contract import API_VERSION, KIND, ClusterPolicyContract
+from controllers.gpu.nodelabeling import NodeLabelingReconciler
+from controllers.gpu.readiness import REVISION_HASH_LABEL
+from nimctl_runtime.controller import Controller
+from nimctl_runtime.handler import (
+    CreateEvent,
+    DeleteEvent,
+    EnqueueRequestForObject,
+    EnqueueRequestForOwner,
+    EnqueueRequestsFromMapFunc,
+    UpdateEvent,
+)
+from nimctl_runtime.logsetup import get_logger
+from nimctl_runtime.meta import OWNER_UID_INDEX, dig, name_of, owner_uid_index
+from nimctl_runtime.predicate import Funcs, GenerationChangedPredicate
+from nimctl_runtime.reconcile import Request
+from nimctl_runtime.workqueue import ItemExponentialFailureRateLimiter
+from platforms.gpu.facts import (
+    GPU_PRESENT_LABEL,
+    KERNEL_LABEL,
+    OS_ID_LABEL,
+    OS_VERSION_LABEL,
+    has_nfd_labels,
+    is_gpu_node_by_nfd,
+)
+
+if TYPE_CHECKING:
+    from controllers.setup import SetupOptions
+    from nimctl_runtime.client.client import Client
+    from nimctl_runtime.manager import Manager
+
+Obj = dict[str, Any]
+
+CLUSTERPOLICY_CONTROLLER = "clusterpolicy-controller"
+NODE_LABELING_CONTROLLER = "nodelabeling-controller"
+
+__all__ = [
+    "CLUSTERPOLICY_CONTROLLER",
+    "NODE_LABELING_CONTROLLER",
+    "node_facts_changed",
+    "setup_gpu",
+]
+
+
+def _node_facts(node: Mapping[str, Any]) -> tuple[Any, ...]:
+    labels: Mapping[str, str] = dig(node, "metadata", "labels") or {}
+    return (
+        labels.get(GPU_PRESENT_LABEL),
+        has_nfd_labels(labels),
+        labels.get(KERNEL_LABEL),
+        labels.get(OS_ID_LABEL),
+        labels.get(OS_VERSION_LABEL),
+        dig(node, "status", "nodeInfo", "containerRuntimeVersion"),
+    )
+
+
+def node_facts_changed() -> Funcs:
+    """Node events that can change a ClusterPolicy's render or status."""
+
+    def create(event: CreateEvent) -> bool:
+        labels = dig(event.object, "metadata", "labels") or {}
+        return has_nfd_labels(labels) or labels.get(GPU_PRESENT_LABEL) == "true"
+
+    def update(event: UpdateEvent) -> bool:
+        return _node_facts(event.object_old) != _node_facts(event.object_new)
+
+    def delete(event: DeleteEvent) -> bool:
+        labels = dig(event.object, "metadata", "labels") or {}
+        return has_nfd_labels(labels) or is_gpu_node_by_nfd(labels)
+
+    return Funcs(create=create, update=update, delete=delete)
+
+
+def _driver_pod_changed() -> Funcs:
+    def facts(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+        statuses = dig(pod, "status", "containerStatuses") or []
+        return (
+            dig(pod, "metadata", "labels", REVISION_HASH_LABEL),
+            dig(pod, "status", "phase"),
+            tuple(bool(s.get("ready")) for s in statuses),
+        )
+
+    return Funcs(update=lambda e: facts(e.object_old) != facts(e.object_new))
+
+
+def _labels_changed() -> Funcs:
+    def meta(node: Mapping[str, Any]) -> tuple[Any, Any]:
+        return (dig(node, "metadata", "labels"), dig(node, "metadata", "annotations"))
+
+    return Funcs(update=lambda e: meta(e.object_old) != meta(e.object_new))
+
+
+def _rate_limiter() -> ItemExponentialFailureRateLimiter[Request]:
+    return ItemExponentialFailureRateLimiter(base_delay=0.1, max_delay=3.0)
+
+
+def setup_gpu(manager: Manager, client: Client, options: SetupOptions) -> None:
+    """Add the ClusterPolicy and node-labelling controllers and their cache to ``manager``."""
+    try:
+        config = GPUConfig.from_env(options.extra.get("environ"))
+    except MissingOperatorNamespace as err:
+        get_logger("controllers.gpu").error("GPU lifecycle controllers not started", error=str(err))
+        return
+    contract = ClusterPolicyContract()
+    owned = contract.owned_kinds(options.capabilities)
+    cache = gpu_cache(client, config.operator_namespace, owned)
+    manager.add(cache)
+    scope = client.mapper.is_namespaced
+
+    reconciler = ClusterPolicyReconciler(
+        kind=ClusterPolicyKind(
+            config=config, capabilities=options.capabilities, api_reader=cache.api_reader
+        ),
+        cache=cache,
+        client=client,
+        api_reader=cache.api_reader,
+        recorder=manager.event_recorder(RECORDER_NAME),
+        capabilities=options.capabilities,
+        use_finalizer=False,
+    )
+    policy = Controller(
+        CLUSTERPOLICY_CONTROLLER,
+        reconciler,
+        cache,
+        max_concurrent_reconciles=1,
+        rate_limiter=_rate_limiter(),
+        cache_sync_timeout=manager.options.cache_sync_timeout,
+        scope_resolver=scope,
+    )
+
+    async def every_policy(_: Obj) -> list[Request]:
+        return [Request("", name_of(p)) for p in await cache.list(API_VERSION, KIND)]
+
+    policy.watch(API_VERSION, KIND, EnqueueRequestForObject(), GenerationChangedPredicate())
+    policy.watch(
+        API_VERSION,
+        KIND,
+        EnqueueRequestsFromMapFunc(every_policy),
+        Funcs(create=lambda e: False, update=lambda e: False),
+    )
+    for api_version, kind in owned:
+        cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
+        policy.watch(api_version, kind, EnqueueRequestForOwner(API_VERSION, KIND))
+    policy.watch("v1", "Node", EnqueueRequestsFromMapFunc(every_policy), node_facts_changed())
+    policy.watch("v1", "Pod", EnqueueRequestsFromMapFunc(every_policy), _driver_pod_changed())
+    manager.add(policy)
+
+    labeler = Controller(
+        NODE_LABELING_CONTROLLER,
+        NodeLabelingReconciler(cache=cache, client=client),
+        cache,
+        max_concurrent_reconciles=1,
+        rate_limiter=_rate_limiter(),
+        cache_sync_timeout=manager.options.cache_sync_timeout,
+        scope_resolver=scope,
+    )
+
+    async def every_node(_: Obj) -> list[Request]:
+        return [Request("", name_of(n)) for n in await cache.list("v1", "Node")]
+
+    labeler.watch("v1", "Node", EnqueueRequestForObject(), _labels_changed())
+    labeler.watch(
+        API_VERSION, KIND, EnqueueRequestsFromMapFunc(every_node), GenerationChangedPredicate()
+    )
+    manager.add(labeler)
