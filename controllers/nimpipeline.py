@@ -1,0 +1,191 @@
+"""NIMPipeline's binding to the reconciler skeleton: status vocabulary, Events, wiring.
+
+What a pipeline becomes and when it is Ready is
+``platforms.nimpipeline.NIMPipelineContract``; the skeleton creates, updates
+and prunes its NIMServices. This module adds (nim-operator.md §4):
+
+- parse: the spec must name every enabled service once (else ``Failed`` /
+  ``InvalidSpec`` naming the entry);
+- status: ``states`` (service -> state), ``state``, and the ``Ready`` and
+  ``Failed`` conditions NVIDIA defines but never writes, so
+  ``kubectl wait --for=condition=Ready nimpipeline/x`` works; written only on
+  change;
+- Events on a status change: NVIDIA's ``Normal <state>`` "NIMPipeline <n>
+  status <state>, service states map[...]", and a ``Warning
+  NIMServiceNotOwned`` when a same-named NIMService belongs to someone else
+  (that NIMService is never written: ``overwrite_foreign = False``);
+- wiring: ``For(NIMPipeline)`` with the spec-change filter, ``Owns(NIMService)``
+  (a service's status change wakes its pipeline); no requeue.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from api.apps.v1alpha1 import nimpipeline as api_np
+from api.apps.v1alpha1.common import STATE_FAILED
+from controllers.reconciler import Event, Kind, KindReconciler
+from controllers.wiring import own_kinds, spec_change_predicate
+from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
+from nimctl_runtime.meta import dig, name_of, set_condition, uid_of
+from platforms.capabilities import Capabilities
+from platforms.contract import Blocked, Observed, Readiness
+from platforms.nimpipeline import API_VERSION, KIND, NIMPipelineContract
+
+if TYPE_CHECKING:
+    from nimctl_runtime.client.client import Client
+    from nimctl_runtime.manager import Manager
+
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "NIMPipelineKind",
+    "NIMPipelineReconciler",
+    "go_map",
+    "pipeline_status",
+    "setup_nimpipeline",
+]
+
+Obj = dict[str, Any]
+
+
+def go_map(states: Mapping[str, str]) -> str:
+    """A map as Go's ``%v`` prints it (keys sorted): ``map[a:Ready b:NotReady]``."""
+    return "map[" + " ".join(f"{k}:{states[k]}" for k in sorted(states)) + "]"
+
+
+def _invalid(message: str) -> Blocked:
+    return Blocked(Readiness(STATE_FAILED, api_np.REASON_INVALID_SPEC, message, failed=True))
+
+
+def check_spec(obj: Mapping[str, Any]) -> None:
+    """Raise ``Blocked`` (Failed/InvalidSpec) when the services cannot be deployed as named."""
+    try:
+        api_np.NIMPipeline.model_validate(obj)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise _invalid(f"{where}: {first.get('msg', 'invalid')}") from None
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(dig(obj, "spec", "services", default=[]) or []):
+        if entry.get("enabled") is not True:
+            continue
+        svc = entry.get("name")
+        if not svc:
+            raise _invalid(f"spec.services[{i}].name: required for an enabled service")
+        if svc in seen:
+            raise _invalid(
+                f"spec.services[{i}].name: {svc!r} is already the name of "
+                f"spec.services[{seen[svc]}]; each NIMService needs its own name"
+            )
+        seen[svc] = i
+
+
+def pipeline_status(old: Mapping[str, Any], readiness: Readiness) -> Obj:
+    """``state``, ``states`` and the ``Ready``/``Failed`` conditions for ``readiness``."""
+    out = copy.deepcopy(dict(old))
+    ready = "True" if readiness.ready else "False"
+    failed = "True" if readiness.failed else "False"
+    conds = set_condition(
+        out.get("conditions"), api_np.CONDITION_READY, ready, readiness.reason, readiness.message
+    )
+    out["conditions"] = set_condition(
+        conds,
+        api_np.CONDITION_FAILED,
+        failed,
+        readiness.reason,
+        readiness.message if readiness.failed else "",
+    )
+    out["state"] = readiness.state
+    states = readiness.details.get("states")
+    if states is not None:
+        out["states"] = dict(states)
+    return out
+
+
+class NIMPipelineKind(Kind[Obj, None]):
+    """NIMPipeline: a checked spec, NVIDIA's states, Ready/Failed conditions, Events."""
+
+    api_version = API_VERSION
+    kind = KIND
+    finalizer = api_np.FINALIZER
+    overwrite_foreign = False
+
+    def __init__(self) -> None:
+        self.contract = NIMPipelineContract()
+
+    def parse(self, obj: Obj) -> Obj:
+        check_spec(obj)
+        return obj
+
+    async def gather(self, cr: Obj, obj: Obj, reader: Reader) -> None:
+        return None
+
+    def memo_key(self, cr: Obj, obj: Obj, facts: None) -> tuple[Any, ...] | None:
+        generation = dig(obj, "metadata", "generation")
+        return None if generation is None else (uid_of(obj), generation)
+
+    def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:
+        return pipeline_status(old, readiness)
+
+    def event(self, obj: Obj, readiness: Readiness) -> Event | None:
+        name = name_of(obj)
+        if readiness.reason in (api_np.REASON_NOT_OWNED, api_np.REASON_INVALID_SPEC):
+            return ("Warning", readiness.reason, readiness.message)
+        states = readiness.details.get("states") or {}
+        return (
+            "Normal",
+            readiness.state,
+            f"NIMPipeline {name} status {readiness.state}, service states {go_map(states)}",
+        )
+
+    def failure_reason(self, kind: str) -> str:
+        return "NIMServiceFailed" if kind == "NIMService" else "Failed"
+
+
+class NIMPipelineReconciler(KindReconciler[Obj, None]):
+    """The skeleton running NIMPipeline's contract."""
+
+    def __init__(
+        self,
+        *,
+        cache: Reader,
+        client: Writer,
+        api_reader: KeyReader,
+        recorder: EventRecorder,
+        use_finalizer: bool = True,
+    ) -> None:
+        super().__init__(
+            kind=NIMPipelineKind(),
+            cache=cache,
+            client=client,
+            api_reader=api_reader,
+            recorder=recorder,
+            capabilities=Capabilities.nothing(),
+            use_finalizer=use_finalizer,
+        )
+
+
+def setup_nimpipeline(manager: Manager, client: Client, options: Any) -> None:
+    """The NIMPipeline controller: For(NIMPipeline) on spec changes, Owns(NIMService)."""
+    from nimctl_runtime.builder import Builder
+
+    cache = manager.cache
+    reconciler = NIMPipelineReconciler(
+        cache=cache,
+        client=client,
+        api_reader=cache.api_reader,
+        recorder=manager.event_recorder(api_np.RECORDER_NAME),
+    )
+    builder = (
+        Builder(manager)
+        .named("nimpipeline")
+        .for_(API_VERSION, KIND, predicates=[spec_change_predicate()])
+        .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
+    )
+    own_kinds(builder, manager, NIMPipelineContract().owned_kinds(options.capabilities))
+    builder.complete(reconciler)
