@@ -31,6 +31,7 @@ from api.apps.v1alpha1 import nimservice as api_ns
 from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY
 from controllers import nimservice_status as nss
 from controllers.reconciler import Event, Kind, KindReconciler
+from controllers.wiring import spec_changed
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
 from nimctl_runtime.logsetup import get_logger
@@ -121,15 +122,6 @@ def nimcache_name_index(obj: Mapping[str, Any]) -> list[str]:
     """Index function: the NIMCache a NIMService uses (``spec.storage.nimCache.name``)."""
     name = dig(obj, "spec", "storage", "nimCache", "name")
     return [str(name)] if name else []
-
-
-def spec_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """NVIDIA's update filter: spec changed, or deletion started."""
-    if old.get("spec") != new.get("spec"):
-        return True
-    return bool(dig(new, "metadata", "deletionTimestamp")) and not bool(
-        dig(old, "metadata", "deletionTimestamp")
-    )
 
 
 async def http_model_query(nimservice: Obj, endpoint: str) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 from controllers import nimcache as nimcache_ctrl
 from controllers import nimservice as nimservice_ctrl
+from controllers.gpu.setup import setup_gpu
 from controllers.nimpipeline import setup_nimpipeline
 from controllers.wiring import (
     ALWAYS_FILTERED,
@@ -130,6 +131,7 @@ def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> N
 CONTROLLERS: list[ControllerEntry] = [
     ControllerEntry("nimcache", "nim", setup_nimcache),
     ControllerEntry("nimservice", "nim", setup_nimservice),
+    ControllerEntry("clusterpolicy", "gpu", setup_gpu),
     ControllerEntry("nimpipeline", "nim", setup_nimpipeline),
 ]
 """Every controller, in the order they are added to the manager."""

@@ -1,0 +1,127 @@
+"""What every controller's setup uses: discovery, cache filters, options, owned-kind watches.
+
+Kind modules (``controllers.nimservice``, ``controllers.nemo``, ...) write
+their ``setup_<kind>(manager, client, options)`` against this module;
+``controllers.setup`` lists them in ``CONTROLLERS``. Keeping these helpers
+here, below both, is what lets a kind module and the registry import each
+other's side without an import circle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from nimctl_runtime.builder import Builder
+from nimctl_runtime.cache.cache import ByObject
+from nimctl_runtime.client.client import Client
+from nimctl_runtime.client.errors import ApiError
+from nimctl_runtime.handler import UpdateEvent
+from nimctl_runtime.manager import Manager
+from nimctl_runtime.meta import OWNER_UID_INDEX, dig, owner_uid_index
+from nimctl_runtime.predicate import Funcs
+from platforms.capabilities import GVK, OPTIONAL_GVKS, Capabilities
+
+__all__ = [
+    "ALWAYS_FILTERED",
+    "FILTERED_IF_PRESENT",
+    "ControllerEntry",
+    "SetupFn",
+    "SetupOptions",
+    "discover_capabilities",
+    "filtered_cache_options",
+    "own_kinds",
+    "spec_change_predicate",
+    "spec_changed",
+]
+
+
+def spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """NVIDIA's update filter: spec changed, or deletion started."""
+    if old.get("spec") != new.get("spec"):
+        return True
+    return bool(dig(new, "metadata", "deletionTimestamp")) and not bool(
+        dig(old, "metadata", "deletionTimestamp")
+    )
+
+
+ALWAYS_FILTERED: tuple[GVK, ...] = (
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("v1", "Service"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ("batch/v1", "Job"),
+    ("v1", "Pod"),
+)
+FILTERED_IF_PRESENT: tuple[GVK, ...] = (
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("gateway.networking.k8s.io/v1", "GRPCRoute"),
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+    ("serving.kserve.io/v1beta1", "InferenceService"),
+)
+
+
+async def discover_capabilities(
+    client: Client, gvks: Iterable[GVK] = OPTIONAL_GVKS
+) -> Capabilities:
+    """Which optional kinds the API server serves (discovery; a miss is not an error)."""
+    present: set[GVK] = set()
+    for api_version, kind in gvks:
+        try:
+            await client.mapper.rest_mapping(api_version, kind)
+        except ApiError:
+            continue
+        present.add((api_version, kind))
+    return Capabilities.from_gvks(present)
+
+
+def filtered_cache_options(capabilities: Capabilities) -> dict[GVK, ByObject]:
+    """``ByObject`` label filters for the kinds the operator creates (NVIDIA's filtered cache)."""
+    selector = {MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+    kinds = list(ALWAYS_FILTERED) + [g for g in FILTERED_IF_PRESENT if capabilities.has(g)]
+    return {gvk: ByObject(label_selector=selector) for gvk in kinds}
+
+
+def spec_change_predicate() -> Funcs:
+    """Updates of the primary kind pass only when spec changed or deletion started."""
+
+    def update(event: UpdateEvent) -> bool:
+        return spec_changed(event.object_old, event.object_new)
+
+    return Funcs(update=update)
+
+
+def own_kinds(builder: Builder, manager: Manager, kinds: Iterable[GVK]) -> Builder:
+    """``owns`` every kind, with the owner-UID index the skeleton's prune reads."""
+    for api_version, kind in kinds:
+        with contextlib.suppress(ValueError):  # another controller owning this kind added it
+            manager.cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
+        builder.owns(api_version, kind)
+    return builder
+
+
+@dataclass(frozen=True)
+class SetupOptions:
+    """What the composition root hands every controller's setup."""
+
+    capabilities: Capabilities
+    operator_version: str = ""
+    max_concurrent_reconciles: int = 4
+    model_query: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+SetupFn = Callable[[Manager, Client, SetupOptions], None]
+
+
+@dataclass(frozen=True)
+class ControllerEntry:
+    """One controller: its name, its group (``nim``, ``nemo``, ``gpu``) and its setup."""
+
+    name: str
+    group: str
+    setup: SetupFn
