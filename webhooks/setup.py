@@ -15,6 +15,7 @@ from typing import Any
 from nimctl_runtime.webhook import ValidatingHandler, WebhookServer, validate_path
 from webhooks.facts import ClusterFacts
 from webhooks.nimcache import NIMCacheValidator
+from webhooks.nimpipeline import NIMPipelineValidator
 from webhooks.nimservice import NIMServiceValidator
 
 GROUP, VERSION = "apps.nvidia.com", "v1alpha1"
@@ -23,6 +24,7 @@ CONFIGURATION_NAME = "nimctl-validating-webhook-configuration"
 WEBHOOKS = (
     ("vnimservice-v1alpha1.kb.io", "NIMService", "nimservices"),
     ("vnimcache-v1alpha1.kb.io", "NIMCache", "nimcaches"),
+    ("vnimpipeline-v1alpha1.kb.io", "NIMPipeline", "nimpipelines"),
 )
 
 
@@ -33,6 +35,9 @@ def register(server: WebhookServer, facts: ClusterFacts) -> None:
     )
     server.register(
         validate_path(GROUP, VERSION, "NIMCache"), ValidatingHandler(NIMCacheValidator())
+    )
+    server.register(
+        validate_path(GROUP, VERSION, "NIMPipeline"), ValidatingHandler(NIMPipelineValidator())
     )
 
 

@@ -15,7 +15,11 @@ from webhooks.setup import register, validating_webhook_configuration
 def test_configuration_for_a_url() -> None:
     cfg = validating_webhook_configuration(b"CA", url="https://127.0.0.1:9443/")
     hooks = {h["name"]: h for h in cfg["webhooks"]}
-    assert set(hooks) == {"vnimservice-v1alpha1.kb.io", "vnimcache-v1alpha1.kb.io"}
+    assert set(hooks) == {
+        "vnimservice-v1alpha1.kb.io",
+        "vnimcache-v1alpha1.kb.io",
+        "vnimpipeline-v1alpha1.kb.io",
+    }
     svc = hooks["vnimservice-v1alpha1.kb.io"]
     assert svc["clientConfig"]["url"] == (
         "https://127.0.0.1:9443/validate-apps-nvidia-com-v1alpha1-nimservice"
@@ -49,5 +53,6 @@ def test_register_serves_nvidias_paths(tmp_path: Path) -> None:
     register(server, StaticClusterFacts())
     assert server.paths == [
         "/validate-apps-nvidia-com-v1alpha1-nimcache",
+        "/validate-apps-nvidia-com-v1alpha1-nimpipeline",
         "/validate-apps-nvidia-com-v1alpha1-nimservice",
     ]
