@@ -163,7 +163,7 @@ def test_enable_conditions(spec: dict[str, Any], turned_on: set[str], turned_off
 
 
 def test_unset_enabled_uses_nvidias_code_defaults() -> None:
-    doc_spec = {
+    doc_spec: dict[str, Any] = {
         "operator": {},
         "daemonsets": {},
         "driver": {},
