@@ -29,11 +29,28 @@ __all__ = [
     "CONDITION_FAILED",
     "CONDITION_READY",
     "DEPRECATED_INGRESS_MESSAGE",
+    "FAILURE_REASONS",
     "NEMO_SPEC_RULES",
     "NEMO_STATES",
+    "REASON_CONFIGMAP_FAILED",
+    "REASON_CONFIGMAP_NOT_FOUND",
+    "REASON_DEPLOYMENT_FAILED",
     "REASON_FAILED",
+    "REASON_HPA_FAILED",
+    "REASON_HTTPROUTE_FAILED",
+    "REASON_INGRESS_FAILED",
+    "REASON_INVALID_SPEC",
     "REASON_NOT_READY",
+    "REASON_PVC_FAILED",
+    "REASON_PVC_NOT_FOUND",
     "REASON_READY",
+    "REASON_ROLE_BINDING_FAILED",
+    "REASON_ROLE_FAILED",
+    "REASON_SECRET_FAILED",
+    "REASON_SECRET_NOT_FOUND",
+    "REASON_SERVICE_ACCOUNT_FAILED",
+    "REASON_SERVICE_FAILED",
+    "REASON_SERVICE_MONITOR_FAILED",
     "ArgoWorkflows",
     "ConfigMapRef",
     "DatabaseConfig",
@@ -56,6 +73,41 @@ CONDITION_FAILED: Final = "Failed"
 REASON_READY: Final = "Ready"
 REASON_NOT_READY: Final = "NotReady"
 REASON_FAILED: Final = "Failed"
+REASON_SECRET_NOT_FOUND: Final = "SecretNotFound"
+"""nimctl: the Secret named by `databaseConfig.credentials` (or its key) is missing."""
+REASON_PVC_NOT_FOUND: Final = "PVCNotFound"
+"""nimctl: a PVC the spec names without `create: true` is missing."""
+REASON_CONFIGMAP_NOT_FOUND: Final = "ConfigMapNotFound"
+"""nimctl: a ConfigMap the spec names is missing."""
+REASON_INVALID_SPEC: Final = "InvalidSpec"
+"""nimctl: the stored spec does not parse (e.g. written under an older CRD)."""
+REASON_SERVICE_ACCOUNT_FAILED: Final = "ServiceAccountFailed"
+REASON_ROLE_FAILED: Final = "RoleFailed"
+REASON_ROLE_BINDING_FAILED: Final = "RoleBindingFailed"
+REASON_SERVICE_FAILED: Final = "ServiceFailed"
+REASON_INGRESS_FAILED: Final = "IngressFailed"
+REASON_HTTPROUTE_FAILED: Final = "HTTPRouteFailed"
+REASON_HPA_FAILED: Final = "HPAFailed"
+REASON_SERVICE_MONITOR_FAILED: Final = "ServiceMonitorFailed"
+REASON_CONFIGMAP_FAILED: Final = "ConfigMapFailed"
+REASON_SECRET_FAILED: Final = "SecretFailed"
+REASON_PVC_FAILED: Final = "PVCFailed"
+REASON_DEPLOYMENT_FAILED: Final = "DeploymentFailed"
+FAILURE_REASONS: Final = {
+    "ServiceAccount": REASON_SERVICE_ACCOUNT_FAILED,
+    "Role": REASON_ROLE_FAILED,
+    "RoleBinding": REASON_ROLE_BINDING_FAILED,
+    "Service": REASON_SERVICE_FAILED,
+    "Ingress": REASON_INGRESS_FAILED,
+    "HTTPRoute": REASON_HTTPROUTE_FAILED,
+    "HorizontalPodAutoscaler": REASON_HPA_FAILED,
+    "ServiceMonitor": REASON_SERVICE_MONITOR_FAILED,
+    "ConfigMap": REASON_CONFIGMAP_FAILED,
+    "Secret": REASON_SECRET_FAILED,
+    "PersistentVolumeClaim": REASON_PVC_FAILED,
+    "Deployment": REASON_DEPLOYMENT_FAILED,
+}
+"""The `Failed` condition reason when writing an object of each kind fails."""
 
 DEPRECATED_INGRESS_MESSAGE: Final = (
     ".spec.expose.ingress is deprecated, and will be removed in a future release. If "

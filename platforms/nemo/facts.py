@@ -1,0 +1,38 @@
+"""What a NeMo render needs from the cluster, looked up before rendering.
+
+``controllers.nemo`` reads these from the cache (and the DB password through
+the uncached reader) and hands them to the pure render in ``platforms.nemo``;
+``nimctl render`` builds them from files or leaves them empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from platforms.capabilities import Capabilities
+
+__all__ = ["NemoFacts"]
+
+
+@dataclass(frozen=True)
+class NemoFacts:
+    """Inputs of a NeMo render besides the CR itself.
+
+    ``db_password`` is the value of ``databaseConfig.credentials`` in the
+    user's Secret; only the kinds that write a connection-string Secret
+    (Customizer ``dsn``, Evaluator and Guardrail ``uri``) read it, and it goes
+    into that Secret and nowhere else. ``config_maps`` holds the ``data`` of
+    the ConfigMaps the CR references (the Customizer's model and training
+    configuration), by name. ``current_replicas`` is the live replica count of
+    the Deployment while an HPA owns it.
+    """
+
+    capabilities: Capabilities = field(default_factory=Capabilities.nothing)
+    operator_version: str = ""
+    db_password: str | None = field(default=None, repr=False)
+    config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    current_replicas: int | None = None
+
+    def config_map_data(self, name: str) -> Mapping[str, str] | None:
+        return self.config_maps.get(name)
