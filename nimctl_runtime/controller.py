@@ -1,9 +1,10 @@
 """A controller: watches feeding a workqueue, drained by reconcile workers.
 
-controller-runtime's ``pkg/internal/controller`` on asyncio. Each watch takes
-informer callbacks for one kind from the shared ``Cache``, filters them through
-its predicates and hands them, in order, to its ``EventHandler``, which puts
-``Request`` keys on the controller's ``WorkQueue``. ``max_concurrent_reconciles``
+controller-runtime's ``pkg/internal/controller`` on asyncio. Each watch registers
+plain callbacks on the shared ``Cache``'s informer for one kind; a callback
+filters the event through the watch's predicates and calls its
+``EventHandler``, which puts ``Request`` keys straight on the controller's
+``WorkQueue`` (no queue in between, as in controller-runtime). ``max_concurrent_reconciles``
 worker tasks take keys off the queue; the queue guarantees a key is never
 reconciled by two workers at once.
 
@@ -37,7 +38,6 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -114,48 +114,65 @@ class Watch:
     predicates: Sequence[Predicate] = field(default_factory=tuple)
 
 
-class _EventPump:
-    """Ordered, non-blocking hand-off from informer callbacks to an async handler.
+class _Source:
+    """One watch's informer callbacks: predicates, then the handler, straight into the queue.
 
-    Informer callbacks are synchronous and must not block the cache; the pump
-    buffers events and one task awaits the handler for each, in order (so map
-    functions may read the cache asynchronously).
+    controller-runtime's ``source.Kind`` + ``internal.EventHandler``: plain
+    functions the informer calls in order, per watch. Each builds the event,
+    runs the predicates and lets the ``EventHandler`` add keys to the
+    controller's ``WorkQueue``; there is no queue in between. When the handler
+    returns an awaitable (an async map function) it is handed back to the
+    informer, whose delivery task for this watch awaits it before the next
+    event. A failing predicate or handler drops that one event, logged.
     """
 
     def __init__(self, watch: Watch, queue: WorkQueue[Request], log: Any) -> None:
         self.watch = watch
         self.queue = queue
         self.log = log
-        self._events: deque[Event] = deque()
-        self._wake = asyncio.Event()
-        self._closed = False
+        self.closed = False
 
     # informer callbacks ------------------------------------------------------------
 
-    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> None:
-        self._offer(CreateEvent(unwrap_object(obj), is_in_initial_list))
+    def on_add(self, obj: Any, is_in_initial_list: bool = False) -> Awaitable[None] | None:
+        return self._handle(CreateEvent(unwrap_object(obj), is_in_initial_list))
 
-    def on_update(self, old: Any, new: Any) -> None:
-        self._offer(UpdateEvent(unwrap_object(old), unwrap_object(new)))
+    def on_update(self, old: Any, new: Any) -> Awaitable[None] | None:
+        return self._handle(UpdateEvent(unwrap_object(old), unwrap_object(new)))
 
-    def on_delete(self, obj: Any) -> None:
+    def on_delete(self, obj: Any) -> Awaitable[None] | None:
         unknown = not isinstance(obj, dict)
-        self._offer(DeleteEvent(unwrap_object(obj), delete_state_unknown=unknown))
+        return self._handle(DeleteEvent(unwrap_object(obj), delete_state_unknown=unknown))
 
-    def offer_generic(self, obj: Obj) -> None:
-        self._offer(GenericEvent(obj))
-
-    def _offer(self, event: Event) -> None:
-        if self._closed:
-            return
+    def _handle(self, event: Event) -> Awaitable[None] | None:
+        if self.closed:
+            return None
         try:
             if not self._passes(event):
-                return
+                return None
         except Exception:
             self.log.exception("predicate failed; event dropped", kind=self.watch.kind)
-            return
-        self._events.append(event)
-        self._wake.set()
+            return None
+        handler = self.watch.handler
+        try:
+            if isinstance(event, CreateEvent):
+                result = handler.create(event, self.queue)
+            elif isinstance(event, UpdateEvent):
+                result = handler.update(event, self.queue)
+            elif isinstance(event, DeleteEvent):
+                result = handler.delete(event, self.queue)
+            else:
+                result = handler.generic(event, self.queue)
+        except Exception:
+            self.log.exception("event handler failed; event dropped", kind=self.watch.kind)
+            return None
+        return None if result is None else self._finish(result)
+
+    async def _finish(self, pending: Awaitable[None]) -> None:
+        try:
+            await pending
+        except Exception:
+            self.log.exception("event handler failed; event dropped", kind=self.watch.kind)
 
     def _passes(self, event: Event) -> bool:
         for p in self.watch.predicates:
@@ -170,31 +187,6 @@ class _EventPump:
             if not ok:
                 return False
         return True
-
-    async def run(self) -> None:
-        handler = self.watch.handler
-        while True:
-            while not self._events:
-                if self._closed:
-                    return
-                self._wake.clear()
-                await self._wake.wait()
-            event = self._events.popleft()
-            try:
-                if isinstance(event, CreateEvent):
-                    await handler.create(event, self.queue)
-                elif isinstance(event, UpdateEvent):
-                    await handler.update(event, self.queue)
-                elif isinstance(event, DeleteEvent):
-                    await handler.delete(event, self.queue)
-                else:
-                    await handler.generic(event, self.queue)
-            except Exception:
-                self.log.exception("event handler failed; event dropped", kind=self.watch.kind)
-
-    def close(self) -> None:
-        self._closed = True
-        self._wake.set()
 
 
 class Controller:
@@ -234,7 +226,7 @@ class Controller:
         self.queue: WorkQueue[Request] = WorkQueue(name, rate_limiter=rate_limiter)
         self.watches: list[Watch] = []
         self.log = get_logger("controller").bind(controller=name)
-        self._pumps: list[_EventPump] = []
+        self._sources: list[tuple[Any, _Source, Any]] = []  # (informer, source, registration)
         self._started = False
         self._stopping = False
         self._synced = False
@@ -293,10 +285,12 @@ class Controller:
 
     async def _start_sources(self) -> None:
         for w in self.watches:
-            pump = _EventPump(w, self.queue, self.log)
+            source = _Source(w, self.queue, self.log)
             informer = await self.cache.get_informer(w.api_version, w.kind)
-            informer.add_event_handler(pump.on_add, pump.on_update, pump.on_delete)
-            self._pumps.append(pump)
+            registration = informer.add_event_handler(
+                source.on_add, source.on_update, source.on_delete
+            )
+            self._sources.append((informer, source, registration))
         synced = await self.cache.wait_for_sync(self.cache_sync_timeout)
         if not synced:
             kinds = ", ".join(f"{w.api_version}/{w.kind}" for w in self.watches)
@@ -316,7 +310,6 @@ class Controller:
             raise RuntimeError(f"controller {self.name!r} was already started")
         self._started = True
         self.log.info("starting controller", workers=self.max_concurrent_reconciles)
-        pump_tasks: list[asyncio.Task[None]] = []
         workers: list[asyncio.Task[None]] = []
         try:
             await self._resolve_owner_scopes()
@@ -333,10 +326,6 @@ class Controller:
             if sync.cancelled():
                 return  # stopped while waiting for the caches
             sync.result()  # raise CacheSyncTimeoutError
-            pump_tasks = [
-                asyncio.create_task(p.run(), name=f"{self.name}-events-{i}")
-                for i, p in enumerate(self._pumps)
-            ]
             workers = [
                 asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
                 for i in range(self.max_concurrent_reconciles)
@@ -346,19 +335,31 @@ class Controller:
             await stop.wait()
             self.log.info("stopping controller: no new work, waiting for in-flight reconciles")
             self._stopping = True
-            for p in self._pumps:
-                p.close()
+            self._close_sources()
             self.queue.shut_down()
             await asyncio.gather(*workers)
             self.log.info("all workers finished")
         finally:
             self._stopping = True
             self.queue.shut_down()
-            for p in self._pumps:
-                p.close()
-            for t in [*workers, *pump_tasks]:
+            self._close_sources()
+            for t in workers:
                 t.cancel()
-            await asyncio.gather(*workers, *pump_tasks, return_exceptions=True)
+            await asyncio.gather(*workers, return_exceptions=True)
+            await self._remove_sources()
+
+    def _close_sources(self) -> None:
+        for _, source, _ in self._sources:
+            source.closed = True
+
+    async def _remove_sources(self) -> None:
+        """Unregister from the shared informers (the cache outlives a controller)."""
+        sources, self._sources = self._sources, []
+        for informer, _, registration in sources:
+            remove = getattr(informer, "remove_event_handler", None)
+            if remove is not None and registration is not None:
+                with contextlib.suppress(Exception):
+                    await remove(registration)
 
     def enqueue(self, request: Request) -> None:
         """Queue a key directly (a ``GenericEvent`` without an object)."""

@@ -12,6 +12,14 @@ an ``EventHandler`` maps what is left to ``Request`` keys on the workqueue:
 * ``EnqueueRequestsFromMapFunc``: whatever a (sync or async) function returns
   (``watches``).
 
+Handlers are plain functions, as in controller-runtime: the controller calls
+them from the informer's callback and they put keys straight on the workqueue.
+A map function that reads other objects reads the cache synchronously
+(``Cache.list_nowait``/``get_nowait``). For an ``async`` map function the
+handler returns an awaitable instead; the informer awaits it in that handler's
+own in-order delivery task, so such events are still handled in order and a
+slow map function delays only its own watch.
+
 Keys from the initial list and from resyncs are queued at ``LOW_PRIORITY``
 (controller-runtime's priority queue), so after a restart with thousands of
 objects a fresh event is not stuck behind the whole list.
@@ -22,9 +30,9 @@ Objects are plain dicts in Kubernetes JSON shape.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from nimctl_runtime.reconcile import Request, request_for
 
@@ -37,6 +45,7 @@ __all__ = [
     "EnqueueRequestsFromMapFunc",
     "EventHandler",
     "GenericEvent",
+    "HandlerResult",
     "MapFunc",
     "RequestQueue",
     "UpdateEvent",
@@ -103,16 +112,23 @@ def update_priority(event: UpdateEvent) -> int:
     return LOW_PRIORITY if old_rv is not None and old_rv == new_rv else 0
 
 
+HandlerResult = Awaitable[None] | None
+
+
 class EventHandler(Protocol):
-    """Maps events to requests (controller-runtime ``handler.TypedEventHandler``)."""
+    """Maps events to requests (controller-runtime ``handler.TypedEventHandler``).
 
-    async def create(self, event: CreateEvent, queue: RequestQueue) -> None: ...
+    Each method runs synchronously and returns None; one that must wait (an
+    async map function) returns an awaitable the informer awaits, in order.
+    """
 
-    async def update(self, event: UpdateEvent, queue: RequestQueue) -> None: ...
+    def create(self, event: CreateEvent, queue: RequestQueue) -> HandlerResult: ...
 
-    async def delete(self, event: DeleteEvent, queue: RequestQueue) -> None: ...
+    def update(self, event: UpdateEvent, queue: RequestQueue) -> HandlerResult: ...
 
-    async def generic(self, event: GenericEvent, queue: RequestQueue) -> None: ...
+    def delete(self, event: DeleteEvent, queue: RequestQueue) -> HandlerResult: ...
+
+    def generic(self, event: GenericEvent, queue: RequestQueue) -> HandlerResult: ...
 
 
 def unwrap_object(obj: Any) -> Obj:
@@ -139,16 +155,16 @@ def group_of(api_version: str) -> str:
 class EnqueueRequestForObject:
     """Enqueue the ``Request`` of the event's own object."""
 
-    async def create(self, event: CreateEvent, queue: RequestQueue) -> None:
+    def create(self, event: CreateEvent, queue: RequestQueue) -> None:
         queue.add(request_for(event.object), create_priority(event))
 
-    async def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
+    def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
         queue.add(request_for(event.object_new), update_priority(event))
 
-    async def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
+    def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
         queue.add(request_for(event.object))
 
-    async def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
+    def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
         queue.add(request_for(event.object))
 
 
@@ -202,16 +218,16 @@ class EnqueueRequestForOwner:
                     seen.add(req)
                     queue.add(req, priority)
 
-    async def create(self, event: CreateEvent, queue: RequestQueue) -> None:
+    def create(self, event: CreateEvent, queue: RequestQueue) -> None:
         self._add_all([event.object], queue, create_priority(event))
 
-    async def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
+    def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
         self._add_all([event.object_old, event.object_new], queue, update_priority(event))
 
-    async def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
+    def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
         self._add_all([event.object], queue)
 
-    async def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
+    def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
         self._add_all([event.object], queue)
 
 
@@ -222,38 +238,51 @@ class EnqueueRequestsFromMapFunc:
     """Enqueue whatever ``map_fn(object)`` returns; ``map_fn`` may be a coroutine function.
 
     On update both the old and the new object are mapped, so a reference that
-    moved from one owner to another wakes both.
+    moved from one owner to another wakes both. A plain ``map_fn`` enqueues
+    before the handler returns; a coroutine function's results are enqueued by
+    the awaitable the handler returns (see the module docstring).
     """
 
     def __init__(self, map_fn: MapFunc) -> None:
         self.map_fn = map_fn
 
-    async def _map(self, obj: Obj) -> list[Request]:
-        out = self.map_fn(obj)
-        if inspect.isawaitable(out):
-            out = await out
-        return list(out)
+    def _add_all(
+        self, objs: Sequence[Obj], queue: RequestQueue, priority: int = 0
+    ) -> HandlerResult:
+        mapped = [self.map_fn(obj) for obj in objs]
+        if not any(inspect.isawaitable(out) for out in mapped):
+            _add_unique(cast("list[Iterable[Request]]", mapped), queue, priority)
+            return None
+        return _await_then_add(mapped, queue, priority)
 
-    async def _add_all(
-        self, objs: Iterable[Obj], queue: RequestQueue, priority: int = 0
-    ) -> None:
-        seen: set[Request] = set()
-        for obj in objs:
-            for req in await self._map(obj):
-                if req not in seen:
-                    seen.add(req)
-                    queue.add(req, priority)
+    def create(self, event: CreateEvent, queue: RequestQueue) -> HandlerResult:
+        return self._add_all([event.object], queue, create_priority(event))
 
-    async def create(self, event: CreateEvent, queue: RequestQueue) -> None:
-        await self._add_all([event.object], queue, create_priority(event))
+    def update(self, event: UpdateEvent, queue: RequestQueue) -> HandlerResult:
+        return self._add_all([event.object_old, event.object_new], queue, update_priority(event))
 
-    async def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
-        await self._add_all(
-            [event.object_old, event.object_new], queue, update_priority(event)
-        )
+    def delete(self, event: DeleteEvent, queue: RequestQueue) -> HandlerResult:
+        return self._add_all([event.object], queue)
 
-    async def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
-        await self._add_all([event.object], queue)
+    def generic(self, event: GenericEvent, queue: RequestQueue) -> HandlerResult:
+        return self._add_all([event.object], queue)
 
-    async def generic(self, event: GenericEvent, queue: RequestQueue) -> None:
-        await self._add_all([event.object], queue)
+
+def _add_unique(results: Iterable[Iterable[Request]], queue: RequestQueue, priority: int) -> None:
+    seen: set[Request] = set()
+    for requests in results:
+        for req in requests:
+            if req not in seen:
+                seen.add(req)
+                queue.add(req, priority)
+
+
+async def _await_then_add(
+    mapped: list[Iterable[Request] | Awaitable[Iterable[Request]]],
+    queue: RequestQueue,
+    priority: int,
+) -> None:
+    results: list[Iterable[Request]] = []
+    for out in mapped:
+        results.append(list(await out) if inspect.isawaitable(out) else list(out))
+    _add_unique(results, queue, priority)

@@ -2,7 +2,7 @@
 and the label-filtered Cache that reconcilers read from instead of the API.
 """
 
-from nimctl_runtime.cache.cache import ByObject, Cache, CacheNotStartedError
+from nimctl_runtime.cache.cache import ByObject, Cache, CacheNotStartedError, CacheNotSyncedError
 from nimctl_runtime.cache.informer import HandlerRegistration, SharedInformer
 from nimctl_runtime.cache.reflector import (
     ClientListerWatcher,
@@ -27,6 +27,7 @@ __all__ = [
     "ByObject",
     "Cache",
     "CacheNotStartedError",
+    "CacheNotSyncedError",
     "ClientListerWatcher",
     "DeletedFinalStateUnknown",
     "HandlerRegistration",

@@ -8,6 +8,10 @@ LIST/WATCH query, so objects without the label are neither cached nor delivered,
 an object that loses the label leaves the cache (the server sends DELETED) and reads
 of it answer NotFound. Read such objects through :attr:`Cache.api_reader`.
 
+``get_nowait``/``list_nowait`` read a kind whose informer has already synced
+without awaiting, so event handlers and map functions can be plain functions
+(they raise :class:`CacheNotSyncedError` rather than wait).
+
 ``watch_list=True`` makes informers fill themselves with a streaming list
 (``sendInitialEvents``, client-go's WatchList) instead of paged LISTs, falling back
 to LIST where the server refuses it.
@@ -24,6 +28,7 @@ from nimctl_runtime.cache.reflector import ClientListerWatcher
 from nimctl_runtime.cache.store import Obj, Transform, strip_managed_fields
 from nimctl_runtime.client.client import Client, selector_text
 from nimctl_runtime.client.errors import NotFound
+from nimctl_runtime.client.mapper import RESTMapping
 from nimctl_runtime.labels import Selector
 
 GVK = tuple[str, str]
@@ -43,6 +48,10 @@ class ByObject:
 
 class CacheNotStartedError(RuntimeError):
     """The cache was stopped; start it (or the manager) before reading."""
+
+
+class CacheNotSyncedError(RuntimeError):
+    """A synchronous read of a kind whose informer does not exist or has not synced yet."""
 
 
 class Cache:
@@ -65,6 +74,7 @@ class Cache:
         self.namespace = namespace
         self.resync_period = resync_period
         self._informers: dict[GVK, SharedInformer] = {}
+        self._mappings: dict[GVK, RESTMapping] = {}
         self._indexers: dict[GVK, dict[str, IndexFn]] = {}
         self._lock = asyncio.Lock()
         self._started = False
@@ -100,7 +110,7 @@ class Cache:
             informer = self._informers.get(gvk)
             if informer is not None:
                 return informer
-            await self.client.mapper.rest_mapping(api_version, kind)
+            mapping = await self.client.mapper.rest_mapping(api_version, kind)
             options = self.by_object.get(gvk, ByObject())
             lister_watcher = ClientListerWatcher(
                 self.client,
@@ -121,6 +131,7 @@ class Cache:
                 use_watch_list=self.watch_list,
             )
             self._informers[gvk] = informer
+            self._mappings[gvk] = mapping
             if self._started:
                 informer.start()
             return informer
@@ -135,14 +146,31 @@ class Cache:
             await informer.wait_for_sync()
         return informer
 
-    # -- reads -----------------------------------------------------------------------
+    # -- synchronous reads -----------------------------------------------------------
 
-    async def get(
+    def _informer_nowait(self, api_version: str, kind: str) -> tuple[SharedInformer, RESTMapping]:
+        if self._stopped:
+            raise CacheNotStartedError("the cache is stopped")
+        gvk = (api_version, kind)
+        informer = self._informers.get(gvk)
+        if informer is None or not informer.has_synced():
+            state = "has no informer yet" if informer is None else "has not synced yet"
+            raise CacheNotSyncedError(
+                f"the cache of {api_version}/{kind} {state}: read it with `await cache.get`/"
+                "`await cache.list` (which start and wait), or watch the kind first"
+            )
+        return informer, self._mappings[gvk]
+
+    def get_nowait(
         self, api_version: str, kind: str, name: str, namespace: str | None = None
     ) -> Obj:
-        """The cached object (a private copy); NotFound if the cache does not hold it."""
-        informer = await self._synced_informer(api_version, kind)
-        mapping = await self.client.mapper.rest_mapping(api_version, kind)
+        """:meth:`get` without waiting, for a kind whose informer has synced.
+
+        For plain-function event handlers and map functions (controller-runtime's
+        reads are synchronous too). Raises :class:`CacheNotSyncedError` when the
+        kind's informer does not exist or has not synced, NotFound as :meth:`get`.
+        """
+        informer, mapping = self._informer_nowait(api_version, kind)
         key = f"{namespace}/{name}" if namespace and mapping.namespaced else name
         obj = informer.store.get(key)
         if obj is None:
@@ -156,6 +184,37 @@ class Cache:
             )
         return obj
 
+    def list_nowait(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | Mapping[str, str] | Selector | None = None,
+        index: tuple[str, str] | None = None,
+    ) -> list[Obj]:
+        """:meth:`list` without waiting, for a kind whose informer has synced.
+
+        Raises :class:`CacheNotSyncedError` otherwise (see :meth:`get_nowait`).
+        """
+        informer, _ = self._informer_nowait(api_version, kind)
+        # Namespace, index and labels are matched on the store's indexes; only the
+        # objects returned are decoded (a big namespace never blocks the loop).
+        items = informer.store.select(
+            _selector(label_selector), namespace=namespace or None, index=index
+        )
+        items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
+        return items
+
+    # -- reads -----------------------------------------------------------------------
+
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> Obj:
+        """The cached object (a private copy); NotFound if the cache does not hold it."""
+        await self._synced_informer(api_version, kind)
+        return self.get_nowait(api_version, kind, name, namespace)
+
     async def list(
         self,
         api_version: str,
@@ -166,14 +225,10 @@ class Cache:
         index: tuple[str, str] | None = None,
     ) -> list[Obj]:
         """Cached objects (private copies), by namespace, label selector and/or an index."""
-        informer = await self._synced_informer(api_version, kind)
-        # Namespace, index and labels are matched on the store's indexes; only the
-        # objects returned are decoded (a big namespace never blocks the loop).
-        items = informer.store.select(
-            _selector(label_selector), namespace=namespace or None, index=index
+        await self._synced_informer(api_version, kind)
+        return self.list_nowait(
+            api_version, kind, namespace, label_selector=label_selector, index=index
         )
-        items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
-        return items
 
     # -- lifecycle -------------------------------------------------------------------
 

@@ -333,3 +333,33 @@ async def test_reading_an_unwatched_kind_starts_its_informer_and_a_stopped_cache
     await cache.stop()
     with pytest.raises(CacheNotStartedError):
         await cache.get("v1", "ConfigMap", "lazy", NS)
+
+
+async def test_synchronous_reads_serve_synced_kinds_and_refuse_the_others(client, writer):
+    """``get_nowait``/``list_nowait``: what a plain-function map handler reads."""
+    from nimctl_runtime.cache import CacheNotSyncedError
+
+    await writer.create(cm("sync-a", {"app": "x"}, cache="c1"))
+    await writer.create(cm("sync-b", {"app": "y"}, cache="c1"))
+    cache = Cache(client)
+    cache.add_index("v1", "ConfigMap", "data.cache", lambda o: (o.get("data") or {}).get("cache"))
+    async with running(cache):
+        with pytest.raises(CacheNotSyncedError, match="v1/ConfigMap has no informer yet"):
+            cache.list_nowait("v1", "ConfigMap", NS)
+        await cache.list("v1", "ConfigMap", NS)  # starts the informer and waits for it
+        got = cache.get_nowait("v1", "ConfigMap", "sync-a", NS)
+        assert got["data"]["cache"] == "c1"
+        got["data"]["cache"] = "mutated"
+        assert cache.get_nowait("v1", "ConfigMap", "sync-a", NS)["data"]["cache"] == "c1"
+        indexed = cache.list_nowait("v1", "ConfigMap", NS, index=("data.cache", "c1"))
+        assert [o["metadata"]["name"] for o in indexed] == ["sync-a", "sync-b"]
+        selected = cache.list_nowait("v1", "ConfigMap", NS, label_selector={"app": "y"})
+        assert [o["metadata"]["name"] for o in selected] == ["sync-b"]
+        with pytest.raises(NotFound, match='configmaps "nope" not found'):
+            cache.get_nowait("v1", "ConfigMap", "nope", NS)
+        await writer.create(cm("sync-c", cache="c1"))
+        await eventually(lambda: len(cache.list_nowait("v1", "ConfigMap", NS)) >= 3)
+        # A kind whose informer exists but has not listed yet is refused too, not waited for.
+        await cache.get_informer("v1", "Secret")  # started; its first LIST is still in flight
+        with pytest.raises(CacheNotSyncedError, match="has not synced yet"):
+            cache.get_nowait("v1", "Secret", "s", NS)

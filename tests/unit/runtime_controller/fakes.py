@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -30,32 +31,55 @@ def obj(
     return {"apiVersion": api_version, "kind": kind, "metadata": meta}
 
 
+Handlers = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]
+
+
 class FakeInformer:
+    """Calls handlers synchronously; an awaitable a handler returns is awaited in order."""
+
     def __init__(self) -> None:
-        self.handlers: list[tuple[Callable[..., None], Callable[..., None], Callable[..., None]]] = []
+        self.handlers: list[Handlers] = []
+        self._pending: list[asyncio.Future[Any]] = []
 
     def add_event_handler(
         self,
-        on_add: Callable[..., None],
-        on_update: Callable[..., None],
-        on_delete: Callable[..., None],
-    ) -> None:
-        self.handlers.append((on_add, on_update, on_delete))
+        on_add: Callable[..., Any],
+        on_update: Callable[..., Any],
+        on_delete: Callable[..., Any],
+    ) -> Handlers:
+        registration = (on_add, on_update, on_delete)
+        self.handlers.append(registration)
+        return registration
+
+    async def remove_event_handler(self, registration: Handlers) -> None:
+        if registration in self.handlers:
+            self.handlers.remove(registration)
 
     def has_synced(self) -> bool:
         return True
 
+    def _deliver(self, result: Any) -> None:
+        if inspect.isawaitable(result):
+            previous = self._pending[-1] if self._pending else None
+
+            async def in_order() -> None:
+                if previous is not None:
+                    await previous
+                await result
+
+            self._pending.append(asyncio.ensure_future(in_order()))
+
     def add(self, o: Obj) -> None:
-        for h in self.handlers:
-            h[0](o)
+        for h in list(self.handlers):
+            self._deliver(h[0](o))
 
     def update(self, old: Obj, new: Obj) -> None:
-        for h in self.handlers:
-            h[1](old, new)
+        for h in list(self.handlers):
+            self._deliver(h[1](old, new))
 
     def delete(self, o: Obj) -> None:
-        for h in self.handlers:
-            h[2](o)
+        for h in list(self.handlers):
+            self._deliver(h[2](o))
 
 
 class FakeCache:

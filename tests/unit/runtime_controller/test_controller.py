@@ -299,3 +299,52 @@ async def test_stop_during_cache_sync_returns() -> None:
     stop.set()
     async with asyncio.timeout(3):
         await task
+
+
+async def test_events_reach_the_workqueue_while_the_informer_calls_back() -> None:
+    """No second queue: a plain handler's key is on the WorkQueue when the callback returns."""
+    cache = FakeCache()
+    release = asyncio.Event()
+
+    async def slow(request: Request, attempt: int) -> Result:
+        await release.wait()
+        return Result()
+
+    rec = Recorder(slow)
+    ctrl = make(rec, cache)
+    async with Running(ctrl):
+        cache.informer(AV, KIND).add(obj("busy"))
+        await rec.wait_calls(1)  # the only worker is now held by "busy"
+        cache.informer(AV, KIND).add(obj("a"))
+        cache.informer(AV, KIND).add(obj("b"))
+        assert len(ctrl.queue) == 2  # queued synchronously, before any await
+        release.set()
+        await rec.wait_calls(3)
+    assert [c.name for c in rec.calls] == ["busy", "a", "b"]
+
+
+async def test_plain_map_function_reading_synchronously() -> None:
+    cache, rec = FakeCache(), Recorder()
+    users = {"c": ["x", "y"]}
+
+    def map_fn(o: dict[str, Any]) -> list[Request]:
+        return [Request("default", n) for n in users[o["metadata"]["name"]]]
+
+    ctrl = Controller(unique("ctl"), rec, cache, rate_limiter=fast_limiter())
+    ctrl.watch("v1", "ConfigMap", EnqueueRequestsFromMapFunc(map_fn))
+    async with Running(ctrl):
+        cache.informer("v1", "ConfigMap").add(obj("c", kind="ConfigMap", api_version="v1"))
+        assert len(ctrl.queue) + ctrl.in_flight() == 2
+        await rec.wait_calls(2)
+    assert sorted(c.name for c in rec.calls) == ["x", "y"]
+
+
+async def test_a_stopped_controller_leaves_the_shared_informer() -> None:
+    """The cache outlives a controller (leadership lost): its callbacks are unregistered."""
+    cache, rec = FakeCache(), Recorder()
+    ctrl = make(rec, cache)
+    async with Running(ctrl):
+        assert len(cache.informer(AV, KIND).handlers) == 1
+    assert cache.informer(AV, KIND).handlers == []
+    cache.informer(AV, KIND).add(obj("late"))
+    assert rec.calls == []

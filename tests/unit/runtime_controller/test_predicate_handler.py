@@ -95,9 +95,9 @@ def test_and_or_not_and_custom() -> None:
 async def test_enqueue_for_object_uses_namespace_and_name() -> None:
     q = ListQueue()
     h = EnqueueRequestForObject()
-    await h.create(CreateEvent(obj("a", "ns")), q)
-    await h.update(upd(obj("a", "ns"), obj("a", "ns")), q)
-    await h.delete(DeleteEvent(obj("node-1", None)), q)
+    h.create(CreateEvent(obj("a", "ns")), q)
+    h.update(upd(obj("a", "ns"), obj("a", "ns")), q)
+    h.delete(DeleteEvent(obj("node-1", None)), q)
     assert q.items == [Request("ns", "a"), Request("ns", "a"), Request(None, "node-1")]
     assert Request("", "x") == Request(None, "x") and str(Request("ns", "a")) == "ns/a"
 
@@ -109,17 +109,17 @@ async def test_enqueue_for_owner_on_update_wakes_old_and_new_owner() -> None:
 
     q = ListQueue()
     h = EnqueueRequestForOwner("example.com/v1", "Widget")
-    await h.update(upd(obj("d", "ns", owners=owned_by("w1")), obj("d", "ns", owners=owned_by("w2"))), q)
+    h.update(upd(obj("d", "ns", owners=owned_by("w1")), obj("d", "ns", owners=owned_by("w2"))), q)
     assert q.items == [Request("ns", "w1"), Request("ns", "w2")]
     q.items.clear()
     cluster = EnqueueRequestForOwner("example.com/v1", "Widget", owner_namespaced=False)
-    await cluster.create(CreateEvent(obj("d", "ns", owners=owned_by("w1"))), q)
+    cluster.create(CreateEvent(obj("d", "ns", owners=owned_by("w1"))), q)
     assert q.items == [Request(None, "w1")]
     q.items.clear()
     every = EnqueueRequestForOwner("example.com/v1", "Widget", only_controller=False)
     refs: list[dict[str, Any]] = [{"apiVersion": "example.com/v2", "kind": "Widget", "name": "n1"},
             {"apiVersion": "example.com/v1", "kind": "Widget", "name": "n2", "controller": True}]  # fmt: skip
-    await every.generic(GenericEvent(obj("d", "ns", owners=refs)), q)
+    every.generic(GenericEvent(obj("d", "ns", owners=refs)), q)
     assert q.items == [Request("ns", "n1"), Request("ns", "n2")]
 
 
@@ -140,8 +140,8 @@ async def test_initial_list_and_resyncs_are_low_priority() -> None:
 
     q = ListQueue()
     h = EnqueueRequestForObject()
-    await h.create(CreateEvent(obj("a"), is_in_initial_list=True), q)
-    await h.create(CreateEvent(obj("b")), q)
-    await h.update(upd(obj("a", rv="7"), obj("a", rv="7")), q)  # resync
-    await h.update(upd(obj("a", rv="7"), obj("a", rv="8")), q)
+    h.create(CreateEvent(obj("a"), is_in_initial_list=True), q)
+    h.create(CreateEvent(obj("b")), q)
+    h.update(upd(obj("a", rv="7"), obj("a", rv="7")), q)  # resync
+    h.update(upd(obj("a", rv="7"), obj("a", rv="8")), q)
     assert q.priorities == [LOW_PRIORITY, 0, LOW_PRIORITY, 0]
