@@ -30,6 +30,7 @@ from nimctl_runtime.localcluster.simulator.deployment import (
     reconcile_deployment,
     reconcile_replicaset,
 )
+from nimctl_runtime.localcluster.simulator.gpu_stack import NODE_KEY, GPUStack
 from nimctl_runtime.localcluster.simulator.job import reconcile_job
 from nimctl_runtime.localcluster.simulator.kubelet import (
     FAILURE_MODES,
@@ -186,6 +187,7 @@ class Simulator:
         self._failure_modes: dict[str, str] = {}
         self._pending_deletes: list[Delete] = []
         self._container_runs: dict[str, set[tuple[str, int]]] = {}
+        self.gpu_stack = GPUStack(self.view, self.catalog)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -342,6 +344,8 @@ class Simulator:
         namespace, name = namespace_of(obj), name_of(obj)
         if kind in CONTROLLERS or kind == "Pod":
             self._enqueue((kind, namespace, name))
+        for gpu_key in self.gpu_stack.observe(kind, event.type, obj):
+            self._enqueue(gpu_key)
         ref = controller_ref(obj)
         if ref is not None and ref.get("kind") in CONTROLLERS:
             self._enqueue((str(ref["kind"]), namespace, str(ref.get("name", ""))))
@@ -494,6 +498,9 @@ class Simulator:
         if kind == "Pod":
             await self._process_pod(namespace, name)
             return
+        if kind == NODE_KEY:
+            await self._execute(key, self.gpu_stack.sync(name, self._context()))
+            return
         obj = self.view.get(kind, namespace, name)
         controller = CONTROLLERS.get(kind)
         if obj is None or controller is None:
@@ -547,7 +554,7 @@ class Simulator:
             )
             self._plans[uid_of(pod)] = plan
         status, wake = pod_status(
-            self._with_failure_mode(pod),
+            self._with_failure_mode(self.gpu_stack.pod_view(pod, node)),
             plan,
             self.catalog,
             self.clock.now(),
