@@ -4,8 +4,10 @@ A real API server runs Kubernetes' ``SetDefaults_*`` functions on every create
 and update, so clients read back e.g. ``Deployment.spec.replicas: 1`` and
 ``restartPolicy: Always`` even when they did not send them, and operators rely on
 that (a Deployment without ``replicas`` has one replica). This module applies the
-defaults that clients and controllers observe for the workload kinds, pods,
-PersistentVolumeClaims and HorizontalPodAutoscalers; Service defaults (and IP
+defaults that clients and controllers observe for the workload kinds (CronJobs
+included), pods, PersistentVolumeClaims and HorizontalPodAutoscalers, and mirrors
+a pod spec's ``serviceAccountName`` into the deprecated ``serviceAccount`` as the
+v1 conversion does; Service defaults (and IP
 allocation) are done by the built-in admission plugin. It mutates in place and
 is idempotent. Pod templates get ``metadata.creationTimestamp: null`` as the API
 server serialises it, which is what makes a second ``kubectl apply`` "unchanged".
@@ -73,6 +75,11 @@ def pod_spec(spec: Obj) -> None:
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("enableServiceLinks", True)
+    # v1's deprecated serviceAccount mirrors serviceAccountName (the v1 conversion).
+    if not spec.get("serviceAccountName") and spec.get("serviceAccount"):
+        spec["serviceAccountName"] = spec["serviceAccount"]
+    if spec.get("serviceAccountName"):
+        spec["serviceAccount"] = spec["serviceAccountName"]
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for c in spec.get(key) or []:
             _container(c)
@@ -162,6 +169,21 @@ def job(obj: Obj) -> None:
     _template(spec)
 
 
+def cronjob(obj: Obj) -> None:
+    spec = _d(obj, "spec")
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+    job_template = spec.get("jobTemplate")
+    if isinstance(job_template, dict):
+        meta = job_template.get("metadata")
+        if not isinstance(meta, dict):
+            meta = job_template["metadata"] = {}
+        meta.setdefault("creationTimestamp", None)
+        _template(_d(job_template, "spec"))
+
+
 def pod(obj: Obj) -> None:
     pod_spec(_d(obj, "spec"))
 
@@ -180,6 +202,7 @@ DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("apps", "statefulsets"): statefulset,
     ("apps", "daemonsets"): daemonset,
     ("batch", "jobs"): job,
+    ("batch", "cronjobs"): cronjob,
     ("", "pods"): pod,
     ("", "persistentvolumeclaims"): pvc,
     ("autoscaling", "horizontalpodautoscalers"): hpa,

@@ -20,7 +20,8 @@ from aiohttp import web
 
 from nimctl_runtime.labels import FieldSelector, Selector, SelectorParseError
 
-from . import builtin_fields, conversion, defaults, errors, reviews, tables
+from . import builtin_fields, conversion, defaults, errors, reviews, tables, validation_builtin
+from . import patch as patch_ops
 from .codec import (
     APPLY_PATCH,
     JSON_PATCH,
@@ -41,6 +42,7 @@ from .errors import StatusError
 from .hooks import AdmissionAttributes, Operation, RequestInfo
 from .host import APIServerHost
 from .registry import ResourceInfo
+from .schema import apply_defaults, prune, validate_custom_resource
 from .storage import Storage
 from .store import Entry, encode
 
@@ -215,6 +217,8 @@ class ResourceHandlers:
                     self._prune_builtin(ctx, obj, report=False)
                 if info.group == "apiextensions.k8s.io" and subresource == "":
                     self.cluster.crds.validate(obj, old)
+                if subresource == "":
+                    validation_builtin.check(info.group, info.kind, obj, old)
         for plugin in plugins:
             ctx.warnings.extend(await plugin.validate(attrs, obj, old))
         return obj
@@ -247,26 +251,22 @@ class ResourceHandlers:
         Unknown fields are reported (``fieldValidation`` Strict: 400, Warn: a
         warning, Ignore: silently) only for what the client sent (*report*).
         """
-        from . import schema as schema_mod
-
         info = ctx.resource
         schema = info.schema
         if not schema:
             return
         if not info.preserve_unknown_fields:
-            pruned = schema_mod.prune(schema, obj)
+            pruned = prune(schema, obj)
             if pruned and report:
                 self._report_unknown(ctx, pruned)
-        schema_mod.apply_defaults(schema, obj)
+        apply_defaults(schema, obj)
 
     def _validate_custom(self, ctx: RequestContext, obj: Obj, old: Obj | None) -> None:
-        from . import schema as schema_mod
-
         info = ctx.resource
         schema = info.schema
         if not schema:
             return
-        causes = schema_mod.validate_custom_resource(schema, obj, old)
+        causes = validate_custom_resource(schema, obj, old)
         if causes:
             name = str(obj.get("metadata", {}).get("name", ""))
             raise errors.invalid(info.group, info.kind, name, causes)
@@ -278,9 +278,7 @@ class ResourceHandlers:
         manager = ctx.field_manager
         if not manager:
             return new
-        from . import patch as patch_mod
-
-        return patch_mod.track_update(
+        return patch_ops.track_update(
             old,
             new,
             field_manager=manager,
@@ -487,8 +485,6 @@ class ResourceHandlers:
         return json_response(self._versioned(info, updated), 200, ctx.warnings)
 
     async def patch(self, ctx: RequestContext) -> web.StreamResponse:
-        from . import patch as patch_mod
-
         info = ctx.resource
         sub = ctx.info.subresource
         if sub not in ("", "status", "scale") or (sub == "status" and not info.has_status):
@@ -511,11 +507,11 @@ class ResourceHandlers:
                 base = conversion.from_core(current)
             try:
                 if ctype == JSON_PATCH:
-                    patched = patch_mod.json_patch(base, body)
+                    patched = patch_ops.json_patch(base, body)
                 elif ctype == MERGE_PATCH:
                     if not isinstance(body, dict):
                         raise errors.bad_request("a merge patch must be a JSON object")
-                    patched = patch_mod.merge_patch(base, body)
+                    patched = patch_ops.merge_patch(base, body)
                 else:
                     kind_key = (
                         ("autoscaling/v1", "Scale")
@@ -525,8 +521,8 @@ class ResourceHandlers:
                             info.kind,
                         )
                     )
-                    patched = patch_mod.strategic_merge_patch(base, body, kind_key)
-            except patch_mod.PatchError as exc:
+                    patched = patch_ops.strategic_merge_patch(base, body, kind_key)
+            except patch_ops.PatchError as exc:
                 if exc.status == 400:
                     raise errors.bad_request(str(exc)) from exc
                 raise StatusError(422, "Invalid", str(exc)) from exc
@@ -563,8 +559,6 @@ class ResourceHandlers:
         )
 
     async def _apply(self, ctx: RequestContext, body: Any) -> web.StreamResponse:
-        from . import patch as patch_mod
-
         info = ctx.resource
         sub = ctx.info.subresource
         if sub == "scale":
@@ -582,7 +576,7 @@ class ResourceHandlers:
             entry = self.storage.get_entry(info, ctx.info.namespace, ctx.info.name)
             current = self._versioned(info, entry.decode()) if entry is not None else None
             try:
-                result = patch_mod.apply(
+                result = patch_ops.apply(
                     current,
                     applied,
                     field_manager=manager,
@@ -590,7 +584,7 @@ class ResourceHandlers:
                     schema_hint=self._schema_hint(info),
                     subresource=sub,
                 )
-            except patch_mod.ApplyConflict as exc:
+            except patch_ops.ApplyConflict as exc:
                 raise StatusError(409, "Conflict", exc.message, {"causes": exc.causes}) from exc
             except ValueError as exc:
                 raise errors.bad_request(str(exc)) from exc

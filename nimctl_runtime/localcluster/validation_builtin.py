@@ -629,3 +629,13 @@ VALIDATORS: Mapping[tuple[str, str], Validator] = {
     ("autoscaling", "HorizontalPodAutoscaler"): horizontalpodautoscaler,
     ("policy", "PodDisruptionBudget"): poddisruptionbudget,
 }
+
+
+def check(group: str, kind: str, obj: Obj, old: Obj | None) -> None:
+    """Raise kube-apiserver's 422 ``Invalid`` when :func:`validate` finds causes."""
+    from . import errors
+
+    causes = validate(group, kind, obj, old)
+    if causes:
+        name = str(as_dict(obj.get("metadata")).get("name", ""))
+        raise errors.invalid(group, kind, name, causes)

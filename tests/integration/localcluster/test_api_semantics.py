@@ -184,7 +184,10 @@ async def test_scale_status_and_table(http: Http) -> None:
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+            },
         },
         "status": {"replicas": 7},
     }
