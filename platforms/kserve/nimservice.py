@@ -22,9 +22,11 @@ from typing import Any
 from manifests.hashing import stamped_copy
 from manifests.labels import merge_maps
 from platforms.objects import CRInput, as_dict, dig
+from platforms.standalone import networking, podspec, storage
 from platforms.standalone.context import INFERENCE_SERVICE, RenderContext
 from platforms.standalone.errors import RenderError, UnsupportedSpec
-from platforms.standalone.nimservice import PORT_API, NIMServiceRenderer, is_autoscaling_enabled
+from platforms.standalone.inputs import NIMServiceInputs
+from platforms.standalone.networking import PORT_API, is_autoscaling_enabled
 
 DEPLOYMENT_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 DEPLOYMENT_MODES = ("Standard", "Knative", "ModelMesh", "RawDeployment", "Serverless")
@@ -70,7 +72,7 @@ def render(
     """
     ctx = ctx or RenderContext()
     svc = as_dict(nimservice)
-    r = NIMServiceRenderer(svc, ctx)
+    r = NIMServiceInputs.of(svc, ctx)
     if r.spec.get("multiNode"):
         raise UnsupportedSpec("spec.multiNode: cannot be set when the inferencePlatform is KServe")
     if not ctx.capabilities.has(INFERENCE_SERVICE):
@@ -84,29 +86,34 @@ def render(
         configured_default=configured_default,
     )
     knative = mode in KNATIVE_MODES
-    objs: list[dict[str, Any]] = [r.service_account(), r.role(), r.role_binding()]
+    objs: list[dict[str, Any]] = [
+        networking.service_account(r),
+        networking.role(r),
+        networking.role_binding(r),
+    ]
     if not knative:
-        monitor = r.service_monitor()
+        monitor = networking.service_monitor(r)
         if monitor is not None:
             objs.append(monitor)
     objs.append(_inference_service(r, mode))
     return [stamped_copy(o) for o in objs]
 
 
-def _inference_service(r: NIMServiceRenderer, mode: str) -> dict[str, Any]:
+def _inference_service(r: NIMServiceInputs, mode: str) -> dict[str, Any]:
     spec = r.spec
     knative = mode in KNATIVE_MODES
-    volume, sub_path, created = r.model_store()
+    volume, sub_path, created = storage.model_store(r)
     if created is not None:
         raise UnsupportedSpec(
             "spec.storage.pvc.create: on KServe, create the PVC first and name it in "
             "spec.storage.pvc.name"
         )
-    _, pod_claims, container_claims = r.dra()
-    probes = r.probes()
+    _, pod_claims, container_claims = podspec.dra(r)
+    probes = podspec.nim_probes(r)
     if knative:
         probes = _knative_probes(r, probes)
-    pod_spec = r.nim_pod_spec(
+    pod_spec = podspec.nim_pod_spec(
+        r,
         container_name=f"{r.name}-ctr",
         model_volume=volume,
         sub_path=sub_path,
@@ -162,7 +169,7 @@ def _inference_service(r: NIMServiceRenderer, mode: str) -> dict[str, Any]:
     return {
         "apiVersion": ISVC_API_VERSION,
         "kind": ISVC_KIND,
-        "metadata": r._meta(labels=labels, annotations=annotations),
+        "metadata": r.meta(labels=labels, annotations=annotations),
         "spec": {"predictor": predictor},
     }
 
@@ -208,7 +215,7 @@ def _whole_number(value: Any) -> int:
 
 
 def _knative_probes(
-    r: NIMServiceRenderer, probes: dict[str, dict[str, Any]]
+    r: NIMServiceInputs, probes: dict[str, dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
     """Knative rejects named probe ports: use the number, and 30 startup failures."""
     out: dict[str, dict[str, Any]] = {}

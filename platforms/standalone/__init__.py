@@ -2,7 +2,6 @@
 
 Public API:
   ``render(nimservice, ctx) -> list[dict]`` (pure), ``spec_hash(nimservice)``,
-  ``prunable_objects(name)`` (what an option can turn off),
   ``RenderContext``, ``Capabilities``, the ``RenderError`` family, and in
   ``platforms.standalone.nimcache`` the builders of a NIMCache's objects.
 """
@@ -15,7 +14,7 @@ from platforms.standalone.errors import (
     RenderError,
     UnsupportedSpec,
 )
-from platforms.standalone.nimservice import prunable_objects, render, spec_hash
+from platforms.standalone.nimservice import render, spec_hash
 
 __all__ = [
     "Capabilities",
@@ -25,7 +24,6 @@ __all__ = [
     "RenderContext",
     "RenderError",
     "UnsupportedSpec",
-    "prunable_objects",
     "render",
     "spec_hash",
 ]

@@ -41,7 +41,7 @@ from platforms.objects import CRInput, as_dict, dig
 from platforms.standalone import sources
 from platforms.standalone.context import ORCHESTRATOR_OPENSHIFT, ORCHESTRATOR_TKGS
 from platforms.standalone.errors import RenderError
-from platforms.standalone.nimservice import CA_INIT_CONTAINER, CA_INIT_SCRIPT, image_of, proxy_env
+from platforms.standalone.podspec import CA_INIT_CONTAINER, CA_INIT_SCRIPT, image_of, proxy_env
 
 API_VERSION = "apps.nvidia.com/v1alpha1"
 KIND = "NIMCache"

@@ -1082,8 +1082,8 @@ def test_operator_upgrade_does_not_change_pod_templates() -> None:
     )
 
 
-def test_every_optional_object_is_listed_as_prunable() -> None:
-    from platforms.standalone import prunable_objects
+def test_every_optional_object_is_of_a_kind_the_contract_prunes() -> None:
+    from platforms.nimservice import NIMServiceContract
     from tests.unit.platforms.test_render_multinode_epp import _epp
 
     full = render(
@@ -1091,9 +1091,11 @@ def test_every_optional_object_is_listed_as_prunable() -> None:
     )
     base = render(nimservice())
     base_ids = {(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in base}
-    optional = {(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in full} - base_ids
-    assert optional <= set(prunable_objects(NAME))
-    assert ("networking.k8s.io/v1", "Ingress", NAME) in prunable_objects(NAME)
+    optional = {(o["apiVersion"], o["kind"]) for o in full if
+                (o["apiVersion"], o["kind"], o["metadata"]["name"]) not in base_ids}
+    owned = set(NIMServiceContract().owned_kinds(Capabilities.everything()))
+    assert optional and optional <= owned
+    assert ("networking.k8s.io/v1", "Ingress") in owned
 
 
 def test_service_labels_also_label_ingress_routes_hpa_and_monitor() -> None:

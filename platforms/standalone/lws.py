@@ -1,0 +1,121 @@
+"""The multi-node NIM: ComputeDomain, MPI ConfigMaps and the LeaderWorkerSet ``<name>-lws``.
+
+A function of ``NIMServiceInputs`` (nim-operator.md §2.8); the MPI/Ray
+details (hostfiles, start script, env, args) are ``platforms.standalone.multinode``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from manifests import pod
+from manifests.hashing import short_hash
+from manifests.labels import merge_maps
+from nimctl_runtime.meta import dig
+from platforms.standalone import multinode, podspec
+from platforms.standalone.context import COMPUTE_DOMAIN
+from platforms.standalone.errors import RenderError
+from platforms.standalone.inputs import NIMServiceInputs
+
+__all__ = ["leader_worker_set"]
+
+
+def leader_worker_set(inp: NIMServiceInputs,
+    model_volume: dict[str, Any],
+    sub_path: str | None,
+    pod_claims: list[dict[str, Any]],
+    container_claims: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """[ComputeDomain], [MPI ConfigMaps], LeaderWorkerSet ``<name>-lws``."""
+    mn = inp.spec.get("multiNode") or {}
+    objs: list[dict[str, Any]] = []
+    pod_claims, container_claims = list(pod_claims), list(container_claims)
+    cd = mn.get("computeDomain") or {}
+    if cd:
+        if cd.get("create"):
+            template = multinode.compute_domain_template_name(inp.name)
+            if inp.ctx.capabilities.has(COMPUTE_DOMAIN):
+                objs.append(
+                    multinode.compute_domain(
+                        inp.meta(), num_nodes=inp.pipeline, template_name=template
+                    )
+                )
+        elif inp.ctx.compute_domain_claim_template:
+            template = inp.ctx.compute_domain_claim_template
+        else:
+            raise RenderError(
+                f"ComputeDomain {cd.get('name')} not found", reason="ComputeDomainFailed"
+            )
+        claim = f"claim-{short_hash(inp.name)}-2-{short_hash(template)}-{len(pod_claims)}"
+        pod_claims.append({"name": claim, "resourceClaimTemplateName": template})
+        container_claims.append({"name": claim})
+
+    ray = mn.get("ray")
+    leader_volumes: list[dict[str, Any]] = []
+    worker_volumes: list[dict[str, Any]] = []
+    leader_mounts: list[dict[str, Any]] = []
+    worker_mounts: list[dict[str, Any]] = []
+    leader_ports: list[dict[str, Any]] = []
+    worker_probes: dict[str, dict[str, Any]] = {}
+    if ray:
+        ray_port = int(ray.get("rayPort", 6379))
+        leader_args, worker_args = multinode.ray_args(ray_port)
+        leader_ports = [{"name": "ray", "containerPort": ray_port, "protocol": "TCP"}]
+        worker_probes = {"startupProbe": dict(multinode.RAY_WORKER_STARTUP_PROBE)}
+        timeout = 300
+    else:
+        timeout = int(dig(mn, "mpi", "mpiStartTimeout", default=300))
+        leader_args, worker_args = [], []
+        leader_volumes, worker_volumes = multinode.mpi_volumes(inp.name)
+        leader_mounts, worker_mounts = multinode.mpi_mounts()
+        replicas = int(inp.spec.get("replicas") or 0)
+        hosts = multinode.hostfiles(
+            inp.name, inp.namespace, replicas, inp.pipeline, inp.tensor
+        )
+        objs.append(multinode.mpi_config_map(inp.meta(f"{inp.name}-mpi-config"), hosts))
+        objs.append(
+            multinode.start_script_config_map(inp.meta(f"{inp.name}-mpi-start-script"))
+        )
+
+    leader_spec = podspec.nim_pod_spec(
+            inp,
+        container_name="nim-leader",
+        extra_env=multinode.leader_env(inp.pipeline, inp.tensor, timeout),
+        extra_volumes=leader_volumes,
+        extra_mounts=leader_mounts,
+        extra_ports=leader_ports,
+        args=leader_args or None,
+        model_volume=model_volume,
+        sub_path=sub_path,
+        pod_claims=pod_claims,
+        container_claims=container_claims,
+    )
+    worker_spec = podspec.nim_pod_spec(
+            inp,
+        container_name="nim-worker",
+        extra_env=multinode.worker_env(inp.pipeline, inp.tensor),
+        extra_volumes=worker_volumes,
+        extra_mounts=worker_mounts,
+        extra_ports=leader_ports,
+        args=worker_args or None,
+        probes=worker_probes,
+        model_volume=model_volume,
+        sub_path=sub_path,
+        pod_claims=pod_claims,
+        container_claims=container_claims,
+    )
+    annotations = inp.pod_annotations()
+    objs.append(
+        multinode.leader_worker_set(
+            inp.meta(multinode.lws_name(inp.name)),
+            replicas=inp.spec.get("replicas"),
+            size=inp.pipeline,
+            leader_template=pod.pod_template(
+                leader_spec,
+                labels=merge_maps(inp.selector, inp.pod_labels()),
+                annotations=annotations,
+            ),
+            worker_template=pod.pod_template(worker_spec, annotations=annotations),
+        )
+    )
+    return objs

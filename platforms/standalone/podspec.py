@@ -1,0 +1,473 @@
+"""The NIM's pod: env, probes, resources and GPUs, DRA claims, the PodSpec and the Deployment.
+
+Functions of ``NIMServiceInputs`` (nim-operator.md §2.5, §2.7, §2.8, §6):
+``nim_pod_spec`` serves the Deployment, the LeaderWorkerSet's leader and
+worker templates and the KServe predictor alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from manifests import deployment as deployment_builder
+from manifests import pod
+from manifests.hashing import short_hash
+from manifests.labels import merge_maps, selector_labels
+from nimctl_runtime.meta import dig
+from platforms.standalone import sources
+from platforms.standalone.context import ORCHESTRATOR_TKGS, RESOURCE_CLAIM_TEMPLATE
+from platforms.standalone.errors import RenderError
+from platforms.standalone.inputs import MODEL_STORE, NIMServiceInputs
+from platforms.standalone.networking import (
+    PORT_API,
+    PORT_GRPC,
+    PORT_METRICS,
+    is_autoscaling_enabled,
+)
+
+DEFAULT_USER_ID = 1000
+DEFAULT_GROUP_ID = 2000
+GPU_RESOURCE = "nvidia.com/gpu"
+
+CA_INIT_CONTAINER = "update-ca-certificates"
+CA_INIT_SCRIPT = (
+    "echo 'Copying CA certs from Config Map'; ls -l /custom; "
+    "cp /custom/*.crt /usr/local/share/ca-certificates/; "
+    'for f in /custom/*.pem; do cp "$f" '
+    '"/usr/local/share/ca-certificates/$(basename "${f%.pem}")-pem.crt"; done;'
+    "ls -l  /usr/local/share/ca-certificates/;echo 'Updating CA certs'; "
+    "update-ca-certificates; echo 'CA certs updated'; cp -r /etc/ssl/certs/ /ca-certs;"
+    "echo 'Exiting update-ca-certificates init container'"
+)
+
+_SELECTOR_OPS = {
+    "Equal": "==",
+    "NotEqual": "!=",
+    "GreaterThan": ">",
+    "GreaterThanOrEqual": ">=",
+    "LessThan": "<",
+    "LessThanOrEqual": "<=",
+}
+
+__all__ = [
+    "GPU_RESOURCE",
+    "deployment",
+    "dra",
+    "image_of",
+    "nim_env",
+    "nim_pod_spec",
+    "nim_probes",
+    "nim_resources",
+    "proxy_env",
+]
+
+
+def image_of(image: Mapping[str, Any] | None) -> str:
+    """``repository:tag`` (or just the repository when there is no tag)."""
+    image = image or {}
+    repo, tag = str(image.get("repository", "")), str(image.get("tag", "") or "")
+    return f"{repo}:{tag}" if tag else repo
+
+
+def nim_env(inp: NIMServiceInputs) -> list[dict[str, Any]]:
+    """The NIM container's env, in NVIDIA's precedence order (§2.5)."""
+    standard = [
+        pod.env_var("NIM_CACHE_PATH", MODEL_STORE),
+        pod.env_var("OUTLINES_CACHE_DIR", "/tmp/outlines"),
+        pod.env_var("NIM_SERVER_PORT", str(inp.port)),
+        pod.env_var("NIM_HTTP_API_PORT", str(inp.port)),
+        pod.env_var("NIM_JSONL_LOGGING", "1"),
+        pod.env_var("NIM_LOG_LEVEL", "INFO"),
+    ]
+    auth = inp.spec.get("authSecret") or ""
+    if auth:
+        standard.append(pod.secret_env_var("NGC_API_KEY", auth, "NGC_API_KEY"))
+    if inp.grpc_port:
+        standard.append(pod.env_var("NIM_GRPC_API_PORT", str(inp.grpc_port)))
+        standard.append(pod.env_var("NIM_TRITON_GRPC_PORT", str(inp.grpc_port)))
+    if inp.metrics_port:
+        standard.append(pod.env_var("NIM_TRITON_METRICS_PORT", str(inp.metrics_port)))
+    env = pod.merge_env_vars(standard, inp.spec.get("env") or [])
+    proxy = inp.spec.get("proxy")
+    if proxy:
+        env = pod.merge_env_vars(env, proxy_env(proxy))
+    cache = inp.nimcache
+    native = inp.is_native()
+    if cache is not None and sources.is_universal(cache) and not native:
+        env = pod.add_env_defaults(
+            env,
+            [
+                pod.env_var("NIM_MODEL_NAME", MODEL_STORE),
+                pod.env_var("HF_HOME", f"{MODEL_STORE}/huggingface/hub"),
+                pod.env_var("NIM_MODEL_PATH", sources.hf_uri(cache)),
+            ],
+        )
+    if native:
+        path = f"/model/{dig(cache, 'metadata', 'name')}" if cache is not None else "/model"
+        env = pod.merge_env_vars(env, [pod.env_var("NIM_ENGINE_MODEL_PATH", path)])
+        env = pod.remove_env(env, "NGC_API_KEY")
+        if auth:
+            env = pod.remove_env(env, "HF_TOKEN")
+            env.append(pod.secret_env_var("NGC_API_KEY", auth, "NGC_API_KEY", optional=True))
+            env.append(pod.secret_env_var("HF_TOKEN", auth, "HF_TOKEN", optional=True))
+    elif _is_hf_model(inp, env):
+        env = pod.remove_env(env, "NGC_API_KEY")
+        if auth:
+            env = pod.remove_env(env, "HF_TOKEN")
+            env.append(pod.secret_env_var("NGC_API_KEY", auth, "NGC_API_KEY", optional=True))
+            env.append(pod.secret_env_var("HF_TOKEN", auth, "HF_TOKEN"))
+    profile = dig(inp.spec, "storage", "nimCache", "profile", default="")
+    if profile:
+        env = pod.add_env_defaults(env, [pod.env_var("NIM_MODEL_PROFILE", profile)])
+    return env
+
+
+def _is_hf_model(inp: NIMServiceInputs, env: list[dict[str, Any]]) -> bool:
+    if inp.nimcache is not None and sources.is_hf_model(inp.nimcache):
+        return True
+    return any(
+        e["name"] == "NIM_MODEL_NAME" and str(e.get("value", "")).startswith("hf://")
+        for e in env
+    )
+
+
+def nim_probes(inp: NIMServiceInputs) -> dict[str, dict[str, Any]]:
+    defaults = {
+        "livenessProbe": pod.http_get_probe(
+            "/v1/health/live", PORT_API, initial_delay_seconds=15
+        ),
+        "readinessProbe": pod.http_get_probe(
+            "/v1/health/ready", PORT_API, initial_delay_seconds=15
+        ),
+        "startupProbe": pod.http_get_probe(
+            "/v1/health/ready", PORT_API, initial_delay_seconds=30, failure_threshold=120
+        ),
+    }
+    out: dict[str, dict[str, Any]] = {}
+    for key, default in defaults.items():
+        cfg = inp.spec.get(key) or {}
+        if cfg.get("enabled") is False:
+            continue
+        out[key] = dict(cfg["probe"]) if cfg.get("probe") else default
+    return out
+
+
+def nim_resources(inp: NIMServiceInputs, has_dra: bool) -> dict[str, Any] | None:
+    res = dict(inp.spec.get("resources") or {})
+    res.pop("claims", None)
+    gpus = _auto_gpus(inp, res, has_dra)
+    if gpus is not None:
+        res["requests"] = {**(res.get("requests") or {}), GPU_RESOURCE: gpus}
+        res["limits"] = {**(res.get("limits") or {}), GPU_RESOURCE: gpus}
+    return {k: v for k, v in res.items() if v} or None
+
+
+def _auto_gpus(inp: NIMServiceInputs, res: Mapping[str, Any], has_dra: bool) -> int | None:
+    """GPU count from the cached profile's tensor parallelism (§2.7), or None."""
+    profile = dig(inp.spec, "storage", "nimCache", "profile", default="")
+    cache = inp.nimcache
+    if not profile or cache is None or not sources.is_optimized(cache) or has_dra:
+        return None
+    if GPU_RESOURCE in (res.get("requests") or {}) or GPU_RESOURCE in (res.get("limits") or {}):
+        return None
+    for entry in dig(cache, "status", "profiles", default=[]):
+        if entry.get("name") != profile:
+            continue
+        if inp.spec.get("multiNode"):
+            return inp.tensor  # GPUs per node of the group
+        config = entry.get("config") or {}
+        tp = config.get("tensorParallelism", config.get("tp", "1"))
+        try:
+            return int(str(tp))
+        except ValueError:
+            raise RenderError(
+                f"failed to parse tensor parallelism {tp!r} of profile {profile}"
+            ) from None
+    return None
+
+
+def dra(inp: NIMServiceInputs,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """ResourceClaimTemplates to create, pod resourceClaims, container claims."""
+    resources = inp.spec.get("draResources") or []
+    templates: list[dict[str, Any]] = []
+    pod_claims: list[dict[str, Any]] = []
+    container_claims: list[dict[str, Any]] = []
+    svc_hash = short_hash(inp.name)
+    for index, res in enumerate(resources):
+        if res.get("resourceClaimName"):
+            field_type, ref_key, ref = 0, "resourceClaimName", res["resourceClaimName"]
+        elif res.get("resourceClaimTemplateName"):
+            field_type, ref_key = 1, "resourceClaimTemplateName"
+            ref = res["resourceClaimTemplateName"]
+        elif res.get("claimCreationSpec"):
+            spec = res["claimCreationSpec"]
+            ref = f"{spec.get('generateName') or 'claimtemplate'}-{svc_hash}-{index}"
+            field_type, ref_key = 1, "resourceClaimTemplateName"
+            if inp.ctx.capabilities.has(RESOURCE_CLAIM_TEMPLATE):
+                templates.append(_claim_template(inp, ref, spec))
+        else:
+            raise RenderError(
+                f"spec.draResources[{index}]: exactly one of spec.resourceClaimName, "
+                "spec.resourceClaimTemplateName, or spec.claimCreationSpec must be set."
+            )
+        claim = f"claim-{svc_hash}-{field_type}-{short_hash(ref)}-{index}"
+        pod_claims.append({"name": claim, ref_key: ref})
+        requests = res.get("requests") or []
+        if requests:
+            container_claims.extend({"name": claim, "request": r} for r in requests)
+        else:
+            container_claims.append({"name": claim})
+    return templates, pod_claims, container_claims
+
+
+def _claim_template(inp: NIMServiceInputs, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    requests = []
+    for device in spec.get("devices") or []:
+        driver = device.get("driverName") or "gpu.nvidia.com"
+        selectors = [
+            {"cel": {"expression": expr}} for expr in _device_selector_exprs(device, driver)
+        ]
+        exactly: dict[str, Any] = {
+            "deviceClassName": device.get("deviceClassName") or "gpu.nvidia.com",
+            "allocationMode": "ExactCount",
+            "count": int(device.get("count", 1)),
+        }
+        if selectors:
+            exactly["selectors"] = selectors
+        requests.append({"name": device["name"], "exactly": exactly})
+    return {
+        "apiVersion": RESOURCE_CLAIM_TEMPLATE[0],
+        "kind": RESOURCE_CLAIM_TEMPLATE[1],
+        "metadata": inp.meta(name),
+        "spec": {
+            # Claims made from the template carry the NIMService's labels too.
+            "metadata": {"labels": dict(inp.labels)},
+            "spec": {"devices": {"requests": requests}},
+        },
+    }
+
+
+def nim_pod_spec(inp: NIMServiceInputs,
+    *,
+    container_name: str,
+    model_volume: dict[str, Any],
+    sub_path: str | None,
+    pod_claims: list[dict[str, Any]],
+    container_claims: list[dict[str, Any]],
+    extra_env: list[dict[str, Any]] | None = None,
+    extra_volumes: list[dict[str, Any]] | None = None,
+    extra_mounts: list[dict[str, Any]] | None = None,
+    extra_ports: list[dict[str, Any]] | None = None,
+    command: list[str] | None = None,
+    args: list[str] | None = None,
+    probes: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The PodSpec running the NIM (Deployment pods, LWS leaders and workers).
+
+    ``extra_env`` sits under the NIM env (the NIMService's env wins).
+    """
+    spec = inp.spec
+    proxy = spec.get("proxy") or {}
+    ca_config_map = proxy.get("certConfigMap")
+    user_inits = [c for c in spec.get("initContainers") or [] if c]
+    sidecars = [c for c in spec.get("sidecarContainers") or [] if c]
+    scratch = bool(user_inits or sidecars)
+
+    volumes = [
+        pod.empty_dir_volume(
+            "dshm", medium="Memory", size_limit=dig(spec, "storage", "sharedMemorySizeLimit")
+        ),
+        model_volume,
+    ]
+    mounts = [
+        pod.volume_mount("model-store", path, sub_path=sub_path)
+        for path in inp.model_mount_paths()
+    ]
+    mounts.append(pod.volume_mount("dshm", "/dev/shm"))
+    if scratch:
+        volumes.append(pod.empty_dir_volume("scratch"))
+        mounts.append(pod.volume_mount("scratch", "/scratch"))
+    if ca_config_map:
+        volumes.append(pod.empty_dir_volume("ca-cert-volume"))
+        volumes.append(pod.config_map_volume("custom-ca", ca_config_map))
+        mounts.append(pod.volume_mount("ca-cert-volume", "/etc/ssl"))
+    volumes.extend(extra_volumes or [])
+    mounts.extend(extra_mounts or [])
+
+    env = nim_env(inp)
+    if extra_env:
+        env = pod.merge_env_vars(extra_env, env)
+    resources = nim_resources(inp, bool(pod_claims))
+    if container_claims:
+        resources = {**(resources or {}), "claims": container_claims}
+    ports = [{"name": PORT_API, "containerPort": inp.port, "protocol": "TCP"}]
+    if inp.grpc_port:
+        ports.append({"name": PORT_GRPC, "containerPort": inp.grpc_port, "protocol": "TCP"})
+    if inp.metrics_port:
+        ports.append(
+            {"name": PORT_METRICS, "containerPort": inp.metrics_port, "protocol": "TCP"}
+        )
+    ports.extend(extra_ports or [])
+    probes = nim_probes(inp) if probes is None else probes
+    main = pod.container(
+        container_name,
+        image_of(spec.get("image")),
+        image_pull_policy=dig(spec, "image", "pullPolicy"),
+        command=command,
+        args=args,
+        env=env,
+        ports=ports,
+        resources=resources,
+        volume_mounts=mounts,
+        liveness_probe=probes.get("livenessProbe"),
+        readiness_probe=probes.get("readinessProbe"),
+        startup_probe=probes.get("startupProbe"),
+    )
+
+    init_containers: list[dict[str, Any]] = []
+    if ca_config_map:
+        init_containers.append(
+            pod.container(
+                CA_INIT_CONTAINER,
+                image_of(spec.get("image")),
+                image_pull_policy=dig(spec, "image", "pullPolicy"),
+                command=["/bin/sh", "-c", CA_INIT_SCRIPT],
+                security_context={"runAsUser": 0, "runAsNonRoot": False},
+                volume_mounts=[
+                    pod.volume_mount("model-store", MODEL_STORE, sub_path=sub_path),
+                    pod.volume_mount("ca-cert-volume", "/ca-certs"),
+                    pod.volume_mount("custom-ca", "/custom"),
+                ],
+            )
+        )
+    init_mounts = [pod.volume_mount("model-store", MODEL_STORE, sub_path=sub_path)]
+    if scratch:
+        init_mounts.append(pod.volume_mount("scratch", "/scratch"))
+    if ca_config_map:
+        init_mounts.append(pod.volume_mount("ca-cert-volume", "/etc/ssl"))
+    init_containers.extend(_extra_container(inp, c, env, init_mounts) for c in user_inits)
+    containers = [main, *(_extra_container(inp, c, env, mounts) for c in sidecars)]
+
+    security_context: dict[str, Any] = {
+        "runAsUser": int(spec.get("userID", DEFAULT_USER_ID)),
+        "runAsGroup": int(spec.get("groupID", DEFAULT_GROUP_ID)),
+        "fsGroup": int(spec.get("groupID", DEFAULT_GROUP_ID)),
+    }
+    if inp.ctx.orchestrator == ORCHESTRATOR_TKGS:
+        security_context["seccompProfile"] = {"type": "RuntimeDefault"}
+
+    return pod.pod_spec(
+        containers,
+        init_containers=init_containers,
+        volumes=volumes,
+        service_account_name=inp.name,
+        security_context=security_context,
+        image_pull_secrets=dig(spec, "image", "pullSecrets"),
+        node_selector=spec.get("nodeSelector"),
+        tolerations=spec.get("tolerations"),
+        affinity=spec.get("affinity"),
+        scheduler_name=spec.get("schedulerName"),
+        priority_class_name=spec.get("priorityClassName"),
+        runtime_class_name=spec.get("runtimeClassName"),
+        resource_claims=pod_claims,
+    )
+
+
+def deployment(inp: NIMServiceInputs,
+    model_volume: dict[str, Any],
+    sub_path: str | None,
+    pod_claims: list[dict[str, Any]],
+    container_claims: list[dict[str, Any]],
+) -> dict[str, Any]:
+    spec = inp.spec
+    pod_spec = nim_pod_spec(
+            inp,
+        container_name=f"{inp.name}-ctr",
+        model_volume=model_volume,
+        sub_path=sub_path,
+        pod_claims=pod_claims,
+        container_claims=container_claims,
+        command=spec.get("command"),
+        args=spec.get("args"),
+    )
+    pod_labels = merge_maps(selector_labels(inp.name), inp.pod_labels())
+    if is_autoscaling_enabled(spec):
+        replicas: int | None = int(dig(spec, "scale", "hpa", "minReplicas", default=1))
+    else:
+        replicas = spec.get("replicas")
+    return deployment_builder.build(
+        inp.meta(),
+        selector=selector_labels(inp.name),
+        template=pod.pod_template(
+            pod_spec, labels=pod_labels, annotations=inp.pod_annotations()
+        ),
+        replicas=replicas,
+        strategy=deployment_builder.rolling_update(),
+    )
+
+
+def _extra_container(inp: NIMServiceInputs,
+    c: Mapping[str, Any],
+    main_env: list[dict[str, Any]],
+    mounts: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A user init or sidecar container: its own env wins over the NIM's."""
+    return pod.container(
+        c["name"],
+        image_of(c.get("image")),
+        image_pull_policy=inp.container_image_pull_policy(c.get("image")),
+        command=c.get("command"),
+        args=c.get("args"),
+        working_dir=c.get("workingDir"),
+        env=pod.merge_env_vars(main_env, c.get("env") or []),
+        volume_mounts=[dict(m) for m in mounts],
+    )
+
+
+def proxy_env(proxy: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Proxy variables (both spellings) and native TLS for the NIM SDK."""
+    env = [pod.env_var("NIM_SDK_USE_NATIVE_TLS", "1")]
+    for upper, key in (
+        ("HTTPS_PROXY", "httpsProxy"),
+        ("HTTP_PROXY", "httpProxy"),
+        ("NO_PROXY", "noProxy"),
+    ):
+        env.append(pod.env_var(upper, str(proxy.get(key) or "")))
+    for upper, key in (
+        ("https_proxy", "httpsProxy"),
+        ("http_proxy", "httpProxy"),
+        ("no_proxy", "noProxy"),
+    ):
+        env.append(pod.env_var(upper, str(proxy.get(key) or "")))
+    return env
+
+
+def _cel_literal(value: Mapping[str, Any]) -> str:
+    if "boolValue" in value:
+        return "true" if value["boolValue"] else "false"
+    if "intValue" in value:
+        return str(int(value["intValue"]))
+    if "versionValue" in value:
+        return f'semver("{value["versionValue"]}")'
+    return '"' + str(value.get("stringValue", "")).replace('"', '\\"') + '"'
+
+
+def _device_selector_exprs(device: Mapping[str, Any], driver: str) -> list[str]:
+    """CEL selectors for a DRA device request (attribute, capacity, raw CEL)."""
+    exprs: list[str] = []
+    for sel in device.get("attributeSelectors") or []:
+        op = _SELECTOR_OPS.get(sel.get("op") or "Equal", "==")
+        value = sel.get("value") or {}
+        attr = f'device.attributes["{driver}"].{sel["key"]}'
+        if "versionValue" in value:
+            exprs.append(f"{attr}.compareTo({_cel_literal(value)}) {op} 0")
+        else:
+            exprs.append(f"{attr} {op} {_cel_literal(value)}")
+    for sel in device.get("capacitySelectors") or []:
+        op = _SELECTOR_OPS.get(sel.get("op") or "Equal", "==")
+        cap = f'device.capacity["{driver}"].{sel["key"]}'
+        exprs.append(f'{cap}.compareTo(quantity("{sel.get("value", "0")}")) {op} 0')
+    exprs.extend(str(e) for e in device.get("celExpressions") or [])
+    return exprs
