@@ -52,6 +52,34 @@ CONDITION_MODEL_MANIFEST_POD_COMPLETED: Final = "NIM_BUILD_MODEL_MANIFEST_POD_CO
 CONDITION_NIM_CACHE_NOT_FOUND: Final = "NIM_BUILD_NIM_CACHE_NOT_FOUND"
 CONDITION_NIM_CACHE_FAILED: Final = "NIM_BUILD_NIM_CACHE_FAILED"
 
+# Condition reasons. NVIDIA's NIMCache reasons contain spaces ("NIMCache not found"),
+# which metav1.Condition's reason pattern refuses; nimctl uses the CamelCase forms.
+REASON_NIMCACHE_NOT_FOUND: Final = "NIMCacheNotFound"
+REASON_NIMCACHE_FAILED: Final = "NIMCacheFailed"
+REASON_NIMCACHE_NOT_READY: Final = "NIMCacheNotReady"
+REASON_RECONCILE_FAILED: Final = "ReconcileFailed"
+REASON_RECONCILED: Final = "Reconciled"
+REASON_BUILDABLE_PROFILE_FOUND: Final = "BuildableProfileFound"
+REASON_NO_BUILDABLE_PROFILES: Final = "NoBuildableProfilesFound"
+REASON_MULTIPLE_BUILDABLE_PROFILES: Final = "MultipleBuildableProfilesFound"
+REASON_ENGINE_BUILD_POD_CREATED: Final = "EngineBuildPodCreated"
+REASON_POD_READY: Final = "PodReady"
+REASON_POD_FAILED: Final = "PodFailed"
+REASON_POD_RUNNING: Final = "PodRunning"
+REASON_POD_COMPLETED: Final = "PodCompleted"
+REASON_MANIFEST_POD_PENDING: Final = "LocalManifestPodPending"
+
+MESSAGE_NIMCACHE_NOT_FOUND: Final = "Not able to get NIMCache for NIMBuild"
+MESSAGE_NIMCACHE_FAILED: Final = "NIMCache is failed. NIMBuild can not progress"
+MESSAGE_NIMCACHE_NOT_READY: Final = "Waiting for NIMCache to be ready before building engines"
+MESSAGE_ENGINE_BUILD_POD_CREATED: Final = "The pod to build engine has been created"
+MESSAGE_ENGINE_BUILD_POD_COMPLETED: Final = "The Pod to build engine has successfully completed"
+MESSAGE_ENGINE_BUILD_POD_FAILED: Final = "The pod to build engine has failed"
+MESSAGE_ENGINE_BUILD_POD_RUNNING: Final = "The Pod to build engine is in progress"
+MESSAGE_MANIFEST_POD_COMPLETED: Final = "The Pod to read local model manifest is completed"
+
+RECORDER_NAME: Final = "nimbuild-controller"
+
 SPEC_IMMUTABLE_RULE: Final = Rule("self == oldSelf", "spec is immutable")
 
 
