@@ -147,12 +147,16 @@ class NIMCacheValidator:
 
     def check(self, obj: dict[str, Any]) -> list[FieldError]:
         spec = _m(obj.get("spec"))
+        # What Go's decode would refuse comes first: the rules expect decoded types.
+        schema = spec_schema("apps.nvidia.com/v1alpha1", "NIMCache")
+        decode_errs = integer_range_errors(obj.get("spec"), schema, P)
+        if decode_errs:
+            return decode_errs
         pvc = _m(_m(spec.get("storage")).get("pvc"))
         return (
             _ngc(_m(spec.get("source")))
             + _storage(spec)
             + _proxy(spec)
-            + integer_range_errors(spec, spec_schema("apps.nvidia.com/v1alpha1", "NIMCache"), P)
             + quantity_errors(pvc.get("size"), f"{P}.storage.pvc.size")
         )
 

@@ -406,6 +406,12 @@ class NIMServiceValidator:
 
     async def check(self, obj: dict[str, Any]) -> tuple[list[FieldError], list[str]]:
         spec = _m(obj.get("spec"))
+        # What Go's decode would refuse comes first: the rules expect decoded types.
+        decode_errs = integer_range_errors(
+            obj.get("spec"), spec_schema(API_VERSION, "NIMService"), P
+        )
+        if decode_errs:
+            return decode_errs, []
         errs = _image(spec)
         warnings: list[str] = []
         if not spec.get("authSecret"):
@@ -417,7 +423,6 @@ class NIMServiceValidator:
         errs += _metrics_scale_resources(spec)
         errs += await _dra(spec, self.facts)
         errs += await _kserve(spec, obj, self.facts)
-        errs += integer_range_errors(spec, spec_schema(API_VERSION, "NIMService"), P)
         pvc = _m(_m(spec.get("storage")).get("pvc"))
         errs += quantity_errors(pvc.get("size"), f"{P}.storage.pvc.size")
         return errs, warnings

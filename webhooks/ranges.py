@@ -1,11 +1,13 @@
-"""Admission checks for what Go's typed decoding would refuse: integer ranges and quantities.
+"""Admission checks for what Go's typed decoding would refuse: types, integer ranges, quantities.
 
 NVIDIA's webhook decodes the object into Go structs, so an ``int32`` field holding
-``18446744073709551616`` never reaches its rules (the decode fails). We validate
-the raw dict instead, so we check what the decode would have caught, with a field
-path: every integer of the object against the ``format`` (``int32``/``int64``) the
-kind's CRD schema gives it. Integers of ``x-kubernetes-int-or-string`` fields are
-Go's ``intstr.IntOrString``, an ``int32``. :func:`quantity_errors` checks strings
+``18446744073709551616``, or a list where a string belongs, never reaches its rules
+(the decode fails). We validate the raw dict instead, so we check what the decode
+would have caught, with a field path, before any rule runs (a rule written for a
+list must never meet an integer): every value against the ``type`` of the kind's
+CRD schema, and every integer against its ``format`` (``int32``/``int64``).
+Integers of ``x-kubernetes-int-or-string`` fields are Go's ``intstr.IntOrString``,
+an ``int32``; ``null`` is Go's zero value and always decodes. :func:`quantity_errors` checks strings
 the operator later parses as quantities (``storage.pvc.size``), so
 ``"50Gi50Gi50Gi"`` is refused at admission instead of failing every reconcile.
 """
@@ -47,13 +49,47 @@ def _range_error(path: str, value: int, fmt: str) -> FieldError:
 
 
 def integer_range_errors(value: Any, schema: Mapping[str, Any], path: str) -> list[FieldError]:
-    """Integers in *value* outside the range of their schema ``format`` (int64 by default)."""
+    """Values of the wrong JSON type, and integers outside their ``format`` (int64 by default)."""
     errs: list[FieldError] = []
     _walk(value, schema, path, errs)
     return errs
 
 
+_JSON_TYPES: Mapping[str, tuple[type, ...]] = {
+    "string": (str,),
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+def _type_error(value: Any, schema: Mapping[str, Any], path: str) -> FieldError | None:
+    if value is None:
+        return None
+    if schema.get("x-kubernetes-int-or-string"):
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+            return None
+        return field.type_invalid(path, value, "must be an integer or a string")
+    expected = schema.get("type")
+    allowed = _JSON_TYPES.get(str(expected)) if expected else None
+    if allowed is None:
+        return None
+    if isinstance(value, bool) and expected != "boolean":
+        ok = False
+    elif expected == "integer" and isinstance(value, float):
+        ok = value.is_integer()
+    else:
+        ok = isinstance(value, allowed)
+    return None if ok else field.type_invalid(path, value, f"must be of type {expected}")
+
+
 def _walk(value: Any, schema: Mapping[str, Any], path: str, errs: list[FieldError]) -> None:
+    wrong = _type_error(value, schema, path)
+    if wrong is not None:
+        errs.append(wrong)
+        return
     if isinstance(value, bool):
         return
     if isinstance(value, int):

@@ -136,3 +136,41 @@ def test_integers_in_lists_and_maps_are_walked() -> None:
     }
     errs = integer_range_errors({"xs": [{"a": 1}, {"b": 2**31}]}, schema, "spec")
     assert [e.field for e in errs] == ["spec.xs[1].b"]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda s: s.update(draResources=7),
+            "nimservice.spec.draResources: Invalid value: 7: must be of type array",
+        ),
+        (
+            lambda s: s.update(image="nvcr.io/x:1"),
+            'nimservice.spec.image: Invalid value: "nvcr.io/x:1": must be of type object',
+        ),
+        (
+            lambda s: s.update(replicas="3"),
+            'nimservice.spec.replicas: Invalid value: "3": must be of type integer',
+        ),
+    ],
+)
+async def test_wrong_types_are_denied_before_any_rule_can_trip_on_them(
+    change: Callable[[Obj], None], expected: str
+) -> None:
+    # Found by the fuzz suite: draResources=7 crashed a rule (a 500 denial).
+    text = await _nimservice_denial(nimservice(change))
+    assert expected in text
+    assert "TypeError" not in text
+
+
+async def test_a_spec_that_is_not_an_object_is_one_type_error() -> None:
+    obj = nimservice(lambda s: None)
+    obj["spec"] = 7
+    assert (
+        await _nimservice_denial(obj) == "nimservice.spec: Invalid value: 7: must be of type object"
+    )
+    cache = nimcache(lambda s: None)
+    cache["spec"] = ["x"]
+    with pytest.raises(ValidationFailed, match=r"nimcache\.spec: Invalid value"):
+        await NIMCacheValidator().validate_create(cache)
