@@ -209,8 +209,12 @@ def _finish(obj: dict[str, Any], owner: dict[str, Any], ctx: StateContext) -> di
     meta = obj.setdefault("metadata", {})
     if obj.get("kind") not in CLUSTER_SCOPED:
         meta["namespace"] = ctx.namespace
-    # Ours wins over spec.daemonsets.labels: the operator's cache selects on it.
+    # Ours wins over spec.daemonsets.labels: the operator's cache selects on it,
+    # for the DaemonSets and for their pods (the driver's readiness reads them).
     meta["labels"] = {**(meta.get("labels") or {}), MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+    if obj.get("kind") == "DaemonSet":
+        template = obj["spec"]["template"].setdefault("metadata", {})
+        template["labels"] = {**(template.get("labels") or {}), MANAGED_BY_LABEL: MANAGED_BY_VALUE}
     meta["ownerReferences"] = [owner]
     return stamped_copy(obj)
 

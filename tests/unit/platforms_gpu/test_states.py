@@ -225,6 +225,25 @@ def test_rendered_objects_are_valid_kubernetes() -> None:
     assert_valid_k8s(objects(spec))
     sandbox = {**SANDBOX, "ccManager": {"enabled": True}}
     assert_valid_k8s(objects(sandbox))
+    driver = {
+        "driver": {
+            "rdma": {"enabled": True},
+            "licensingConfig": {"secretName": "lic", "nlsEnabled": True},
+            "secretEnv": "env",
+            "kernelModuleConfig": {"name": "kmod"},
+        },
+        "gds": {"enabled": True},
+        "gdrcopy": {"enabled": True},
+        "daemonsets": {"updateStrategy": "OnDelete"},
+        "hostPaths": {"rootFS": "/host-fs", "driverInstallDir": "/opt/nvidia"},
+    }
+    rhel = facts(node(os_id="rhel", version="9.4"), config_map_keys={"kmod": ["a.conf"]})
+    assert_valid_k8s(objects(driver, rhel))
+    precompiled = {"driver": {"usePrecompiled": True}}
+    two_kernels = facts(
+        node("a", kernel="5.15.0-1"), node("b", kernel="6.8.0-1"), openshift="4.16.3"
+    )
+    assert_valid_k8s(objects(precompiled, two_kernels))
 
 
 def test_render_is_deterministic() -> None:

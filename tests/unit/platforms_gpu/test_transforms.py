@@ -93,10 +93,11 @@ def test_daemonset_labels_and_annotations() -> None:
 
 def test_our_managed_by_label_wins_over_the_samples() -> None:
     # NVIDIA's sample sets app.kubernetes.io/managed-by: gpu-operator in daemonsets.labels;
-    # the operator's cache selects on its own value, so the DaemonSet keeps ours.
+    # the operator's cache selects on its own value, so the DaemonSet and its pods keep ours.
     ds = daemonset("nvidia-device-plugin-daemonset")
-    assert ds["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "k8s-nim-operator"
-    assert ds["metadata"]["labels"]["helm.sh/chart"] == "gpu-operator-v26.7.0"
+    for labels in (ds["metadata"]["labels"], ds["spec"]["template"]["metadata"]["labels"]):
+        assert labels["app.kubernetes.io/managed-by"] == "k8s-nim-operator"
+        assert labels["helm.sh/chart"] == "gpu-operator-v26.7.0"
 
 
 # --- hostPaths ---------------------------------------------------------------------------
