@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from nimctl_runtime.client.interfaces import APIReader
+
 KSERVE_MODES = ("Standard", "Knative", "ModelMesh", "RawDeployment", "Serverless")
 KSERVE_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
 
@@ -73,23 +75,8 @@ def is_knative(mode: str) -> bool:
     return mode in ("Knative", "Serverless")
 
 
-class FactsClient(Protocol):
-    """The slice of :class:`nimctl_runtime.client.Client` the facts reader uses."""
-
-    async def request(self, method: str, path: str) -> Any: ...
-
-    async def get(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None
-    ) -> dict[str, Any]: ...
-
-    async def list(
-        self,
-        api_version: str,
-        kind: str,
-        namespace: str | None = None,
-        *,
-        label_selector: Any = None,
-    ) -> dict[str, Any]: ...
+FactsClient = APIReader
+"""The slice of the runtime client the facts reader uses."""
 
 
 class ClientClusterFacts:

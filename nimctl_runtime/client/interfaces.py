@@ -1,7 +1,8 @@
 """The client interfaces every reconciler is written against, as controller-runtime's ``client``.
 
 ``KeyReader`` is what the cache and the uncached API reader both offer,
-``Reader`` adds the cache's indexed lists;
+``Reader`` adds the cache's indexed lists, ``APIReader`` the API server's own
+(uncached) lists and raw paths;
 ``Writer`` and ``StatusWriter`` are the writing halves of ``Client``;
 ``EventRecorder`` is what ``nimctl_runtime.events.EventRecorder`` offers. A
 reconciler names these protocols, never a concrete class, so a unit test can
@@ -18,6 +19,7 @@ Obj = dict[str, Any]
 PatchType = Literal["merge", "json", "strategic", "apply"]
 
 __all__ = [
+    "APIReader",
     "EventRecorder",
     "KeyReader",
     "Obj",
@@ -48,6 +50,21 @@ class Reader(KeyReader, Protocol):
         label_selector: Any = None,
         index: tuple[str, str] | None = None,
     ) -> list[Obj]: ...
+
+
+class APIReader(KeyReader, Protocol):
+    """Uncached reads straight from the API server (``Client``): lists return the List object."""
+
+    async def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: Any = None,
+    ) -> Obj: ...
+
+    async def request(self, method: str, path: str) -> Any: ...
 
 
 class Writer(Protocol):
