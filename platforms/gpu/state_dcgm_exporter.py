@@ -142,8 +142,12 @@ def transform(ds: dict[str, Any], ctx: StateContext, *, pod_labels: bool, pod_ui
     exporter = ctx.spec.dcgm_exporter
     image = image_path(exporter, ctx.facts.operator_env, "dcgmExporter")
     c = t.apply_component(ds, exporter, image=image, main=NAME, user_env=False)
-    for key, value in (exporter.annotations or {}).items():
+    for key, value in {**(exporter.annotations or {}), **(exporter.pod_annotations or {})}.items():
         t.set_pod_annotation(ds, key, value)
+    if exporter.pod_labels:
+        # Extra pod labels never replace the selector's.
+        template_labels = ds["spec"]["template"]["metadata"]["labels"]
+        ds["spec"]["template"]["metadata"]["labels"] = {**exporter.pod_labels, **template_labels}
     if ctx.spec.dcgm.is_enabled():
         t.set_env(c, REMOTE_HOSTENGINE_ENV, f"{DCGM_NAME}:{DCGM_PORT}")
     else:

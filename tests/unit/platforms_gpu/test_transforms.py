@@ -467,3 +467,17 @@ def test_mig_manager_default_and_custom_config() -> None:
     custom = daemonset("nvidia-mig-manager", {"migManager": {"config": {"name": "mine"}}})
     assert volume(custom, "mig-parted-config")["configMap"] == {"name": "mine"}
     assert env(ctr(custom, "nvidia-mig-manager"))["CONFIG_FILE"] == "/mig-parted-config/config.yaml"
+
+
+def test_dcgm_exporter_pod_annotations_and_labels() -> None:
+    spec = {
+        "dcgmExporter": {
+            "annotations": {"a": "1"},
+            "podAnnotations": {"b": "2"},
+            "podLabels": {"team": "ml", "app": "not-the-selector"},
+        }
+    }
+    template = daemonset("nvidia-dcgm-exporter", spec)["spec"]["template"]["metadata"]
+    assert {"a": "1", "b": "2"}.items() <= template["annotations"].items()
+    assert template["labels"]["team"] == "ml"
+    assert template["labels"]["app"] == "nvidia-dcgm-exporter"
