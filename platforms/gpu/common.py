@@ -45,6 +45,7 @@ __all__ = [
     "env",
     "field_env",
     "host_path",
+    "json_copy",
     "mount",
     "policy_rule",
     "rbac",

@@ -24,6 +24,7 @@ from platforms.gpu.common import (
     env,
     field_env,
     host_path,
+    json_copy,
     mount,
     policy_rule,
     rbac,
@@ -71,11 +72,11 @@ def _validation(component: str, *extra: dict[str, Any], wait: bool = False) -> d
 
 def _asset() -> dict[str, Any]:
     driver = _validation("driver", field_env("OPERATOR_NAMESPACE", "metadata.namespace"), wait=True)
-    driver["securityContext"] = dict(PRIV_S0)
+    driver["securityContext"] = json_copy(PRIV_S0)
     driver["volumeMounts"] = [
         mount("host-root", "/host", read_only=True, propagation=HTOC),
         mount("driver-install-dir", "/run/nvidia/driver", propagation=HTOC),
-        VALIDATIONS,
+        dict(VALIDATIONS),
         mount("host-dev-char", "/host-dev-char"),
     ]
     toolkit = _validation("toolkit", env("NVIDIA_VISIBLE_DEVICES", "all"))

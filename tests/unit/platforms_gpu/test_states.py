@@ -246,8 +246,21 @@ def test_rendered_objects_are_valid_kubernetes() -> None:
     assert_valid_k8s(objects(precompiled, two_kernels))
 
 
-def test_render_is_deterministic() -> None:
-    assert objects() == objects()
+def test_render_is_deterministic_and_leaves_no_trace() -> None:
+    first = objects()
+    assert objects() == first
+    # A render that rewrites volumes, mounts, security contexts and env must not leak
+    # into the shared building blocks the next render starts from.
+    objects(
+        {
+            "hostPaths": {"rootFS": "/host-fs", "driverInstallDir": "/opt/nvidia"},
+            "toolkit": {"installDir": "/opt/tk"},
+            "devicePlugin": {"config": {"name": "cfg"}, "mps": {"root": "/mps"}},
+            "validator": {"driver": {"env": [{"name": "X", "value": "1"}]}},
+            "daemonsets": {"podSecurityContext": {"runAsUser": 7}},
+        }
+    )
+    assert objects() == first
 
 
 def test_no_gpu_node_renders_no_daemonset_but_everything_else() -> None:
