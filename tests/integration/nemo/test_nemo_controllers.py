@@ -1,0 +1,532 @@
+"""The five NeMo controllers against a LocalCluster, through real HTTP.
+
+NVIDIA's NeMo samples (docs/examples/nemo-*.yaml) are applied unchanged, with
+the Secrets, ConfigMaps and dependency Services ``platforms.nemo.demo``
+derives from them. One cluster and one operator serve the module; each test
+works in its own namespace (the samples' dependency hosts live in ``nemo``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import copy
+import hashlib
+import io
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from api.serialize import dump
+from nimctl_runtime.cli import apply_objects
+from nimctl_runtime.client import Client, NotFound
+from nimctl_runtime.logsetup import configure_logging
+from platforms.nemo.demo import DEMO_PASSWORD, dependency_objects, sample_crs, secret
+from tests.integration.controllers.harness import (
+    API,
+    Operator,
+    cluster_with_crds,
+    quiet,
+    start_operator,
+    wait_for,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+KINDS = ("NemoDatastore", "NemoEntitystore", "NemoEvaluator", "NemoGuardrail", "NemoCustomizer")
+CONFIG_HASH = "apps.nvidia.com/training-config-hash"
+GUARDRAIL_DB = {
+    "host": "guardrail-pg-postgresql.nemo.svc.cluster.local",
+    "port": 5432,
+    "databaseName": "guardrail",
+    "credentials": {"user": "grduser", "secretName": "guardrail-pg-secret"},
+}
+STORAGE_CLASS: dict[str, Any] = {
+    "apiVersion": "storage.k8s.io/v1",
+    "kind": "StorageClass",
+    "metadata": {
+        "name": "standard",
+        "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+    },
+    "provisioner": "localcluster.nimctl.io/hostpath",
+    "volumeBindingMode": "Immediate",
+}
+
+
+class Env:
+    def __init__(self, cluster: Any, admin: Client, operator: Operator) -> None:
+        self.cluster = cluster
+        self.admin = admin
+        self.operator = operator
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
+    tmp: Path = tmp_path_factory.mktemp("nemo")
+    async with cluster_with_crds(tmp) as (cluster, admin):
+        await apply_objects(admin, [STORAGE_CLASS])
+        kubeconfig = cluster.write_kubeconfig(tmp / "operator.kubeconfig", user="nimctl-operator")
+        operator = await start_operator(kubeconfig)
+        try:
+            yield Env(cluster, admin, operator)
+        finally:
+            await operator.shutdown()
+
+
+def sample(
+    kind: str, namespace: str, edit: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """NVIDIA's sample of ``kind`` as applied by a user, moved to ``namespace``."""
+    cr = next(c for c in sample_crs() if c.kind == kind)
+    obj = dump(cr)
+    obj["metadata"]["namespace"] = namespace
+    if edit is not None:
+        edit(obj)
+    return obj
+
+
+async def apply(
+    env: Env, obj: dict[str, Any], *, skip: Callable[[dict[str, Any]], bool] = lambda o: False
+) -> None:
+    """The CR's prerequisites (minus ``skip``), then the CR."""
+    from api.serialize import load
+
+    deps = [o for o in dependency_objects([load(obj)]) if not skip(o)]
+    await apply_objects(env.admin, deps)
+    await env.admin.create(copy.deepcopy(obj))
+
+
+async def status_of(env: Env, kind: str, name: str, ns: str) -> dict[str, Any]:
+    obj = await env.admin.get(API, kind, name, ns)
+    return dict(obj.get("status") or {})
+
+
+async def wait_state(
+    env: Env, kind: str, name: str, ns: str, state: str, timeout: float = 60
+) -> dict[str, Any]:
+    async def check() -> dict[str, Any] | None:
+        st = await status_of(env, kind, name, ns)
+        return st if st.get("state") == state else None
+
+    result: dict[str, Any] = await wait_for(check, timeout=timeout)
+    return result
+
+
+def failed_condition(status: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in status.get("conditions", []) if c["type"] == "Failed")
+
+
+async def events_for(env: Env, ns: str, name: str) -> list[dict[str, Any]]:
+    items = (await env.admin.list("v1", "Event", ns))["items"]
+    return [e for e in items if (e.get("involvedObject") or {}).get("name") == name]
+
+
+def container(dep: dict[str, Any]) -> dict[str, Any]:
+    ctrs: list[dict[str, Any]] = dep["spec"]["template"]["spec"]["containers"]
+    return ctrs[0]
+
+
+def env_map(ctr: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in ctr.get("env", [])}
+
+
+def fresh_ns(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+# -- every sample reaches Ready with the reference Deployment ---------------------------
+
+EXPECTED = {
+    # kind: (API container port, probe path, env that must be there, volumes)
+    "NemoDatastore": (
+        3000,
+        "/v1/health",
+        {"GITEA__DATABASE__PASSWD", "GITEA_APP_INI", "GITEA__LFS__MINIO_ACCESS_KEY_ID"},
+        {"init", "config", "inline-config-sources", "temp", "data"},
+    ),
+    "NemoEntitystore": (
+        8000,
+        "/health",
+        {"APP_VERSION", "BASE_URL_DATASTORE", "POSTGRES_PASSWORD", "POSTGRES_HOST"},
+        set(),
+    ),
+    "NemoEvaluator": (
+        7331,
+        "/health",
+        {
+            "ARGO_HOST",
+            "MILVUS_URL",
+            "POSTGRES_URI",
+            "EVAL_ENABLE_VALIDATION",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "BIGCODE_EVALUATION_HARNESS",
+        },
+        set(),
+    ),
+    "NemoGuardrail": (
+        8000,
+        "/v1/health",
+        {"CONFIG_STORE_PATH", "NIM_ENDPOINT_URL", "NIM_ENDPOINT_API_KEY"},
+        {"config-store"},
+    ),
+    "NemoCustomizer": (
+        8000,
+        "/v1/health/ready",
+        {"CONFIG_PATH", "POSTGRES_DB_DSN", "WANDB_SECRET_KEY", "CUSTOMIZATIONS_CALLBACK_URL"},
+        {"config"},
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_nvidias_sample_reaches_ready_with_the_reference_deployment(
+    env: Env, kind: str
+) -> None:
+    ns = fresh_ns(kind.lower())
+    obj = sample(kind, ns)
+    name = obj["metadata"]["name"]
+    await apply(env, obj)
+    st = await wait_state(env, kind, name, ns, "Ready")
+    ready = next(c for c in st["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True" and "successfully rolled out" in ready["message"]
+    assert st.get("availableReplicas") == 1
+
+    dep = await env.admin.get("apps/v1", "Deployment", name, ns)
+    ctr = container(dep)
+    port, probe, env_names, volumes = EXPECTED[kind]
+    assert ctr["name"] == f"{name}-ctr"
+    assert {"name": "api", "containerPort": port, "protocol": "TCP"} in ctr["ports"]
+    assert (
+        ctr["readinessProbe"]["httpGet"] == {"path": probe, "port": "api", "scheme": "HTTP"}
+        or ctr["readinessProbe"]["httpGet"]["path"] == probe
+    )
+    assert ctr["livenessProbe"] and ctr["startupProbe"]
+    assert env_names <= set(env_map(ctr))
+    assert volumes <= {v["name"] for v in dep["spec"]["template"]["spec"].get("volumes", [])}
+    pod_sc = dep["spec"]["template"]["spec"]["securityContext"]
+    assert (pod_sc["runAsUser"], pod_sc["fsGroup"]) == (1000, 2000)
+    svc = await env.admin.get("v1", "Service", name, ns)
+    assert svc["spec"]["ports"][0]["name"] == "api" and svc["spec"]["ports"][0]["port"] == 8000
+    for api_version, owned in (
+        ("v1", "ServiceAccount"),
+        ("rbac.authorization.k8s.io/v1", "Role"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ):
+        await env.admin.get(api_version, owned, name, ns)  # NotFound fails the test
+    if kind in ("NemoEntitystore", "NemoEvaluator"):
+        inits = [c["name"] for c in dep["spec"]["template"]["spec"]["initContainers"]]
+        assert inits[0] == "wait-for-postgres" and inits[1].endswith("-db-migration")
+
+
+# -- a missing password Secret is reported, and the CR recovers -------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_missing_password_secret_is_reported_and_recovers(env: Env, kind: str) -> None:
+    ns = fresh_ns("nopw")
+
+    def with_db(o: dict[str, Any]) -> None:
+        if kind == "NemoGuardrail":
+            o["spec"]["databaseConfig"] = copy.deepcopy(GUARDRAIL_DB)
+
+    obj = sample(kind, ns, with_db)
+    name = obj["metadata"]["name"]
+    creds = obj["spec"]["databaseConfig"]["credentials"]
+    pw_secret = creds["secretName"]
+    await apply(
+        env, obj, skip=lambda o: o["kind"] == "Secret" and o["metadata"]["name"] == pw_secret
+    )
+
+    st = await wait_state(env, kind, name, ns, "Failed")
+    cond = failed_condition(st)
+    assert cond["status"] == "True" and cond["reason"] == "SecretNotFound"
+    assert pw_secret in cond["message"]
+    events = await wait_for(lambda: events_for(env, ns, name))
+    assert any(e["reason"] == "SecretNotFound" and e["type"] == "Warning" for e in events)
+    with pytest.raises(NotFound):
+        await env.admin.get("apps/v1", "Deployment", name, ns)
+
+    await env.admin.create(
+        secret(pw_secret, ns, {creds.get("passwordKey", "password"): DEMO_PASSWORD})
+    )
+    await wait_state(env, kind, name, ns, "Ready")
+
+
+# -- the Customizer's config follows its ConfigMaps -------------------------------------
+
+
+async def test_customizer_config_and_pod_hash_follow_the_model_config_map(env: Env) -> None:
+    ns = fresh_ns("cfg")
+    obj = sample("NemoCustomizer", ns)
+    name = obj["metadata"]["name"]
+    await apply(env, obj)
+    await wait_state(env, "NemoCustomizer", name, ns, "Ready")
+
+    cm = await env.admin.get("v1", "ConfigMap", name, ns)
+    before = cm["data"]["config.yaml"]
+    dep = await env.admin.get("apps/v1", "Deployment", name, ns)
+    hash_before = dep["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH]
+    assert hash_before == hashlib.sha256(before.encode()).hexdigest()
+    assert "llama32_1b-instruct" in before and "mlflow_tracking_url" in before
+
+    model_cm = obj["spec"]["modelConfig"]["name"]
+    new_models = "meta/llama-3.1-8b-instruct:\n  enabled: true\n  model_path: l31-8b\n"
+    await env.admin.patch(
+        "v1", "ConfigMap", model_cm, {"data": {"models": new_models}}, namespace=ns
+    )
+
+    async def changed() -> dict[str, Any] | None:
+        cm = await env.admin.get("v1", "ConfigMap", name, ns)
+        text = cm["data"]["config.yaml"]
+        return cm if "l31-8b" in text else None
+
+    cm = await wait_for(changed)
+    after = cm["data"]["config.yaml"]
+    assert "llama32_1b-instruct" not in after
+
+    async def rolled() -> str | None:
+        dep = await env.admin.get("apps/v1", "Deployment", name, ns)
+        value = dep["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH]
+        return value if value != hash_before else None
+
+    assert await wait_for(rolled) == hashlib.sha256(after.encode()).hexdigest()
+
+    training_cm = obj["spec"]["trainingConfig"]["configMap"]["name"]
+    await env.admin.patch(
+        "v1",
+        "ConfigMap",
+        training_cm,
+        {"data": {"training": "queue_hint: from-training-cm\n"}},
+        namespace=ns,
+    )
+    await wait_for(lambda: _config_contains(env, ns, name, "from-training-cm"))
+
+
+async def _config_contains(env: Env, ns: str, name: str, text: str) -> bool:
+    cm = await env.admin.get("v1", "ConfigMap", name, ns)
+    return text in cm["data"]["config.yaml"]
+
+
+# -- Guardrail config stores, Datastore PVCs --------------------------------------------
+
+
+async def test_guardrail_with_a_config_map_store(env: Env) -> None:
+    ns = fresh_ns("grcm")
+    obj = sample("NemoGuardrail", ns)
+    name = obj["metadata"]["name"]
+    await apply(env, obj)
+    await wait_state(env, "NemoGuardrail", name, ns, "Ready")
+    dep = await env.admin.get("apps/v1", "Deployment", name, ns)
+    vols = dep["spec"]["template"]["spec"]["volumes"]
+    assert {
+        "name": "config-store",
+        "configMap": {"name": "gr-config", "defaultMode": 420},
+    } in vols or any(v.get("configMap", {}).get("name") == "gr-config" for v in vols)
+    mount = container(dep)["volumeMounts"][0]
+    assert (mount["name"], mount["mountPath"]) == ("config-store", "/config-store")
+
+
+async def test_guardrail_with_a_pvc_store_created_or_existing(env: Env) -> None:
+    ns = fresh_ns("grpvc")
+
+    def created(o: dict[str, Any]) -> None:
+        o["spec"]["configStore"] = {
+            "pvc": {
+                "name": "gr-store",
+                "create": True,
+                "size": "1Gi",
+                "volumeAccessMode": "ReadWriteOnce",
+            }
+        }
+
+    obj = sample("NemoGuardrail", ns, created)
+    name = obj["metadata"]["name"]
+    await apply(env, obj)
+    await wait_state(env, "NemoGuardrail", name, ns, "Ready")
+    pvc = await env.admin.get("v1", "PersistentVolumeClaim", "gr-store", ns)
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "1Gi"
+    dep = await env.admin.get("apps/v1", "Deployment", name, ns)
+    assert {"name": "config-store", "persistentVolumeClaim": {"claimName": "gr-store"}} in dep[
+        "spec"
+    ]["template"]["spec"]["volumes"]
+    assert container(dep)["volumeMounts"][0]["subPath"] == "guardrails-config-store"
+
+    # An existing PVC: missing at first (reported), then created by the user.
+    def existing(o: dict[str, Any]) -> None:
+        o["metadata"]["name"] = "gr-existing"
+        o["spec"]["configStore"] = {"pvc": {"name": "user-store", "subPath": "cfg"}}
+
+    obj2 = sample("NemoGuardrail", ns, existing)
+    await env.admin.create(obj2)
+    st = await wait_state(env, "NemoGuardrail", "gr-existing", ns, "Failed")
+    assert failed_condition(st)["reason"] == "PVCNotFound"
+    await env.admin.create(_pvc("user-store", ns))
+    await wait_state(env, "NemoGuardrail", "gr-existing", ns, "Ready")
+    dep = await env.admin.get("apps/v1", "Deployment", "gr-existing", ns)
+    assert container(dep)["volumeMounts"][0]["subPath"] == "cfg"
+
+
+def _pvc(name: str, ns: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
+async def test_datastore_with_a_created_and_with_an_existing_pvc(env: Env) -> None:
+    ns = fresh_ns("dspvc")
+    obj = sample("NemoDatastore", ns)  # the sample creates pvc-shared-data
+    name = obj["metadata"]["name"]
+    await apply(env, obj)
+    await wait_state(env, "NemoDatastore", name, ns, "Ready")
+    pvc = await env.admin.get("v1", "PersistentVolumeClaim", "pvc-shared-data", ns)
+    assert pvc["metadata"]["ownerReferences"][0]["name"] == name
+
+    def existing(o: dict[str, Any]) -> None:
+        o["metadata"]["name"] = "ds-existing"
+        o["spec"]["pvc"] = {"name": "ds-user-data"}
+
+    obj2 = sample("NemoDatastore", ns, existing)
+    await env.admin.create(obj2)
+    st = await wait_state(env, "NemoDatastore", "ds-existing", ns, "Failed")
+    assert failed_condition(st)["reason"] == "PVCNotFound"
+    assert "ds-user-data" in failed_condition(st)["message"]
+    await env.admin.create(_pvc("ds-user-data", ns))
+    await wait_state(env, "NemoDatastore", "ds-existing", ns, "Ready")
+    dep = await env.admin.get("apps/v1", "Deployment", "ds-existing", ns)
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": "ds-user-data"}} in dep["spec"][
+        "template"
+    ]["spec"]["volumes"]
+    user_pvc = await env.admin.get("v1", "PersistentVolumeClaim", "ds-user-data", ns)
+    assert not user_pvc["metadata"].get("ownerReferences")
+
+
+# -- idempotence and deletion -------------------------------------------------------------
+
+
+async def test_a_second_reconcile_writes_nothing_and_delete_removes_everything(env: Env) -> None:
+    ns = fresh_ns("idem")
+    objs = [sample(kind, ns) for kind in KINDS]
+    for obj in objs:
+        await apply(env, obj)
+    for obj in objs:
+        await wait_state(env, obj["kind"], obj["metadata"]["name"], ns, "Ready")
+    assert await quiet(env.operator.client, 2.0) == []
+
+    for obj in objs:
+        await env.admin.delete(API, obj["kind"], obj["metadata"]["name"], ns)
+
+    async def gone() -> bool:
+        for kind_api, kind in (
+            ("apps/v1", "Deployment"),
+            ("v1", "Service"),
+            ("v1", "ServiceAccount"),
+            ("rbac.authorization.k8s.io/v1", "Role"),
+            ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+            ("v1", "ConfigMap"),
+            ("v1", "Secret"),
+            ("networking.k8s.io/v1", "Ingress"),
+            ("autoscaling/v2", "HorizontalPodAutoscaler"),
+        ):
+            for obj in objs:
+                with contextlib.suppress(NotFound):
+                    await env.admin.get(kind_api, kind, obj["metadata"]["name"], ns)
+                    return False
+        for obj in objs:
+            with contextlib.suppress(NotFound):
+                await env.admin.get(API, obj["kind"], obj["metadata"]["name"], ns)
+                return False
+        return True
+
+    await wait_for(gone, timeout=60)
+
+
+# -- the DB password stays in the Secret the operator writes --------------------------
+
+
+async def test_the_db_password_never_reaches_logs_events_status_or_config_maps(env: Env) -> None:
+    ns = fresh_ns("leak")
+    password = f"pw-{uuid.uuid4().hex}"
+    stderr = io.StringIO()
+    configure_logging("json", "debug")
+    try:
+        # Loggers bound before this test keep the stream of their time (stdout or stderr).
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(stderr):
+            objs = []
+            for kind in ("NemoCustomizer", "NemoEvaluator", "NemoGuardrail"):
+
+                def with_db(o: dict[str, Any], kind: str = kind) -> None:
+                    if kind == "NemoGuardrail":
+                        o["spec"]["databaseConfig"] = copy.deepcopy(GUARDRAIL_DB)
+
+                obj = sample(kind, ns, with_db)
+                creds = obj["spec"]["databaseConfig"]["credentials"]
+                pw_secret = creds["secretName"]
+                await apply(
+                    env,
+                    obj,
+                    skip=lambda o, s=pw_secret: (
+                        o["kind"] == "Secret" and o["metadata"]["name"] == s
+                    ),
+                )
+                await env.admin.create(
+                    secret(pw_secret, ns, {creds.get("passwordKey", "password"): password})
+                )
+                objs.append(obj)
+            # A render failure: the operator logs the reconcile error (and reports it).
+            model_cm = objs[0]["spec"]["modelConfig"]["name"]
+            await env.admin.patch(
+                "v1", "ConfigMap", model_cm, {"data": {"models": "a: [b"}}, namespace=ns
+            )
+            st = await wait_state(env, "NemoCustomizer", objs[0]["metadata"]["name"], ns, "Failed")
+            assert "not valid YAML" in failed_condition(st)["message"]
+            await env.admin.patch(
+                "v1", "ConfigMap", model_cm, {"data": {"models": "a: {}\n"}}, namespace=ns
+            )
+            for obj in objs:
+                await wait_state(env, obj["kind"], obj["metadata"]["name"], ns, "Ready")
+            # A change that re-renders (and re-reads the password) while we listen.
+            await env.admin.patch(
+                API,
+                "NemoEvaluator",
+                "nemoevaluator-sample",
+                {"spec": {"evalLogLevel": "DEBUG"}},
+                namespace=ns,
+            )
+            await asyncio.sleep(1.0)
+    finally:
+        configure_logging("json", "info")
+
+    logs = stderr.getvalue()
+    assert "not valid YAML" in logs, "the operator's reconcile error was not captured"
+    assert password not in logs
+    encoded = base64.b64encode(password.encode()).decode()
+    assert encoded not in logs
+
+    # Positive control: the operator's own Secrets hold the connection strings.
+    for obj in objs:
+        key = "dsn" if obj["kind"] == "NemoCustomizer" else "uri"
+        written = await env.admin.get("v1", "Secret", obj["metadata"]["name"], ns)
+        assert password in base64.b64decode(written["data"][key]).decode()
+
+    for obj in objs:
+        cr = await env.admin.get(API, obj["kind"], obj["metadata"]["name"], ns)
+        assert password not in json.dumps(cr)
+    events = (await env.admin.list("v1", "Event", ns))["items"]
+    assert events and password not in json.dumps(events)
+    for kind_api, kind in (
+        ("v1", "ConfigMap"),
+        ("apps/v1", "Deployment"),
+        ("v1", "Service"),
+        ("v1", "Pod"),
+    ):
+        items = (await env.admin.list(kind_api, kind, ns))["items"]
+        assert password not in json.dumps(items), kind
