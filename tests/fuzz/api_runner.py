@@ -143,13 +143,13 @@ async def send(env: FuzzCluster, mutant: Mutant, index: int, tally: Tally, wait:
     deadline = time.monotonic() + wait
     last: dict[str, Any] = created
     while True:
-        category = classify_status(last)
-        if category is not None and category != "accepted, waiting with a message":
-            tally.add(category)
+        status_category = classify_status(last)
+        if status_category is not None and status_category != "accepted, waiting with a message":
+            tally.add(status_category)
             return
         if time.monotonic() > deadline:
-            if category is not None:
-                tally.add(category)
+            if status_category is not None:
+                tally.add(status_category)
             else:
                 tally.add(
                     "other",
