@@ -45,6 +45,7 @@ from typing import Any, Protocol
 import structlog
 
 from nimctl_runtime import metrics
+from nimctl_runtime.client.errors import ApiError
 from nimctl_runtime.handler import (
     CreateEvent,
     DeleteEvent,
@@ -56,7 +57,14 @@ from nimctl_runtime.handler import (
 )
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.predicate import Predicate
-from nimctl_runtime.reconcile import Reconciler, Request, Result, is_terminal
+from nimctl_runtime.reconcile import (
+    Reconciler,
+    ReportedError,
+    Request,
+    Result,
+    error_chain,
+    is_terminal,
+)
 from nimctl_runtime.workqueue import RateLimiter, ShutDown, WorkQueue
 
 __all__ = [
@@ -231,6 +239,8 @@ class Controller:
         self._stopping = False
         self._synced = False
         self._in_flight = 0
+        # The last error logged per key and how often it repeated since.
+        self._failures: dict[Request, tuple[str, int]] = {}
         self._m_total = {
             r: metrics.controller_runtime_reconcile_total.labels(name, r)
             for r in metrics.RECONCILE_RESULTS
@@ -419,7 +429,7 @@ class Controller:
                     "reconciler error (terminal, not requeued)", error=str(exc), exc_info=exc
                 )
                 return
-            log.error("reconciler error", error=str(exc) or type(exc).__name__, exc_info=exc)
+            self._log_failure(log, req, exc)
             self.queue.add_rate_limited(req)
             return
         self._m_time.observe(time.monotonic() - started)
@@ -439,6 +449,27 @@ class Controller:
         else:
             self.queue.forget(req)
             self._m_total["success"].inc()
+        self._failures.pop(req, None)
+
+    def _log_failure(self, log: Any, req: Request, exc: Exception) -> None:
+        """Log a failure once per change of its error; repeats go to debug with a count.
+
+        Expected failures (API errors, and errors the reconciler already
+        reported in status or an Event) are one line with the error chain;
+        anything else keeps its traceback, since it is a bug.
+        """
+        chain = error_chain(exc)
+        last = self._failures.get(req)
+        if last is not None and last[0] == chain:
+            repeats = last[1] + 1
+            self._failures[req] = (chain, repeats)
+            log.debug("reconciler error (repeated)", error=chain, repeats=repeats)
+            return
+        self._failures[req] = (chain, 0)
+        if isinstance(exc, ApiError | ReportedError):
+            log.error("reconciler error", error=chain, reason=getattr(exc, "reason", None))
+        else:
+            log.error("reconciler error", error=chain, exc_info=exc)
 
     async def _call_reconcile(self, req: Request) -> Result:
         if self.reconcile_timeout is None:

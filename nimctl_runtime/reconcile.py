@@ -21,9 +21,11 @@ from typing import Any, Protocol, runtime_checkable
 __all__ = [
     "Reconciler",
     "ReconcilerFunc",
+    "ReportedError",
     "Request",
     "Result",
     "TerminalError",
+    "error_chain",
     "is_terminal",
     "request_for",
 ]
@@ -81,6 +83,30 @@ class TerminalError(Exception):
     ``controller_runtime_terminal_reconcile_errors_total`` but does not requeue
     the key: only a new event for the object brings it back.
     """
+
+
+class ReportedError(Exception):
+    """A failure the reconciler already reported where users look (status, an Event).
+
+    The controller retries it with backoff like any error, but logs it as one
+    line without a traceback: it is expected, not a bug. API errors are
+    treated the same way; a traceback is kept for everything else.
+    """
+
+
+def error_chain(exc: BaseException) -> str:
+    """``str(exc)`` followed by its causes, ``": "``-joined (the error without a traceback)."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current) or type(current).__name__
+        core = str(getattr(current, "message", "") or text)
+        if not parts or core not in parts[-1]:  # a cause already quoted is not repeated
+            parts.append(text)
+        current = current.__cause__
+    return ": ".join(parts)
 
 
 def is_terminal(exc: BaseException) -> bool:

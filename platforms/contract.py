@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from nimctl_runtime.meta import name_of
+from nimctl_runtime.reconcile import ReportedError
 from platforms.capabilities import GVK, Capabilities
 
 __all__ = [
@@ -85,7 +86,7 @@ class Blocked(Exception):
         self.readiness = readiness
 
 
-class ReconcileError(Exception):
+class ReconcileError(ReportedError):
     """The CR cannot reach its desired state until something changes.
 
     The skeleton reports ``Failed`` with ``reason`` and ``message``, records one
