@@ -14,7 +14,7 @@ from platforms.gpu import ClusterFacts
 from platforms.gpu.images import DEFAULT_OPERATOR_ENV
 
 
-def ds(strategy: str = "RollingUpdate", generation: int = 2, **status: int) -> dict[str, Any]:
+def ds(strategy: str = "RollingUpdate", *, generation: int = 2, **status: int) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -140,7 +140,7 @@ def _policy(**spec: Any) -> ClusterPolicy:
     return ClusterPolicy.model_validate({"metadata": {"name": "cp", "uid": "cp-uid"}, "spec": base})
 
 
-GPU_NODE = {
+GPU_NODE: dict[str, Any] = {
     "metadata": {
         "name": "gpu-0",
         "labels": {
