@@ -14,7 +14,7 @@ from platforms.gpu import ClusterFacts
 from platforms.gpu.images import DEFAULT_OPERATOR_ENV
 
 
-def ds(strategy: str = "RollingUpdate", *, generation: int = 2, **status: int) -> dict[str, Any]:
+def ds(strategy: str = "RollingUpdate", generation: int = 2, **status: int) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -49,10 +49,14 @@ REVISIONS = [rev("nvidia-driver-daemonset-aaa", 1), rev("nvidia-driver-daemonset
 
 
 def test_rolling_update_readiness() -> None:
-    full = {"desiredNumberScheduled": 2, "updatedNumberScheduled": 2, "numberAvailable": 2}
-    assert daemonset_ready(ds(**full)) == (True, "")
-    assert not daemonset_ready(ds(**{**full, "numberAvailable": 1}))[0]
-    assert not daemonset_ready(ds(**{**full, "numberUnavailable": 1}))[0]
+    full: dict[str, int] = {
+        "desiredNumberScheduled": 2,
+        "updatedNumberScheduled": 2,
+        "numberAvailable": 2,
+    }
+    assert daemonset_ready(ds("RollingUpdate", 2, **full)) == (True, "")
+    assert not daemonset_ready(ds("RollingUpdate", 2, **{**full, "numberAvailable": 1}))[0]
+    assert not daemonset_ready(ds("RollingUpdate", 2, **{**full, "numberUnavailable": 1}))[0]
     assert daemonset_ready(ds(desiredNumberScheduled=0)) == (True, "")
 
 
