@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from api.apps.v1alpha1 import nimpipeline as api_np
 from api.apps.v1alpha1.common import STATE_FAILED
 from controllers.reconciler import Event, Kind, KindReconciler
-from controllers.wiring import own_kinds, spec_change_predicate
+from controllers.wiring import SetupOptions, own_kinds, spec_change_predicate
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
 from nimctl_runtime.meta import dig, name_of, set_condition, uid_of
 from platforms.capabilities import Capabilities
@@ -170,7 +170,7 @@ class NIMPipelineReconciler(KindReconciler[Obj, None]):
         )
 
 
-def setup_nimpipeline(manager: Manager, client: Client, options: Any) -> None:
+def setup_nimpipeline(manager: Manager, client: Client, options: SetupOptions) -> None:
     """The NIMPipeline controller: For(NIMPipeline) on spec changes, Owns(NIMService)."""
     from nimctl_runtime.builder import Builder
 

@@ -23,6 +23,7 @@ from controllers import nimcache as nimcache_ctrl
 from controllers import nimservice as nimservice_ctrl
 from controllers.gpu.setup import setup_gpu
 from controllers.nemo import setup_nemo
+from controllers.nimbuild import setup_nimbuild
 from controllers.nimpipeline import setup_nimpipeline
 from controllers.wiring import (
     ALWAYS_FILTERED,
@@ -134,6 +135,7 @@ CONTROLLERS: list[ControllerEntry] = [
     ControllerEntry("nimservice", "nim", setup_nimservice),
     ControllerEntry("clusterpolicy", "gpu", setup_gpu),
     ControllerEntry("nimpipeline", "nim", setup_nimpipeline),
+    ControllerEntry("nimbuild", "nim", setup_nimbuild),
     ControllerEntry("nemo", "nemo", setup_nemo),
 ]
 """Every controller, in the order they are added to the manager."""

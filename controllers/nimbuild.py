@@ -1,0 +1,367 @@
+"""NIMBuild's binding to the reconciler skeleton: facts, NVIDIA's conditions, the NIMCache update.
+
+``platforms.nimbuild.NIMBuildContract`` decides which pod a build runs and its
+state; the skeleton creates the pod and prunes the one of the previous phase.
+This module adds what needs the cluster (NVIDIA's NIMBuild controller):
+
+- gather: the NIMCache (missing -> ``Failed`` with ``NIM_BUILD_NIM_CACHE_NOT_FOUND``,
+  failed -> ``Failed`` with ``NIM_BUILD_NIM_CACHE_FAILED``, not Ready ->
+  ``Pending`` with ``NIM_BUILD_WAIT_FOR_NIM_CACHE_READY``; the NIMCache watch
+  wakes the build), the input profile (one buildable profile, or the named
+  one; none or several -> ``Failed`` with NVIDIA's condition), the
+  orchestrator, and the local manifest pod's logs once it runs;
+- status: NVIDIA's condition types, ``state``, ``inputProfile`` and
+  ``outputProfile``; a reconcile error sets ``NIM_BUILD_RECONCILE_FAILED``;
+- on Ready: the built profile is appended to the NIMCache's ``status.profiles``
+  (a status merge patch of that list alone, guarded by the NIMCache's
+  resourceVersion) and the local manifest is stored under
+  ``local_model_manifest.yaml`` in the NIMCache's ``<cache>-manifest`` ConfigMap;
+- Events on a state change, and NVIDIA's ``ReconcileFailed`` Warning;
+- cleanup before the finalizer goes: the build's pods are deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from api.apps.v1alpha1 import nimbuild as api_nb
+from controllers.reconciler import Event, Kind, KindReconciler
+from controllers.wiring import SetupOptions, own_kinds, spec_change_predicate
+from nimctl_runtime.client.errors import ApiError, NotFound
+from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
+from nimctl_runtime.meta import dig, name_of, namespace_of, set_condition
+from platforms.capabilities import Capabilities
+from platforms.contract import Blocked, Observed, Readiness
+from platforms.nimbuild import (
+    API_VERSION,
+    KIND,
+    PHASE_BUILD,
+    PHASE_MANIFEST,
+    NIMBuildContract,
+    NIMBuildFacts,
+    phase_of,
+)
+from platforms.standalone import nimbuild as objects
+from platforms.standalone.nimcache import manifest_config_map_name
+
+if TYPE_CHECKING:
+    from nimctl_runtime.client.client import Client
+    from nimctl_runtime.manager import Manager
+
+__all__ = [
+    "NIMCACHE_INDEX",
+    "NIMBuildKind",
+    "NIMBuildReconciler",
+    "PodLogs",
+    "nimcache_name_index",
+    "setup_nimbuild",
+]
+
+Obj = dict[str, Any]
+PodLogs = Callable[[str, str, str], Awaitable[str]]
+"""``(namespace, pod, container) -> log text``."""
+
+NIMCACHE_INDEX = "spec.nimCache.name"
+LOCAL_MANIFEST_KEY = "local_model_manifest.yaml"
+
+
+def nimcache_name_index(obj: Mapping[str, Any]) -> list[str]:
+    """Index function: the NIMCache a NIMBuild builds from."""
+    name = dig(obj, "spec", "nimCache", "name")
+    return [str(name)] if name else []
+
+
+def _blocked(state: str, condition: str, reason: str, message: str) -> Blocked:
+    return Blocked(
+        Readiness(
+            state,
+            reason,
+            message,
+            failed=state == api_nb.STATE_FAILED,
+            details={"conditions": [(condition, "True", reason, message)]},
+        )
+    )
+
+
+async def _get(reader: Reader, api_version: str, kind: str, name: str, ns: str) -> Obj | None:
+    try:
+        return await reader.get(api_version, kind, name, ns or None)
+    except NotFound:
+        return None
+
+
+class NIMBuildKind(Kind[Obj, NIMBuildFacts]):
+    """NIMBuild: the NIMCache and profile as facts, NVIDIA's conditions, the NIMCache update."""
+
+    api_version = API_VERSION
+    kind = KIND
+    finalizer = api_nb.FINALIZER
+    create_only = frozenset({"Pod", "PersistentVolumeClaim"})
+
+    def __init__(
+        self,
+        *,
+        client: Writer,
+        api_reader: KeyReader,
+        pod_logs: PodLogs | None = None,
+        orchestrator: str | None = None,
+    ) -> None:
+        self.contract = NIMBuildContract()
+        self.client = client
+        self.api_reader = api_reader
+        self.pod_logs = pod_logs
+        self.orchestrator = orchestrator
+
+    def parse(self, obj: Obj) -> Obj:
+        return obj
+
+    async def gather(self, cr: Obj, obj: Obj, reader: Reader) -> NIMBuildFacts:
+        namespace = namespace_of(obj)
+        cache_name = str(dig(cr, "spec", "nimCache", "name", default=""))
+        nimcache = await _get(reader, API_VERSION, "NIMCache", cache_name, namespace)
+        if nimcache is None:
+            raise _blocked(
+                api_nb.STATE_FAILED,
+                api_nb.CONDITION_NIM_CACHE_NOT_FOUND,
+                api_nb.REASON_NIMCACHE_NOT_FOUND,
+                api_nb.MESSAGE_NIMCACHE_NOT_FOUND,
+            )
+        state = dig(nimcache, "status", "state")
+        if state == "Failed":
+            raise _blocked(
+                api_nb.STATE_FAILED,
+                api_nb.CONDITION_NIM_CACHE_FAILED,
+                api_nb.REASON_NIMCACHE_FAILED,
+                api_nb.MESSAGE_NIMCACHE_FAILED,
+            )
+        if state != "Ready":
+            raise _blocked(
+                api_nb.STATE_PENDING,
+                api_nb.CONDITION_WAIT_FOR_NIM_CACHE_READY,
+                api_nb.REASON_NIMCACHE_NOT_READY,
+                api_nb.MESSAGE_NIMCACHE_NOT_READY,
+            )
+        orchestrator = await self._orchestrator(reader)
+        phase = phase_of(obj)
+        if phase == PHASE_BUILD:
+            choice = objects.select_profile(cr, nimcache)
+            if choice.profile is None:
+                raise _blocked(api_nb.STATE_FAILED, choice.condition, choice.reason, choice.message)
+            return NIMBuildFacts(
+                nimcache=nimcache,
+                phase=phase,
+                profile=choice.profile,
+                profile_found=(choice.condition, "True", choice.reason, choice.message),
+                orchestrator=orchestrator,
+            )
+        profile = dict(dig(obj, "status", "inputProfile", default={}) or {})
+        logs = None
+        if phase == PHASE_MANIFEST:
+            logs = await self._manifest_logs(obj, reader)
+        return NIMBuildFacts(
+            nimcache=nimcache,
+            phase=phase,
+            profile=profile,
+            orchestrator=orchestrator,
+            manifest_logs=logs,
+        )
+
+    async def _orchestrator(self, reader: Reader) -> str:
+        if self.orchestrator is None:
+            from controllers.nimservice import detect_orchestrator
+
+            try:
+                nodes = await reader.list("v1", "Node")
+            except ApiError:
+                nodes = []
+            self.orchestrator = detect_orchestrator(nodes)
+        return self.orchestrator
+
+    async def _manifest_logs(self, obj: Obj, reader: Reader) -> str | None:
+        """What the running local manifest pod printed (None until it runs)."""
+        pod_name = objects.local_manifest_pod_name(name_of(obj))
+        pod = await _get(reader, "v1", "Pod", pod_name, namespace_of(obj))
+        if pod is None or dig(pod, "status", "phase") != "Running" or self.pod_logs is None:
+            return None
+        try:
+            return await self.pod_logs(namespace_of(obj), pod_name, objects.MANIFEST_CONTAINER)
+        except ApiError:
+            return ""
+
+    def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:
+        out = copy.deepcopy(dict(old))
+        conditions = out.get("conditions")
+        found = readiness.details.get("conditions")
+        if found is None:  # a reconcile error (the skeleton's Failed)
+            conditions = set_condition(
+                conditions,
+                api_nb.CONDITION_RECONCILE_FAILED,
+                "True",
+                api_nb.REASON_RECONCILE_FAILED,
+                readiness.message,
+            )
+        else:
+            for type_, status, reason, message in found:
+                conditions = set_condition(conditions, type_, status, reason, message)
+            if any(c.get("type") == api_nb.CONDITION_RECONCILE_FAILED for c in conditions or []):
+                conditions = set_condition(
+                    conditions,
+                    api_nb.CONDITION_RECONCILE_FAILED,
+                    "False",
+                    api_nb.REASON_RECONCILED,
+                    "",
+                )
+        out["conditions"] = conditions
+        out["state"] = readiness.state
+        for key in ("inputProfile", "outputProfile"):
+            if readiness.details.get(key):
+                out[key] = readiness.details[key]
+        return out
+
+    async def complete_status(
+        self, cr: Obj, obj: Obj, facts: NIMBuildFacts, status: Obj, observed: Observed
+    ) -> Obj:
+        """On the pass that reads the local manifest: extend the NIMCache with the built profile."""
+        if facts.phase != PHASE_MANIFEST:
+            return status
+        output = status.get("outputProfile")
+        manifest = objects.parse_local_manifest(facts.manifest_logs or "")
+        if manifest is not None:
+            await self._store_local_manifest(facts.nimcache, manifest.minimal_yaml())
+        if output:
+            await self._add_profile(facts.nimcache, output)
+        return status
+
+    async def _add_profile(self, nimcache: Mapping[str, Any], profile: Mapping[str, Any]) -> None:
+        fresh = await self.api_reader.get(
+            API_VERSION, "NIMCache", name_of(nimcache), namespace_of(nimcache) or None
+        )
+        profiles = list(dig(fresh, "status", "profiles", default=[]) or [])
+        if any(p.get("name") == profile.get("name") for p in profiles):
+            return
+        await self.client.patch(
+            API_VERSION,
+            "NIMCache",
+            name_of(fresh),
+            {
+                "metadata": {"resourceVersion": dig(fresh, "metadata", "resourceVersion")},
+                "status": {"profiles": [*profiles, dict(profile)]},
+            },
+            namespace=namespace_of(fresh) or None,
+            patch_type="merge",
+            subresource="status",
+        )
+
+    async def _store_local_manifest(self, nimcache: Mapping[str, Any], manifest_yaml: str) -> None:
+        name = manifest_config_map_name(name_of(nimcache))
+        namespace = namespace_of(nimcache)
+        try:
+            current = await self.api_reader.get("v1", "ConfigMap", name, namespace or None)
+        except NotFound:
+            return
+        if dig(current, "data", LOCAL_MANIFEST_KEY) == manifest_yaml:
+            return
+        await self.client.patch(
+            "v1",
+            "ConfigMap",
+            name,
+            {"data": {LOCAL_MANIFEST_KEY: manifest_yaml}},
+            namespace=namespace or None,
+            patch_type="merge",
+        )
+
+    def event(self, obj: Obj, readiness: Readiness) -> Event | None:
+        kind = "Warning" if readiness.failed else "Normal"
+        return (
+            kind,
+            readiness.reason,
+            f"NIMBuild {name_of(obj)} state {readiness.state}: {readiness.message}",
+        )
+
+    def failure_reason(self, kind: str) -> str:
+        return api_nb.REASON_RECONCILE_FAILED
+
+    def failure_event(self, obj: Obj, message: str) -> Event | None:
+        return (
+            "Warning",
+            "ReconcileFailed",
+            f"NIMBuild {name_of(obj)} reconcile failed, msg: {message}",
+        )
+
+    async def cleanup(self, obj: Obj, reader: Reader, writer: Writer) -> None:
+        for pod in (
+            objects.engine_build_pod_name(name_of(obj)),
+            objects.local_manifest_pod_name(name_of(obj)),
+        ):
+            with contextlib.suppress(NotFound):
+                await writer.delete("v1", "Pod", pod, namespace_of(obj) or None)
+
+
+class NIMBuildReconciler(KindReconciler[Obj, NIMBuildFacts]):
+    """The skeleton running NIMBuild's contract."""
+
+    def __init__(
+        self,
+        *,
+        cache: Reader,
+        client: Writer,
+        api_reader: KeyReader,
+        recorder: EventRecorder,
+        pod_logs: PodLogs | None = None,
+        orchestrator: str | None = None,
+        use_finalizer: bool = True,
+    ) -> None:
+        super().__init__(
+            kind=NIMBuildKind(
+                client=client, api_reader=api_reader, pod_logs=pod_logs, orchestrator=orchestrator
+            ),
+            cache=cache,
+            client=client,
+            api_reader=api_reader,
+            recorder=recorder,
+            capabilities=Capabilities.nothing(),
+            use_finalizer=use_finalizer,
+        )
+
+
+def setup_nimbuild(manager: Manager, client: Client, options: SetupOptions) -> None:
+    """The NIMBuild controller: For(NIMBuild) on spec changes, Owns(Pod), NIMCache -> its builds."""
+    from nimctl_runtime.builder import Builder
+    from nimctl_runtime.predicate import ResourceVersionChangedPredicate
+    from nimctl_runtime.reconcile import Request
+
+    async def logs(namespace: str, pod: str, container: str) -> str:
+        text: str = await client.pod_logs(pod, namespace, container=container)
+        return text
+
+    cache = manager.cache
+    cache.add_index(API_VERSION, KIND, NIMCACHE_INDEX, nimcache_name_index)
+    reconciler = NIMBuildReconciler(
+        cache=cache,
+        client=client,
+        api_reader=cache.api_reader,
+        recorder=manager.event_recorder(api_nb.RECORDER_NAME),
+        pod_logs=options.extra.get("pod_logs") or logs,
+    )
+
+    async def builds_of(nimcache: dict[str, Any]) -> list[Request]:
+        namespace = namespace_of(nimcache)
+        users = await cache.list(
+            API_VERSION, KIND, namespace, index=(NIMCACHE_INDEX, name_of(nimcache))
+        )
+        return [Request(namespace, name_of(u)) for u in users]
+
+    builder = (
+        Builder(manager)
+        .named("nimbuild")
+        .for_(API_VERSION, KIND, predicates=[spec_change_predicate()])
+        .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
+    )
+    own_kinds(builder, manager, NIMBuildContract().owned_kinds(options.capabilities))
+    builder.watches(
+        API_VERSION, "NIMCache", builds_of, predicates=[ResourceVersionChangedPredicate()]
+    )
+    builder.complete(reconciler)
