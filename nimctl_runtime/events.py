@@ -16,7 +16,10 @@ machinery is copied in spirit:
   within 10 minutes are combined into one Event whose message starts with
   ``(combined from similar events):`` (client-go's ``EventAggregator``);
 * a per-object token bucket (burst 25, one more every 5 minutes, like
-  client-go's spam filter) stops a hot loop from flooding the API server.
+  client-go's spam filter) stops a hot loop from flooding the API server;
+* a write that fails is retried, up to 12 tries ``retry_interval`` apart (the
+  first wait randomised), as client-go's ``recordToSink`` does; an Event
+  whose namespace is gone or terminating, or that already exists, is not.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import random
 import socket
 import time
 from collections import OrderedDict, deque
@@ -86,6 +90,8 @@ class _PendingEvent:
     host: str
     at: dt.datetime
     annotations: dict[str, str] = field(default_factory=dict)
+    attempts: int = 0
+    dedupe_key: tuple[str, ...] | None = None
 
     def aggregate_key(self) -> tuple[str, ...]:
         """Everything but the message: events that differ only in their text."""
@@ -127,6 +133,14 @@ class _TokenBucket:
             self.tokens -= 1
             return True
         return False
+
+
+def _retryable(exc: Exception) -> bool:
+    """client-go gives up on an Event that exists already or whose namespace is going."""
+    status = getattr(exc, "status", None)
+    if status == 409 and getattr(exc, "reason", "") == "AlreadyExists":
+        return False
+    return not (status in (403, 404) and "namespace" in str(exc).lower())
 
 
 def _timestamp(at: dt.datetime) -> str:
@@ -227,8 +241,12 @@ class EventBroadcaster:
         burst: int = 25,
         qps: float = 1.0 / 300.0,
         host: str | None = None,
+        max_tries: int = 12,
+        retry_interval: float = 10.0,
     ) -> None:
         self.client = client
+        self.max_tries = max_tries
+        self.retry_interval = retry_interval
         self.queue_size = queue_size
         self.burst = burst
         self.qps = qps
@@ -241,6 +259,7 @@ class EventBroadcaster:
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._similar: OrderedDict[tuple[str, ...], tuple[set[str], float]] = OrderedDict()
         self._buckets: OrderedDict[tuple[str, ...], _TokenBucket] = OrderedDict()
+        self._retries: set[asyncio.TimerHandle] = set()
         self._running = False
 
     def new_recorder(self, component: str, host: str | None = None) -> EventRecorder:
@@ -258,8 +277,11 @@ class EventBroadcaster:
 
     def discard_pending(self) -> int:
         """Drop every queued event (a replica that lost its Lease stops writing at once)."""
-        dropped = len(self._queue)
+        dropped = len(self._queue) + len(self._retries)
         self._queue.clear()
+        for handle in self._retries:
+            handle.cancel()
+        self._retries.clear()
         self.dropped += dropped
         return dropped
 
@@ -312,11 +334,13 @@ class EventBroadcaster:
 
     async def _write(self, ev: _PendingEvent) -> None:
         try:
-            if not self._allowed(ev):
+            if ev.attempts == 0 and not self._allowed(ev):
                 self.dropped += 1
                 self.log.debug("event rate-limited", reason=ev.reason, object=ev.involved["name"])
                 return
-            key = self._aggregate(ev)
+            if ev.dedupe_key is None:
+                ev.dedupe_key = self._aggregate(ev)
+            key = ev.dedupe_key
             seen = self._seen.get(key)
             now = _timestamp(ev.at)
             if seen is not None:
@@ -331,12 +355,39 @@ class EventBroadcaster:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            ev.attempts += 1
+            if ev.attempts < self.max_tries and _retryable(exc):
+                self._retry_later(ev)
+                self.log.debug(
+                    "could not write event; will retry",
+                    reason=ev.reason,
+                    object=ev.involved.get("name"),
+                    attempt=ev.attempts,
+                    error=str(exc),
+                )
+                return
+            self.dropped += 1
             self.log.warning(
                 "could not write event; dropped",
                 reason=ev.reason,
                 object=ev.involved.get("name"),
+                attempts=ev.attempts,
                 error=str(exc),
             )
+
+    def _retry_later(self, ev: _PendingEvent) -> None:
+        delay = self.retry_interval
+        if ev.attempts == 1:
+            delay *= random.random()  # spread the first retries of a burst (client-go)
+        loop = asyncio.get_running_loop()
+
+        def requeue() -> None:
+            self._retries.discard(handle)
+            self._queue.append(ev)
+            self._wake.set()
+
+        handle = loop.call_later(delay, requeue)
+        self._retries.add(handle)
 
     def _aggregate(self, ev: _PendingEvent) -> tuple[str, ...]:
         """The dedupe key of ``ev``, combining it with similar events past the limit."""

@@ -187,3 +187,68 @@ async def test_many_different_messages_are_combined_after_ten() -> None:
     assert len(combined) == 1
     assert combined[0]["count"] == 5
     assert combined[0]["message"].endswith("attempt 14"), "the combined Event shows the latest"
+
+
+async def test_an_event_that_fails_once_is_retried_and_lands() -> None:
+    from nimctl_runtime.client.errors import InternalError, TooManyRequests
+
+    client = FakeObjectClient()
+    failures = [InternalError(500, "InternalError", "down"), TooManyRequests(429, "x", "slow")]
+
+    original = client.create
+
+    async def flaky_create(obj: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        if failures:
+            raise failures.pop(0)
+        return await original(obj, **kw)
+
+    client.create = flaky_create  # type: ignore[method-assign]
+    b = EventBroadcaster(client, retry_interval=0.01)
+    rec = b.new_recorder("nimservice-controller")
+    rec.event(pod(), "Normal", "Ready", "NIMService p ready")
+    stop = asyncio.Event()
+    task = asyncio.create_task(b.run(stop))
+    async with asyncio.timeout(5):
+        while not events(client):
+            await asyncio.sleep(0.01)
+    stop.set()
+    await task
+    assert [(e["reason"], e["count"]) for e in events(client)] == [("Ready", 1)]
+    assert b.dropped == 0
+
+
+async def test_an_event_is_given_up_after_twelve_tries_or_when_its_namespace_is_gone() -> None:
+    from nimctl_runtime.client.errors import Forbidden, InternalError
+
+    client = FakeObjectClient()
+    client.fail = InternalError(500, "InternalError", "down")
+    tries = 0
+    original = client.create
+
+    async def counting_create(obj: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        nonlocal tries
+        tries += 1
+        return await original(obj, **kw)
+
+    client.create = counting_create  # type: ignore[method-assign]
+    b = EventBroadcaster(client, retry_interval=0.001)
+    b.new_recorder("c").event(pod(), "Normal", "R", "m")
+    stop = asyncio.Event()
+    task = asyncio.create_task(b.run(stop))
+    async with asyncio.timeout(5):
+        while b.dropped == 0:
+            await asyncio.sleep(0.005)
+    assert tries == 12
+    tries = 0
+    client.fail = Forbidden(
+        403, "Forbidden", 'events "p.1" is forbidden: unable to create new content in '
+        "namespace ns because it is being terminated"
+    )
+    b.new_recorder("c").event(pod("q", "u2"), "Normal", "R", "m")
+    async with asyncio.timeout(5):
+        while b.dropped < 2:
+            await asyncio.sleep(0.005)
+    stop.set()
+    await task
+    assert tries == 1, "a terminating namespace is not retried"
+    assert events(client) == []
