@@ -73,6 +73,40 @@ SAMPLE_MODEL_MANIFEST = """\
           repo_id: ngc://nim/meta/llama-3.1-8b-instruct:hf-8c22764-nim1.3b
 """
 
+# A NIM with a ``trtllm_buildable`` profile (NIMBuild builds an engine from it).
+BUILDABLE_MODEL_MANIFEST = """\
+6e2acb9de10b5e8ab8557946d6852b84d35c412b59a356925ec590f61e0b0458:
+  model: meta/llama-3.2-3b-instruct
+  release: 1.10.0
+  tags:
+    feat_lora: 'false'
+    gpu: H100
+    gpu_device: 2330:10de
+    llm_engine: tensorrt_llm
+    pp: '1'
+    precision: bf16
+    profile: throughput
+    tp: '1'
+24872ba6b72f1f4a734331b657be3b3509f6789288a9ce7e1155f3b0638f5694:
+  model: meta/llama-3.2-3b-instruct
+  release: 1.10.0
+  tags:
+    feat_lora: 'false'
+    llm_engine: tensorrt_llm
+    pp: '1'
+    precision: bf16
+    tp: '1'
+    trtllm_buildable: 'true'
+9f725316b4acd70b7afd2f545759d59ffad0845a7c4c13030ee8d66ec48f5e71:
+  model: meta/llama-3.2-3b-instruct
+  release: 1.10.0
+  tags:
+    feat_lora: 'false'
+    llm_engine: vllm
+    precision: bf16
+    tp: '1'
+"""
+
 CACHE_LOG = """\
 INFO Fetching contents for profile
 INFO Downloading model files to /model-store
@@ -128,6 +162,11 @@ def builtin_rules() -> list[CatalogRule]:
     """The rules every catalog starts with (a fresh list each call)."""
     cache_ok = ContainerBehavior(logs=CACHE_LOG, exit_code=0, run_seconds=1.0)
     return [
+        CatalogRule(
+            "nvcr.io/nim/meta/llama-3.2-3b-instruct",
+            ContainerBehavior(logs=BUILDABLE_MODEL_MANIFEST),
+            "model_manifest.yaml",
+        ),
         CatalogRule("*", ContainerBehavior(logs=SAMPLE_MODEL_MANIFEST), "model_manifest.yaml"),
         CatalogRule("*", cache_ok, "download-to-cache"),
         CatalogRule("*", cache_ok, "create-model-store"),
