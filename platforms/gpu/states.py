@@ -20,6 +20,7 @@ from manifests.hashing import stamped_copy
 from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from manifests.meta import owner_reference
 from platforms.gpu import (
+    openshift,
     state_cc_manager,
     state_container_toolkit,
     state_dcgm,
@@ -43,7 +44,7 @@ from platforms.gpu import (
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.errors import RenderError
-from platforms.gpu.facts import PROMETHEUS_RULE, SERVICE_MONITOR, ClusterFacts
+from platforms.gpu.facts import SERVICE_MONITOR, ClusterFacts
 
 Builder = Callable[[StateContext], list[dict[str, Any]]]
 
@@ -199,6 +200,8 @@ def render(policy: ClusterPolicy, facts: ClusterFacts) -> list[StateRender]:
             raise RenderError(err.message, state=name) from None
         except ValueError as err:  # image resolution and friends
             raise RenderError(str(err), state=name) from None
+        if facts.openshift is not None:
+            objects = openshift.with_scc(name, objects, facts.operator_namespace)
         if not facts.nodes:
             objects = [o for o in objects if o.get("kind") != "DaemonSet"]
         out.append(StateRender(name, True, [_finish(o, owner, ctx) for o in objects], propagation))
@@ -222,9 +225,10 @@ def _finish(obj: dict[str, Any], owner: dict[str, Any], ctx: StateContext) -> di
 def owned_kinds(facts: ClusterFacts | None = None) -> tuple[tuple[str, str], ...]:
     """Every (apiVersion, kind) a ClusterPolicy may own on a cluster like ``facts``.
 
-    Without facts: the kinds every cluster serves. ServiceMonitor and
-    PrometheusRule are added when the cluster serves them; the RuntimeClass
-    version follows the Kubernetes version.
+    Without facts: the kinds every cluster serves. ServiceMonitor is added
+    when the cluster serves it, SecurityContextConstraints on OpenShift; the
+    RuntimeClass version follows the Kubernetes version. (PrometheusRules are
+    not rendered.)
     """
     kinds = list(_BASE_KINDS)
     if facts is None:
@@ -235,6 +239,6 @@ def owned_kinds(facts: ClusterFacts | None = None) -> tuple[tuple[str, str], ...
     )
     if facts.serves(SERVICE_MONITOR):
         kinds.append(SERVICE_MONITOR)
-    if facts.openshift is not None and facts.serves(PROMETHEUS_RULE):
-        kinds.append(PROMETHEUS_RULE)
+    if facts.openshift is not None:
+        kinds.append(openshift.GVK)
     return tuple(kinds)

@@ -315,3 +315,40 @@ def test_owned_kinds_follow_the_cluster() -> None:
         (o["apiVersion"], o["kind"]) for o in objects(cluster=facts(crds=[SERVICE_MONITOR]))
     }
     assert rendered <= set(owned_kinds(facts(crds=[SERVICE_MONITOR])))
+
+
+def test_openshift_adds_an_scc_per_operand_before_its_daemonset() -> None:
+    ocp = facts(node(os_id="rhcos", version="4.16"), openshift="4.16.3")
+    driver = states(cluster=ocp)["state-driver"].objects
+    kinds = [o["kind"] for o in driver]
+    assert kinds.index("SecurityContextConstraints") == kinds.index("DaemonSet") - 1
+    scc = next(o for o in driver if o["kind"] == "SecurityContextConstraints")
+    assert scc["metadata"]["name"] == "nvidia-driver"
+    assert scc["users"] == [f"system:serviceaccount:{NS}:nvidia-driver"]
+    assert "namespace" not in scc["metadata"]
+    sccs = {
+        o["metadata"]["name"]
+        for o in objects(cluster=ocp)
+        if o["kind"] == "SecurityContextConstraints"
+    }
+    assert sccs == {
+        "nvidia-driver",
+        "nvidia-operator-validator",
+        "nvidia-dcgm-exporter",
+        "nvidia-gpu-feature-discovery",
+        "nvidia-mig-manager",
+    }
+    assert ("security.openshift.io/v1", "SecurityContextConstraints") in owned_kinds(ocp)
+    assert not [o for o in objects() if o["kind"] == "SecurityContextConstraints"]
+    prometheus = [
+        o
+        for o in states(cluster=ocp)["state-operator-metrics"].objects
+        if o["kind"] in ("Role", "RoleBinding")
+    ]
+    assert [(o["kind"], o["metadata"]["name"]) for o in prometheus] == [
+        ("Role", "prometheus-k8s"),
+        ("RoleBinding", "prometheus-k8s"),
+    ]
+    assert prometheus[1]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "openshift-monitoring"}
+    ]
