@@ -198,8 +198,6 @@ def render(policy: ClusterPolicy, facts: ClusterFacts) -> list[StateRender]:
             objects = build(ctx)
         except RenderError as err:
             raise RenderError(err.message, state=name) from None
-        except ValueError as err:  # image resolution and friends
-            raise RenderError(str(err), state=name) from None
         if facts.openshift is not None:
             objects = openshift.with_scc(name, objects, facts.operator_namespace)
         if not facts.nodes:
