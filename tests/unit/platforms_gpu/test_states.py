@@ -352,3 +352,44 @@ def test_openshift_adds_an_scc_per_operand_before_its_daemonset() -> None:
     assert prometheus[1]["subjects"] == [
         {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "openshift-monitoring"}
     ]
+
+
+MATRIX: list[dict[str, Any]] = [
+    {},
+    {
+        "dcgm": {"enabled": True},
+        "nodeStatusExporter": {"enabled": True},
+        "devicePlugin": {"config": {"name": "cfg"}},
+        "hostPaths": {"rootFS": "/r", "driverInstallDir": "/d"},
+    },
+    {**SANDBOX, "vgpuManager": {"enabled": True, "repository": "r", "image": "v", "version": "1"}},
+    {**KATA, "ccManager": {"enabled": True}},
+    {
+        "driver": {
+            "rdma": {"enabled": True},
+            "licensingConfig": {"secretName": "s", "nlsEnabled": True},
+        },
+        "gds": {"enabled": True},
+        "gdrcopy": {"enabled": True},
+    },
+]
+
+
+@pytest.mark.parametrize("spec", MATRIX)
+@pytest.mark.parametrize("runtime", ["containerd://1.7", "cri-o://1.30"])
+def test_daemonsets_are_complete(spec: dict[str, Any], runtime: str) -> None:
+    """Every container has an image, every mount a volume; no name is used twice."""
+    cluster = facts(node(os_id="rhel", version="9.4", runtime=runtime))
+    for ds in (o for o in objects(spec, cluster) if o["kind"] == "DaemonSet"):
+        pod = ds["spec"]["template"]["spec"]
+        where = ds["metadata"]["name"]
+        volumes = [v["name"] for v in pod["volumes"]]
+        assert len(volumes) == len(set(volumes)), where
+        for c in [*pod.get("initContainers", []), *pod["containers"]]:
+            assert c["image"], f"{where}/{c['name']}"
+            mounts = c.get("volumeMounts", [])
+            assert {m["name"] for m in mounts} <= set(volumes), f"{where}/{c['name']}"
+            paths = [m["mountPath"] for m in mounts]
+            assert len(paths) == len(set(paths)), f"{where}/{c['name']}"
+            env_names = [e["name"] for e in c.get("env", [])]
+            assert len(env_names) == len(set(env_names)), f"{where}/{c['name']}"
