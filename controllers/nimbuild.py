@@ -32,7 +32,7 @@ from controllers.reconciler import Event, Kind, KindReconciler
 from controllers.wiring import SetupOptions, own_kinds, spec_change_predicate
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
-from nimctl_runtime.meta import dig, name_of, namespace_of, set_condition
+from nimctl_runtime.meta import dig, is_true, name_of, namespace_of, set_condition
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.nimbuild import (
@@ -65,6 +65,13 @@ PodLogs = Callable[[str, str, str], Awaitable[str]]
 """``(namespace, pod, container) -> log text``."""
 
 NIMCACHE_INDEX = "spec.nimCache.name"
+CACHE_CONDITIONS = frozenset(
+    {
+        api_nb.CONDITION_WAIT_FOR_NIM_CACHE_READY,
+        api_nb.CONDITION_NIM_CACHE_NOT_FOUND,
+        api_nb.CONDITION_NIM_CACHE_FAILED,
+    }
+)
 LOCAL_MANIFEST_KEY = "local_model_manifest.yaml"
 
 
@@ -206,6 +213,11 @@ class NIMBuildKind(Kind[Obj, NIMBuildFacts]):
         else:
             for type_, status, reason, message in found:
                 conditions = set_condition(conditions, type_, status, reason, message)
+            # A NIMCache problem that is over no longer shows as True (NVIDIA leaves it).
+            current = {c[0] for c in found}
+            for type_ in CACHE_CONDITIONS - current:
+                if is_true(conditions, type_):
+                    conditions = set_condition(conditions, type_, "False", readiness.reason, "")
             if any(c.get("type") == api_nb.CONDITION_RECONCILE_FAILED for c in conditions or []):
                 conditions = set_condition(
                     conditions,
