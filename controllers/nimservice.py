@@ -197,7 +197,10 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
 
     api_version = API_VERSION
     kind = KIND
-    finalizer = FINALIZER
+    # NVIDIA's finalizer cleans nothing up and keeps CRs from being deleted
+    # once the operator is gone: nimctl adds none and removes it where found.
+    finalizer = None
+    stale_finalizers = (FINALIZER,)
 
     def __init__(
         self,

@@ -29,8 +29,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -78,6 +79,9 @@ class Kind(ABC, Generic[CR, Facts]):
     api_version: str
     kind: str
     finalizer: str | None = None
+    #: Finalizers this kind no longer uses (e.g. NVIDIA's, on CRs we adopt):
+    #: removed wherever they are found, so such CRs stay deletable.
+    stale_finalizers: tuple[str, ...] = ()
     create_only: frozenset[str] = frozenset({"PersistentVolumeClaim"})
     keep_on_prune: frozenset[str] = frozenset({"PersistentVolumeClaim"})
     overwrite_foreign: bool = True
@@ -155,7 +159,13 @@ class KindReconciler(Generic[CR, Facts]):
     recorder: EventRecorder
     capabilities: Capabilities = field(default_factory=Capabilities.nothing)
     use_finalizer: bool = True
+    #: A status change that only rewords a condition message (a rollout's
+    #: "1 of 4 ... available") is written at most once per this many seconds;
+    #: state and condition status changes are written at once.
+    message_interval: float = 30.0
+    clock: Callable[[], float] = time.monotonic
     _writes: WriteLog = field(default_factory=WriteLog)
+    _status_written_at: dict[tuple[str, str], float] = field(default_factory=dict)
     _status: dict[tuple[str, str], _StatusMemo] = field(default_factory=dict)
     _renders: dict[tuple[str, str], tuple[tuple[Any, ...], str]] = field(default_factory=dict)
 
@@ -181,11 +191,12 @@ class KindReconciler(Generic[CR, Facts]):
         if namespace and await self._namespace_terminating(namespace):
             await self._release_finalizer(obj)
             return Result()
-        if self.use_finalizer and k.finalizer and k.finalizer not in finalizers:
+        wanted = [f for f in finalizers if f not in k.stale_finalizers]
+        if self.use_finalizer and k.finalizer and k.finalizer not in wanted:
+            wanted.append(k.finalizer)
+        if wanted != finalizers:
             try:
-                obj = await patch_finalizers(
-                    self.client, k.api_version, k.kind, obj, [*finalizers, k.finalizer]
-                )
+                obj = await patch_finalizers(self.client, k.api_version, k.kind, obj, wanted)
             except Conflict:
                 return Result(requeue=True)
 
@@ -208,13 +219,13 @@ class KindReconciler(Generic[CR, Facts]):
         status = k.status(progress[-1], readiness, observed)
         if done is not None and readiness.ready:
             status = await k.complete_status(done[0], obj, done[1], status, observed)
-        if await self._write_status(obj, status):
+        wait = self._message_wait(obj, status)
+        if wait is None and await self._write_status(obj, status):
             event = k.status_event(obj, readiness, old_status, status)
             if event is not None:
                 self.recorder.event(obj, *event)
-        if readiness.requeue_after:
-            return Result(requeue_after=readiness.requeue_after)
-        return Result()
+        delays = [d for d in (readiness.requeue_after, wait) if d]
+        return Result(requeue_after=min(delays)) if delays else Result()
 
     # -- steps -------------------------------------------------------------------
 
@@ -327,16 +338,13 @@ class KindReconciler(Generic[CR, Facts]):
     # -- writes ------------------------------------------------------------------
 
     async def _release_finalizer(self, obj: Obj) -> None:
-        finalizer = self.kind.finalizer
+        ours = {self.kind.finalizer, *self.kind.stale_finalizers} - {None}
         finalizers = list((obj.get("metadata") or {}).get("finalizers") or [])
-        if finalizer and finalizer in finalizers:
+        kept = [f for f in finalizers if f not in ours]
+        if kept != finalizers:
             with contextlib.suppress(NotFound):
                 await patch_finalizers(
-                    self.client,
-                    self.kind.api_version,
-                    self.kind.kind,
-                    obj,
-                    [f for f in finalizers if f != finalizer],
+                    self.client, self.kind.api_version, self.kind.kind, obj, kept
                 )
 
     async def _namespace_terminating(self, namespace: str) -> bool:
@@ -346,14 +354,30 @@ class KindReconciler(Generic[CR, Facts]):
             return False
         return bool((ns.get("metadata") or {}).get("deletionTimestamp"))
 
+    def _current_status(self, obj: Obj) -> Mapping[str, Any]:
+        """The status as last written: the cache's, or ours if the cache lags behind it."""
+        memo = self._status.get((namespace_of(obj), name_of(obj)))
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        if memo is not None and memo.base_rv == rv:
+            return memo.status
+        current: Mapping[str, Any] = obj.get("status") or {}
+        return current
+
+    def _message_wait(self, obj: Obj, status: Obj) -> float | None:
+        """Seconds to hold back a message-only status change (None: write now)."""
+        if not _message_only(self._current_status(obj), status):
+            return None
+        last = self._status_written_at.get((namespace_of(obj), name_of(obj)))
+        if last is None:
+            return None
+        left = self.message_interval - (self.clock() - last)
+        return left if left > 0 else None
+
     async def _write_status(self, obj: Obj, status: Obj) -> bool:
         """Write ``status`` unless the server already has it. True when written."""
         name, namespace = name_of(obj), namespace_of(obj)
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        current: Mapping[str, Any] = obj.get("status") or {}
-        memo = self._status.get((namespace, name))
-        if memo is not None and memo.base_rv == rv:
-            current = memo.status  # the cache has not seen our last write yet
+        current = self._current_status(obj)
         if _same_status(current, status):
             return False
         await self.client.patch(
@@ -366,16 +390,35 @@ class KindReconciler(Generic[CR, Facts]):
             subresource="status",
         )
         self._status[(namespace, name)] = _StatusMemo(base_rv=rv, status=copy.deepcopy(status))
+        self._status_written_at[(namespace, name)] = self.clock()
         return True
 
     def _forget(self, namespace: str, name: str) -> None:
         self._status.pop((namespace, name), None)
+        self._status_written_at.pop((namespace, name), None)
         self._renders.pop((namespace, name), None)
         self._writes.forget_namespace_name(namespace, name)
 
 
 class _Terminating(Exception):
     """A create was refused because the namespace is terminating."""
+
+
+def _message_only(current: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+    """Whether ``status`` differs from ``current`` only in condition messages."""
+    if _same_status(current, status):
+        return False
+
+    def without_messages(st: Mapping[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in st.items() if k != "conditions"}
+        out["conditions"] = [
+            {k: v for k, v in c.items() if k not in ("message", "lastTransitionTime")}
+            for c in st.get("conditions") or ()
+        ]
+        return out
+
+    a, b = without_messages(current), without_messages(status)
+    return all(a.get(k) == b.get(k) for k in b)
 
 
 def _failed(reason: str, message: str) -> Readiness:

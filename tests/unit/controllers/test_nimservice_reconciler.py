@@ -102,7 +102,8 @@ async def test_first_reconcile_creates_objects_then_nothing_is_written_again() -
     assert result.requeue_after == 30
     created = sorted(k for v, k, _ in api.writes if v == "create")
     assert created == ["Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"]
-    assert FINALIZER in api.obj(API, "NIMService", "llm")["metadata"]["finalizers"]  # type: ignore[index]
+    # NVIDIA's finalizer cleans nothing up: nimctl adds none (issue 18).
+    assert not api.obj(API, "NIMService", "llm")["metadata"].get("finalizers")  # type: ignore[index]
     st = status(api)
     assert st["state"] == "NotReady"
     assert [e[1] for e in rec.events] == ["NotReady"]
@@ -121,10 +122,10 @@ async def test_first_reconcile_creates_objects_then_nothing_is_written_again() -
         "externalEndpoint": "",
     }
     assert [e[1] for e in rec.events] == ["NotReady", "Ready"]
-    # Writes per NIMService: finalizer, 5 objects, 2 status writes.
-    assert len(api.writes) == 8
+    # Writes per NIMService: 5 objects, 2 status writes.
+    assert len(api.writes) == 7
     assert (await r.reconcile(REQ)).is_zero()
-    assert len(api.writes) == 8 and len(rec.events) == 2
+    assert len(api.writes) == 7 and len(rec.events) == 2
 
 
 async def test_stale_cache_does_not_cause_duplicate_writes() -> None:
@@ -307,3 +308,51 @@ async def test_deletion_removes_finalizer_and_creates_nothing() -> None:
     await r.reconcile(REQ)
     assert api.writes == [("patch", "NIMService", "llm")]
     assert api.obj(API, "NIMService", "llm")["metadata"]["finalizers"] == []  # type: ignore[index]
+
+
+async def test_nvidias_finalizer_is_removed_from_an_adopted_nimservice() -> None:
+    api = FakeAPI()
+    api.put(nimcache())
+    ns = nimservice()
+    ns["metadata"]["finalizers"] = [FINALIZER, "example.com/keep"]
+    api.put(ns)
+    r, _ = make(api)
+    await r.reconcile(REQ)
+    assert api.obj(API, "NIMService", "llm")["metadata"]["finalizers"] == ["example.com/keep"]  # type: ignore[index]
+    assert [w for w in api.writes if w[1] == "NIMService" and w[0] == "patch"] == [
+        ("patch", "NIMService", "llm")
+    ]
+
+
+async def test_a_message_only_change_is_not_written_twice_inside_the_interval() -> None:
+    api = FakeAPI()
+    api.put(nimcache())
+    api.put(nimservice(replicas=4))
+    now = [1000.0]
+    r, _ = make(api)
+    r.clock = lambda: now[0]
+
+    def progress(available: int) -> None:
+        api.set_status(
+            "apps/v1", "Deployment", "llm",
+            {"updatedReplicas": 4, "availableReplicas": available, "readyReplicas": available},
+        )
+
+    await r.reconcile(REQ)  # NotReady, first status write
+    status_writes = lambda: [w for w in api.writes if w[0] == "patch/status"]  # noqa: E731
+    assert len(status_writes()) == 1
+    progress(1)
+    result = await r.reconcile(REQ)
+    progress(2)
+    await r.reconcile(REQ)
+    assert len(status_writes()) == 1, "rewording within NotReady waits for the interval"
+    assert result.requeue_after is not None and result.requeue_after <= 30
+    now[0] += 31
+    await r.reconcile(REQ)
+    assert len(status_writes()) == 2
+    cond = next(c for c in status(api)["conditions"] if c["type"] == "Ready")
+    assert "2 of 4 updated replicas are available" in cond["message"]
+    progress(4)
+    roll_out(api)
+    await r.reconcile(REQ)  # a state change is written at once
+    assert len(status_writes()) == 3 and status(api)["state"] == "Ready"
