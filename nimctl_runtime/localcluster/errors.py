@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nimctl_runtime import field
+
 
 class StatusError(Exception):
     """A failed request: HTTP *code*, StatusReason *reason*, human *message*, *details*."""
@@ -94,19 +96,12 @@ def conflict(group: str, resource: str, name: str, why: str) -> StatusError:
 
 
 def invalid(group: str, kind: str, name: str, causes: Sequence[Mapping[str, Any]]) -> StatusError:
-    """422 Invalid; each cause is ``{"type", "message", "field"}`` (Kubernetes wording)."""
-    parts = []
-    for c in causes:
-        field = c.get("field")
-        parts.append(f"{field}: {c.get('message')}" if field else str(c.get("message")))
-    summary = ", ".join(parts)
-    if len(causes) > 1:
-        summary = f"[{summary}]"
+    """422 Invalid; each cause is ``{"reason", "message", "field"}`` (``FieldError.cause()``)."""
     details: dict[str, Any] = {"name": name, "kind": kind, "causes": [dict(c) for c in causes]}
     if group:
         details["group"] = group
     qualified = f"{kind}.{group}" if group else kind
-    return StatusError(422, "Invalid", f'{qualified} "{name}" is invalid: {summary}', details)
+    return StatusError(422, "Invalid", field.invalid_message(qualified, name, causes), details)
 
 
 def bad_request(message: str) -> StatusError:
