@@ -57,7 +57,7 @@ from platforms.gpu.facts import (
 )
 
 if TYPE_CHECKING:
-    from controllers.setup import SetupOptions
+    from controllers.wiring import SetupOptions
     from nimctl_runtime.client.client import Client
     from nimctl_runtime.manager import Manager
 

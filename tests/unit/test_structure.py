@@ -38,14 +38,7 @@ COMPOSITION_ROOT = "nimctl_runtime.cli"
 # Edges the lead is removing in the issue-10 operator half (controllers/,
 # platforms/). Each entry is (importer, imported) and names why it is here.
 # Remove an entry as soon as its edge is gone; the test fails on stale entries.
-ALLOWED_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset(
-    {
-        # controllers.setup registers setup_gpu; controllers.gpu.setup imports
-        # SetupOptions back from it (under TYPE_CHECKING). SetupOptions belongs
-        # in a module both import.
-        ("controllers.gpu.setup", "controllers.setup"),
-    }
-)
+ALLOWED_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()
 ALLOWED_UPWARD: frozenset[tuple[str, str]] = frozenset()
 
 
