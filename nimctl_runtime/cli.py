@@ -407,7 +407,7 @@ def _first_nim_commands() -> list[str]:
     ]
 
 
-def _usage(kubeconfig: Path, demo: bool) -> str:
+def _usage(kubeconfig: Path, demo: str | None) -> str:
     lines = [
         f"nimctl local: cluster is up; kubeconfig written to {kubeconfig}",
         "",
@@ -416,7 +416,11 @@ def _usage(kubeconfig: Path, demo: bool) -> str:
         "  kubectl get nodes",
         "  kubectl get nimcaches,nimservices -A",
     ]
-    if demo:
+    if demo == "nemo":
+        from platforms.nemo.local_demo import USAGE
+
+        lines += USAGE
+    elif demo:
         lines += [
             f"  kubectl -n {DEMO_NAMESPACE} get nimcache,nimservice,deployment,service,pods",
             f"  kubectl -n {DEMO_NAMESPACE} describe nimservice {DEMO_NAME}",
@@ -459,7 +463,16 @@ async def _run_local(
             sys.stdout.write(_usage(kubeconfig, args.demo))
             sys.stdout.flush()
             demo_task: asyncio.Task[None] | None = None
-            if args.demo:
+            ready_text = f"NIMCache and NIMService {DEMO_NAME} are Ready"
+            if args.demo == "nemo":
+                from platforms.nemo import local_demo
+
+                crs = await local_demo.apply(client)
+                demo_task = asyncio.create_task(
+                    local_demo.watch(client, sys.stdout, crs), name="demo"
+                )
+                ready_text = "the five NeMo services are Ready"
+            elif args.demo:
                 await apply_objects(client, demo_objects())
                 demo_task = asyncio.create_task(watch_demo(client, sys.stdout), name="demo")
             stop_task = asyncio.create_task(stop.wait())
@@ -468,7 +481,7 @@ async def _run_local(
                 waiting.add(demo_task)
             done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             if demo_task is not None and demo_task in done and demo_task.exception() is None:
-                sys.stdout.write(f"\nDemo ready: NIMCache and NIMService {DEMO_NAME} are Ready.\n")
+                sys.stdout.write(f"\nDemo ready: {ready_text}.\n")
                 sys.stdout.flush()
                 if getattr(args, "exit_when_ready", False):
                     stop.set()
@@ -517,7 +530,13 @@ def build_parser() -> argparse.ArgumentParser:
     local = sub.add_parser("local", help="embedded cluster with the operator in it")
     local.add_argument("--kubeconfig", default=".nimctl/kubeconfig", help="where to write it")
     local.add_argument("--port", type=int, default=0)
-    local.add_argument("--demo", action="store_true", help="apply a NIMCache + NIMService")
+    local.add_argument(
+        "--demo",
+        nargs="?",
+        const="nim",
+        choices=["nim", "nemo"],
+        help="apply a NIMCache + NIMService (nim, the default) or NVIDIA's NeMo samples (nemo)",
+    )
     local.add_argument(
         "--exit-when-ready", action="store_true", help="with --demo: stop once both are Ready"
     )

@@ -17,6 +17,7 @@ Demo passwords are fixed, recognisable strings; they are for a local cluster.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -192,7 +193,12 @@ def _secrets_of(cr: CustomResource, namespace: str) -> list[Obj]:
         creds = db.credentials
         out.append(secret(creds.secret_name, namespace, {creds.password_key: DEMO_PASSWORD}))
     pulls = spec.image.pull_secrets or []
-    out.extend(secret(p, namespace, {".dockerconfigjson": '{"auths": {}}'}) for p in pulls)
+    for pull in pulls:
+        auth = base64.b64encode(b"$oauthtoken:demo").decode()
+        config = json.dumps({"auths": {"nvcr.io": {"username": "$oauthtoken", "auth": auth}}})
+        pull_secret = secret(pull, namespace, {".dockerconfigjson": config})
+        pull_secret["type"] = "kubernetes.io/dockerconfigjson"
+        out.append(pull_secret)
     if isinstance(cr, nemo_datastore.NemoDatastore):
         s = spec.secrets
         out.append(
