@@ -221,7 +221,6 @@ class NIMBuildContract:
         conditions.append(_manifest_completed())
         if built is not None:
             details["outputProfile"] = built
-        details["localManifest"] = manifest.minimal_yaml()
         return Readiness(
             api_nb.STATE_READY,
             api_nb.REASON_POD_COMPLETED,
