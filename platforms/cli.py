@@ -2,7 +2,7 @@
 produce, offline. A ClusterPolicy renders against the Nodes of ``--nodes``
 (``platforms.gpu.cli``).
 
-Reads NIMService, NIMPipeline and NIMCache manifests (several per file, ``-``
+Reads NIMService, NIMPipeline, NIMCache and NeMo manifests (several per file, ``-``
 for stdin) and prints, as a YAML stream, what the operator would create for
 them on the standalone platform (or on KServe for ``inferencePlatform:
 kserve``, as an InferenceService in the mode its annotation names, else
@@ -25,6 +25,9 @@ from ruamel.yaml import YAML
 from api.serialize import LoadError, load_all
 from platforms.gpu import cli as gpu_cli
 from platforms.gpu.errors import RenderError as GPURenderError
+from platforms.nemo.common import RenderFailed as NemoRenderFailed
+from platforms.nemo.contract import CONTRACTS as NEMO_CONTRACTS
+from platforms.nemo.offline import offline_facts
 from platforms.nimpipeline import pipeline_services
 from platforms.nimservice import NIMServiceContract
 from platforms.objects import as_dict, dig
@@ -122,11 +125,24 @@ def _render_doc(
             return out
         if kind == "NIMCache":
             return _render_cache(doc)
-    except RenderError as err:
+        if kind in NEMO_CONTRACTS:
+            return _render_nemo(doc)
+    except (RenderError, NemoRenderFailed) as err:
         raise _CliError(f"{where}: {err.message}") from None
     raise _CliError(
-        f"{where}: nimctl render handles NIMService, NIMPipeline, NIMCache and ClusterPolicy"
+        f"{where}: nimctl render handles NIMService, NIMPipeline, NIMCache, the NeMo kinds "
+        "and ClusterPolicy"
     )
+
+
+def _render_nemo(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A NeMo CR through its contract, with placeholders for what lives in the cluster."""
+    contract = NEMO_CONTRACTS[str(doc["kind"])]
+    cr = contract.parse(doc)
+    facts, notes = offline_facts(cr)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return contract.render(cr, facts)
 
 
 def _render_cluster_policy(
