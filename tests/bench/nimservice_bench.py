@@ -6,7 +6,11 @@ The LocalCluster runs in a child process so the CPU and memory figures are the
 operator's alone. Printed figures:
 
 * time from creating all NIMServices at once to all Ready;
-* API writes per NIMService (objects + status + finalizer; Events listed apart);
+* API writes per NIMService (objects + status), by verb and resource, and
+  Events per NIMService;
+* the same API server's time for the same writes from one client with 16 in
+  flight (the objects the operator created, copied into another namespace,
+  plus the status patches), and the ratio of the operator's time to it;
 * writes per minute in steady state with N services held NotReady (their pods
   cannot be scheduled: nodeSelector matches no node);
 * writes during a full resync (every NIMService re-enqueued) and after an
@@ -82,6 +86,70 @@ async def _create_all(admin: Client, objs: list[dict[str, Any]], concurrency: in
             await admin.create(o)
 
     await asyncio.gather(*(one(o) for o in objs))
+
+
+def _by_verb_and_resource(writes: list[tuple[str, str]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for method, path in writes:
+        parts = path.split("?")[0].rstrip("/").split("/")
+        if parts[-1] == "status":
+            resource = f"{parts[-3]}/status"
+        elif method == "POST":
+            resource = parts[-1]
+        else:
+            resource = parts[-2]
+        key = f"{method} {resource}"
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
+_OWNED = (
+    ("v1", "ServiceAccount"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("v1", "Service"),
+    ("apps/v1", "Deployment"),
+)
+
+
+def _copy_for(obj: dict[str, Any], name: str, namespace: str) -> dict[str, Any]:
+    meta = obj["metadata"]
+    out = {k: v for k, v in obj.items() if k != "status"}
+    out["metadata"] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": meta.get("labels") or {},
+        "annotations": meta.get("annotations") or {},
+    }
+    if obj["kind"] == "Service":
+        out["spec"] = {k: v for k, v in obj["spec"].items() if not k.startswith("clusterIP")}
+    return out
+
+
+async def _baseline(admin: Client, count: int, status_patches: int) -> float:
+    """Seconds for one client, 16 in flight, to write what the operator wrote for ``count``."""
+    ns = "baseline"
+    await apply_objects(admin, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}])
+    templates = [await admin.get(av, kind, "svc-00000", NS) for av, kind in _OWNED]
+    objs = [_copy_for(t, f"b-{i:05d}", ns) for i in range(count) for t in templates]
+    names = [f"svc-{i:05d}" for i in range(count)]
+    sem = asyncio.Semaphore(16)
+
+    async def create(o: dict[str, Any]) -> None:
+        async with sem:
+            await admin.create(o)
+
+    async def patch(name: str) -> None:
+        async with sem:
+            await admin.patch(
+                API, "NIMService", name, {"status": {"state": "Ready"}}, namespace=NS,
+                subresource="status",
+            )
+
+    t0 = time.monotonic()
+    await asyncio.gather(*(create(o) for o in objs))
+    await asyncio.gather(*(patch(names[i % count]) for i in range(status_patches)))
+    return time.monotonic() - t0
 
 
 async def _count_state(admin: Client, state: str, prefix: str) -> int:
@@ -164,7 +232,14 @@ async def main(count: int, steady_seconds: float, workers: int) -> None:
             print(
                 f"writes per NIMService          {obj_writes / count:8.2f}   (aim <= 7; NVIDIA 8.45)"
             )
-            print(f"  incl. Events                 {all_writes / count:8.2f}")
+            print(f"  Events per NIMService        {(all_writes - obj_writes) / count:8.2f}")
+            breakdown = _by_verb_and_resource(op.client.object_writes()[objs0:])
+            for key, n in breakdown.items():
+                print(f"    {key:<38} {n / count:6.2f}")
+            status_patches = sum(n for k, n in breakdown.items() if k.endswith("/status"))
+            t_base = await _baseline(admin, count, status_patches)
+            print(f"same writes, 1 client, 16 in flight {t_base:6.1f} s")
+            print(f"ratio (time to Ready / that)   {t_ready / t_base:8.2f}   (aim <= 2)")
             print(f"operator CPU to Ready          {cpu_ready:8.1f} s")
             print(f"operator RSS at {count} Ready   {_rss_mb():8.1f} MB  (NVIDIA 198 MB)")
 
