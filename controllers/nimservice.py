@@ -30,8 +30,10 @@ from typing import Any
 from api.apps.v1alpha1 import nimservice as api_ns
 from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY
 from controllers import nimservice_status as nss
+from controllers.nemo import SECRET, secret_without_values
 from controllers.reconciler import Event, Kind, KindReconciler
 from controllers.wiring import spec_changed
+from nimctl_runtime.cache.cache import ByObject, Cache
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
 from nimctl_runtime.logsetup import get_logger
@@ -45,6 +47,7 @@ from platforms.nimservice import (
     NIMServiceContract,
     platform_of,
 )
+from platforms.standalone import multinode
 from platforms.standalone.context import RenderContext
 
 Obj = dict[str, Any]
@@ -66,6 +69,7 @@ __all__ = [
     "ModelQuery",
     "NIMServiceKind",
     "NIMServiceReconciler",
+    "cache_secrets_without_values",
     "detect_orchestrator",
     "http_model_query",
     "nimcache_name_index",
@@ -201,6 +205,10 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
     # once the operator is gone: nimctl adds none and removes it where found.
     finalizer = None
     stale_finalizers = (FINALIZER,)
+    # The MPI SSH key Secret: created once with a generated key and never
+    # updated, as NVIDIA's; the cache holds Secrets without their values
+    # (``cache_secrets_without_values``).
+    create_only = frozenset({"PersistentVolumeClaim", "Secret"})
 
     def __init__(
         self,
@@ -290,6 +298,12 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
             raise ReconcileError(f"missing PVC for the nimcache instance {cache_name}")
         return nimcache
 
+    def materialize(self, obj: Obj) -> Obj:
+        """The MPI SSH key Secret gets its freshly generated key when it is created."""
+        if obj.get("kind") == "Secret" and name_of(obj).endswith("-ssh-pk"):
+            return multinode.with_generated_key(obj)
+        return obj
+
     def memo_key(self, cr: Obj, obj: Obj, facts: RenderContext) -> tuple[Any, ...] | None:
         generation = dig(obj, "metadata", "generation")
         if generation is None:
@@ -373,6 +387,14 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
 
     def failure_reason(self, kind: str) -> str:
         return FAILURE_REASONS.get(kind, api_ns.REASON_FAILED)
+
+
+def cache_secrets_without_values(cache: Cache) -> None:
+    """Secrets (the MPI key a NIMService owns) are cached with key names only, never values.
+
+    Call before the Secret informer exists (in the controller's setup).
+    """
+    cache.by_object.setdefault(SECRET, ByObject(transform=secret_without_values))
 
 
 async def _get(

@@ -105,6 +105,14 @@ class Kind(ABC, Generic[CR, Facts]):
         """
         return old
 
+    def materialize(self, obj: Obj) -> Obj:
+        """The object to create for a desired one that does not exist yet (default: itself).
+
+        Fills in what a pure, repeatable render cannot hold (a freshly generated
+        key); called only on create, so pair it with ``create_only``.
+        """
+        return obj
+
     def memo_key(self, cr: CR, obj: Obj, facts: Facts) -> tuple[Any, ...] | None:
         """A key under which the render may be reused (None: render every pass)."""
         return None
@@ -312,6 +320,8 @@ class KindReconciler(Generic[CR, Facts]):
                     await self.client.delete(api_version, kind, name, ns)
                 self._writes.forget((api_version, kind, ns or "", name))
                 return None
+            if action.live is None:
+                obj = self.kind.materialize(obj)
             out = await sync_object(
                 obj,
                 cached=action.live,

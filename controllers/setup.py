@@ -64,6 +64,7 @@ __all__ = [
 def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) -> None:
     """The NIMService controller: contract-derived owns, plus NIMCache → NIMServices using it."""
     cache = manager.cache
+    nimservice_ctrl.cache_secrets_without_values(cache)
     cache.add_index(
         API_VERSION,
         nimservice_ctrl.KIND,

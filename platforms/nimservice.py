@@ -60,6 +60,7 @@ BUILTIN_OWNED: tuple[GVK, ...] = (
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("v1", "Service"),
     ("v1", "ConfigMap"),
+    ("v1", "Secret"),
     ("networking.k8s.io/v1", "Ingress"),
     ("autoscaling/v2", "HorizontalPodAutoscaler"),
     ("v1", "PersistentVolumeClaim"),

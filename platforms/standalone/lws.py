@@ -1,4 +1,4 @@
-"""The multi-node NIM: ComputeDomain, MPI ConfigMaps and the LeaderWorkerSet ``<name>-lws``.
+"""The multi-node NIM: ComputeDomain, MPI objects and the LeaderWorkerSet ``<name>-lws``.
 
 A function of ``NIMServiceInputs`` (nim-operator.md §2.8); the MPI/Ray
 details (hostfiles, start script, env, args) are ``platforms.standalone.multinode``.
@@ -26,7 +26,7 @@ def leader_worker_set(inp: NIMServiceInputs,
     pod_claims: list[dict[str, Any]],
     container_claims: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """[ComputeDomain], [MPI ConfigMaps], LeaderWorkerSet ``<name>-lws``."""
+    """[ComputeDomain], [MPI ConfigMaps and SSH key Secret], LeaderWorkerSet ``<name>-lws``."""
     mn = inp.spec.get("multiNode") or {}
     objs: list[dict[str, Any]] = []
     pod_claims, container_claims = list(pod_claims), list(container_claims)
@@ -72,9 +72,23 @@ def leader_worker_set(inp: NIMServiceInputs,
         hosts = multinode.hostfiles(
             inp.name, inp.namespace, replicas, inp.pipeline, inp.tensor
         )
-        objs.append(multinode.mpi_config_map(inp.meta(f"{inp.name}-mpi-config"), hosts))
+        # No parent-spec hash on these: a spec edit that leaves their content
+        # alone must not rewrite them (NVIDIA creates them once).
+        stable = inp.pod_annotations()
         objs.append(
-            multinode.start_script_config_map(inp.meta(f"{inp.name}-mpi-start-script"))
+            multinode.mpi_config_map(
+                inp.meta(f"{inp.name}-mpi-config", annotations=stable), hosts
+            )
+        )
+        objs.append(
+            multinode.start_script_config_map(
+                inp.meta(f"{inp.name}-mpi-start-script", annotations=stable)
+            )
+        )
+        objs.append(
+            multinode.ssh_secret(
+                inp.meta(multinode.ssh_secret_name(inp.name), annotations=stable)
+            )
         )
 
     leader_spec = podspec.nim_pod_spec(

@@ -4,14 +4,16 @@ A NIMService with ``spec.multiNode`` and pipeline parallelism above 1 runs as
 LeaderWorkerSet ``<name>-lws``: each group is one leader and ``pipeline - 1``
 workers, ``tensor`` GPUs each. MPI mode (the default) adds ConfigMaps
 ``<name>-mpi-config`` (one hostfile per group) and ``<name>-mpi-start-script``
-and needs Secret ``<name>-ssh-pk``; Ray mode needs none of them.
+and Secret ``<name>-ssh-pk``, which both pod templates mount; Ray mode needs
+none of them.
 
 The containers keep the NIM image's own entrypoint in MPI mode (it reads the
 ``NIM_*`` multi-node env, the hostfile and the mounted start script); Ray mode
-passes ``nim-serve-ray`` arguments. The Secret holds a freshly generated key,
-so it is not part of the (pure, deterministic) render: the reconciler creates
-it once with ``ssh_secret(..., generate_ssh_private_key())`` and never
-updates it.
+passes ``nim-serve-ray`` arguments. The render stays pure and repeatable: the
+Secret is rendered without its key, and the controller fills in a freshly
+generated one (``with_generated_key``) only when it creates the Secret, which
+it never updates. The MPI objects carry no ``nvidia.com/parent-spec-hash``, so
+a spec edit that does not change their content does not rewrite them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from manifests import configmap, pod
 from manifests.hashing import short_hash
-from manifests.meta import object_meta
 
 LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
 COMPUTE_DOMAIN_API_VERSION = "resource.nvidia.com/v1beta1"
@@ -132,31 +133,36 @@ def generate_ssh_private_key() -> bytes:
     )
 
 
-def ssh_secret(
-    name: str,
-    namespace: str,
-    private_key_pem: bytes,
-    *,
-    labels: Mapping[str, str] | None = None,
-    owner_references: list[dict[str, Any]] | None = None,
+def ssh_secret(meta: dict[str, Any]) -> dict[str, Any]:
+    """Secret ``<name>-ssh-pk`` that a group's pods share for MPI over ssh, without its key.
+
+    ``with_generated_key`` adds the key when the Secret is created.
+    """
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "Opaque"}
+
+
+def ssh_secret_name(name: str) -> str:
+    return f"{name}-ssh-pk"
+
+
+def with_generated_key(
+    secret: Mapping[str, Any], private_key_pem: bytes | None = None
 ) -> dict[str, Any]:
-    """Secret ``<name>-ssh-pk`` that the group's pods share for MPI over ssh."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": object_meta(
-            f"{name}-ssh-pk", namespace, labels=labels, owner_references=owner_references
-        ),
-        "type": "Opaque",
-        "data": {SSH_KEY_KEY: base64.b64encode(private_key_pem).decode()},
-    }
+    """``secret`` holding ``private.key`` (a new RSA-2048 key unless one is given)."""
+    pem = private_key_pem if private_key_pem is not None else generate_ssh_private_key()
+    out = dict(secret)
+    out["data"] = {SSH_KEY_KEY: base64.b64encode(pem).decode()}
+    return out
 
 
 def mpi_volumes(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(leader volumes, worker volumes) of MPI mode."""
+    """(leader volumes, worker volumes) of MPI mode, in NVIDIA's order."""
     shared = [
         pod.empty_dir_volume("ssh-dotfiles"),
-        {"name": "ssh-pk", "secret": {"secretName": f"{name}-ssh-pk", "defaultMode": SSH_KEY_MODE}},
+        {
+            "name": "ssh-pk",
+            "secret": {"secretName": ssh_secret_name(name), "defaultMode": SSH_KEY_MODE},
+        },
         pod.config_map_volume(
             "start-mpi-script", f"{name}-mpi-start-script", default_mode=MPI_CONFIG_MODE
         ),
@@ -165,12 +171,12 @@ def mpi_volumes(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         pod.config_map_volume("mpi-config", f"{name}-mpi-config", default_mode=MPI_CONFIG_MODE),
         *shared,
     ]
-    worker = [*shared, pod.empty_dir_volume("ssh-confs")]
+    worker = [pod.empty_dir_volume("ssh-confs"), *shared]
     return leader, worker
 
 
 def mpi_mounts() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(leader mounts, worker mounts) of MPI mode."""
+    """(leader mounts, worker mounts) of MPI mode, in NVIDIA's order."""
     shared = [
         pod.volume_mount("ssh-dotfiles", "/opt/nim/llm/.ssh"),
         pod.volume_mount("ssh-pk", "/opt/nim/llm/pk"),
@@ -179,7 +185,7 @@ def mpi_mounts() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         ),
     ]
     leader = [pod.volume_mount("mpi-config", "/etc/mpi"), *shared]
-    worker = [*shared, pod.volume_mount("ssh-confs", "/ssh-confs")]
+    worker = [pod.volume_mount("ssh-confs", "/ssh-confs"), *shared]
     return leader, worker
 
 

@@ -107,6 +107,15 @@ def test_mpi_env_volumes_and_nim_env_precedence() -> None:
     assert lvols["mpi-config"]["configMap"] == {"name": f"{NAME}-mpi-config", "defaultMode": 365}
     assert lvols["ssh-pk"]["secret"] == {"secretName": f"{NAME}-ssh-pk", "defaultMode": 256}
     assert "mpi-config" not in wvols and "ssh-confs" in wvols and "ssh-pk" in wvols
+    # NVIDIA's order: after the NIM's own volumes, the leader's mpi-config or the
+    # worker's ssh-confs first, then ssh-dotfiles, ssh-pk, start-mpi-script.
+    shared = ["ssh-dotfiles", "ssh-pk", "start-mpi-script"]
+    assert [v["name"] for v in leader["spec"]["volumes"]][-4:] == ["mpi-config", *shared]
+    assert [v["name"] for v in worker["spec"]["volumes"]][-4:] == ["ssh-confs", *shared]
+    for template, first in ((leader, "mpi-config"), (worker, "ssh-confs")):
+        mounts = template["spec"]["containers"][0]["volumeMounts"]
+        assert [m["name"] for m in mounts][-4:] == [first, *shared]
+        assert mounts[-1]["subPath"] == "start-mpi-cluster.sh"
     lmounts = {m["name"]: m for m in leader["spec"]["containers"][0]["volumeMounts"]}
     assert lmounts["start-mpi-script"] == {
         "name": "start-mpi-script",
@@ -125,7 +134,7 @@ def test_no_ngc_key_in_group_pods_without_auth_secret() -> None:
 
 def test_ray_mode() -> None:
     objs = render(nimservice(RAY))
-    assert "ConfigMap" not in kinds(objs)
+    assert "ConfigMap" not in kinds(objs) and "Secret" not in kinds(objs)
     leader, worker = _templates(objs)
     lctr, wctr = leader["spec"]["containers"][0], worker["spec"]["containers"][0]
     assert lctr["args"] == ["nim-serve-ray", "--head", "--port", "6380"]
@@ -175,13 +184,28 @@ def test_missing_lws_api_is_a_clear_error() -> None:
         render(nimservice(MPI), ctx)
 
 
-def test_ssh_secret_holds_a_usable_key() -> None:
-    pem = mn.generate_ssh_private_key()
-    secret = mn.ssh_secret(NAME, NS, pem)
+def test_ssh_secret_rendered_without_key_and_filled_on_create() -> None:
+    objs = render(nimservice(MPI))
+    secret = next(o for o in objs if o["kind"] == "Secret")
     assert secret["metadata"]["name"] == f"{NAME}-ssh-pk"
-    key = load_pem_private_key(base64.b64decode(secret["data"]["private.key"]), password=None)
+    # The render is repeatable: no generated key in it (the controller adds one on create).
+    assert "data" not in secret
+    assert render(nimservice(MPI)) == objs
+    filled = mn.with_generated_key(secret)
+    key = load_pem_private_key(base64.b64decode(filled["data"]["private.key"]), password=None)
     assert key.key_size == 2048  # type: ignore[union-attr]
-    assert_valid_k8s([secret])
+    assert "data" not in secret  # the desired object is not changed in place
+    assert_valid_k8s([filled])
+
+
+def test_mpi_objects_do_not_change_with_an_unrelated_spec_edit() -> None:
+    def mpi_objects(spec: dict[str, Any]) -> list[dict[str, Any]]:
+        return [o for o in render(nimservice(spec)) if o["kind"] in ("ConfigMap", "Secret")]
+
+    before = mpi_objects(MPI)
+    after = mpi_objects({**MPI, "image": {"repository": "nvcr.io/nim/other", "tag": "2"}})
+    assert [o["kind"] for o in before] == ["ConfigMap", "ConfigMap", "Secret"]
+    assert after == before
 
 
 # -- endpoint picker -------------------------------------------------------------------------
