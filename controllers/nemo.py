@@ -2,7 +2,8 @@
 
 One ``NemoKind`` serves every NeMo kind through its ``platforms.nemo``
 contract; ``setup_nemo`` adds one controller per kind (recorder
-``nemo-<x>-service-controller``, finalizer as NVIDIA's).
+``nemo-<x>-service-controller``; no finalizer: NVIDIA's, which cleans nothing up, is
+removed where found).
 
 Facts come from the cache, checked against ``requirements(cr)``: the DB
 password Secret and its key, PVCs the spec names without ``create: true``,
@@ -137,12 +138,14 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
         self.contract = contract
         self.nemo = contract
         self.kind = contract.kind
-        self.finalizer = contract.info.finalizer
+        # NVIDIA's finalizer cleans nothing up and keeps CRs from being deleted
+        # once the operator is gone: nimctl adds none and removes it where found.
+        self.finalizer = None
+        self.stale_finalizers = (contract.info.finalizer,)
         self.api_reader = api_reader
         self.capabilities = capabilities
         self.operator_version = operator_version
         self._passwords: dict[tuple[str, str], _Password] = {}
-        self._fact_versions: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     # -- parse and gather -----------------------------------------------------------
 
@@ -201,13 +204,13 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
             versions.append(("ConfigMap", cm_name, dig(cm, "metadata", "resourceVersion")))
         current = await self._current_replicas(cr, obj, reader)
         versions.append(current)
-        self._fact_versions[(namespace, name_of(obj))] = tuple(versions)
         return NemoFacts(
             capabilities=self.capabilities,
             operator_version=self.operator_version,
             db_password=password,
             config_maps=config_maps,
             current_replicas=current,
+            versions=tuple(versions),
         )
 
     async def _password(self, namespace: str, secret: str, key: str, rv: str) -> str:
@@ -249,12 +252,7 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
         generation = dig(obj, "metadata", "generation")
         if generation is None:
             return None
-        versions = self._fact_versions.get((namespace_of(obj), name_of(obj)), ())
-        return (dig(obj, "metadata", "uid"), generation, versions)
-
-    async def cleanup(self, obj: Obj, reader: Reader, writer: Writer) -> None:
-        """Nothing to delete (owner references do it); forget what was kept for the CR."""
-        self._fact_versions.pop((namespace_of(obj), name_of(obj)), None)
+        return (dig(obj, "metadata", "uid"), generation, facts.versions)
 
     # -- status and events ------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from platforms.capabilities import Capabilities
 
@@ -25,7 +26,7 @@ class NemoFacts:
     into that Secret and nowhere else. ``config_maps`` holds the ``data`` of
     the ConfigMaps the CR references (the Customizer's model and training
     configuration), by name. ``current_replicas`` is the live replica count of
-    the Deployment while an HPA owns it.
+    the Deployment while an HPA owns it. ``versions`` is not read by the render.
     """
 
     capabilities: Capabilities = field(default_factory=Capabilities.nothing)
@@ -33,6 +34,8 @@ class NemoFacts:
     db_password: str | None = field(default=None, repr=False)
     config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     current_replicas: int | None = None
+    versions: tuple[Any, ...] = ()
+    """What the facts were read from (resourceVersions): the controller's render memo key."""
 
     def config_map_data(self, name: str) -> Mapping[str, str] | None:
         return self.config_maps.get(name)

@@ -415,11 +415,17 @@ async def test_datastore_with_a_created_and_with_an_existing_pvc(env: Env) -> No
 async def test_a_second_reconcile_writes_nothing_and_delete_removes_everything(env: Env) -> None:
     ns = fresh_ns("idem")
     objs = [sample(kind, ns) for kind in KINDS]
+    # A CR NVIDIA's operator reconciled before carries its no-op finalizer.
+    nvidia_finalizer = "finalizer.nemodatastore.apps.nvidia.com"
+    objs[0]["metadata"]["finalizers"] = [nvidia_finalizer]
     for obj in objs:
         await apply(env, obj)
     for obj in objs:
         await wait_state(env, obj["kind"], obj["metadata"]["name"], ns, "Ready")
     assert await quiet(env.operator.client, 2.0) == []
+    for obj in objs:
+        live = await env.admin.get(API, obj["kind"], obj["metadata"]["name"], ns)
+        assert not live["metadata"].get("finalizers"), obj["kind"]
 
     for obj in objs:
         await env.admin.delete(API, obj["kind"], obj["metadata"]["name"], ns)
