@@ -112,7 +112,31 @@ def check_type_meta(ctx: RequestContext, obj: Any) -> Obj:
         obj["metadata"] = {}
     elif not isinstance(meta, dict):
         raise errors.bad_request("metadata must be an object")
+    else:
+        _check_meta_strings(info.kind, info.version, meta)
     return obj
+
+
+_META_STRINGS = ("name", "generateName", "namespace", "uid", "resourceVersion")
+
+
+def _check_meta_strings(kind: str, version: str, meta: Obj) -> None:
+    """ObjectMeta's string fields must be strings (Go's decoder refuses anything else: 400)."""
+    for key in _META_STRINGS:
+        value = meta.get(key)
+        if value is None or isinstance(value, str):
+            continue
+        go_type = "object"
+        if isinstance(value, bool):
+            go_type = "bool"
+        elif isinstance(value, int | float):
+            go_type = "number"
+        elif isinstance(value, list):
+            go_type = "array"
+        raise errors.bad_request(
+            f'{kind} in version "{version}" cannot be handled as a {kind}: json: cannot '
+            f"unmarshal {go_type} into Go struct field ObjectMeta.metadata.{key} of type string"
+        )
 
 
 def check_namespace_and_name(ctx: RequestContext, obj: Obj) -> None:

@@ -100,3 +100,21 @@ async def test_nesting_bombs_are_400_for_custom_and_built_in_objects(
     # the server keeps serving
     status, _ = await _post(api, NIMSERVICES, _nimservice("fine", "1"))
     assert status == 201
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("name", 7), ("generateName", ["x"]), ("namespace", {})]
+)
+async def test_object_meta_strings_of_another_type_are_400_not_500(
+    api: tuple[LocalCluster, aiohttp.ClientSession], key: str, value: object
+) -> None:
+    # Found by the fuzz bench: metadata.name: 7 on a custom resource was a 500 TypeError.
+    obj = json.loads(_nimservice("typed", "1"))
+    obj["metadata"][key] = value
+    status, body = await _post(api, NIMSERVICES, json.dumps(obj))
+    assert status == 400, body
+    assert body["message"].startswith(
+        'NIMService in version "v1alpha1" cannot be handled as a NIMService: json: cannot '
+        "unmarshal "
+    )
+    assert f"Go struct field ObjectMeta.metadata.{key} of type string" in body["message"]
