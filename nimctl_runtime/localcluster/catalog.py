@@ -8,6 +8,10 @@ spaces). The first matching rule wins; rules a test adds with
 :meth:`ImageCatalog.set` come before the built-in ones. An image no rule
 matches runs forever and prints nothing.
 
+Whether an image can be pulled at all is decided by ``registries.py`` (which
+repositories and tags exist, which need credentials); an image a test added a
+rule for here counts as existing.
+
 Built-in rules make NVIDIA's NIM images behave as the NIM Operator expects: the
 ``cat .../model_manifest.yaml`` probe prints a model manifest and keeps
 running, and the caching commands (``download-to-cache``,
@@ -210,6 +214,13 @@ class ImageCatalog:
     def reset(self) -> None:
         """Forget every rule a test added."""
         self._custom.clear()
+
+    def added_for(self, image: str) -> bool:
+        """Whether a test added a rule for *image* (such an image exists in its registry)."""
+        return any(
+            fnmatch.fnmatchcase(image, r.image) or fnmatch.fnmatchcase(strip_tag(image), r.image)
+            for r in self._custom
+        )
 
     @property
     def rules(self) -> list[CatalogRule]:

@@ -425,15 +425,17 @@ _SECRET_REQUIRED_KEYS = {
 
 
 def secret(obj: Obj, old: Obj | None, errs: Errors) -> None:
-    _config_keys(obj, errs, ("data",))
+    _config_keys(obj, errs, ("data", "stringData"))
     kind = obj.get("type") or "Opaque"
-    data = as_dict(obj.get("data"))
+    # stringData is merged into data before validation (the v1 conversion)
+    plain = as_dict(obj.get("stringData"))
+    data = {**as_dict(obj.get("data")), **plain}
     for key in _SECRET_REQUIRED_KEYS.get(kind, ()):
         if key not in data:
             errs.required(f"data[{key}]")
     for key in (".dockercfg", ".dockerconfigjson"):
         if kind.endswith(key.lstrip(".")) and key in data:
-            problem = _json_problem(data[key])
+            problem = _json_problem(data[key], encoded=key not in plain)
             if problem:
                 errs.invalid(f"data[{key}]", _REDACTED, problem)
     if kind == "kubernetes.io/basic-auth" and not ({"username", "password"} & set(data)):
@@ -448,12 +450,12 @@ def secret(obj: Obj, old: Obj | None, errs: Errors) -> None:
     _immutable_data(obj, old, errs, ("data",))
 
 
-def _json_problem(encoded: Any) -> str | None:
+def _json_problem(value: Any, *, encoded: bool) -> str | None:
     import base64
     import binascii
 
     try:
-        json.loads(base64.b64decode(str(encoded)))
+        json.loads(base64.b64decode(str(value)) if encoded else str(value))
     except (binascii.Error, ValueError) as exc:
         return f"invalid character in the document: {exc}"
     return None

@@ -24,6 +24,7 @@ from typing import Any
 from nimctl_runtime.localcluster.catalog import ImageCatalog
 from nimctl_runtime.localcluster.errors import StatusError
 from nimctl_runtime.localcluster.hooks import AdmissionAttributes
+from nimctl_runtime.localcluster.registries import pull_problem
 from nimctl_runtime.localcluster.simulator.clock import Clock, ScaledClock, rfc3339
 from nimctl_runtime.localcluster.simulator.daemonset import reconcile_daemonset
 from nimctl_runtime.localcluster.simulator.deployment import (
@@ -34,7 +35,9 @@ from nimctl_runtime.localcluster.simulator.gpu_stack import NODE_KEY, GPUStack
 from nimctl_runtime.localcluster.simulator.job import reconcile_job
 from nimctl_runtime.localcluster.simulator.kubelet import (
     FAILURE_MODES,
+    OPEN_GATE,
     SIMULATE_ANNOTATION,
+    ContainerGate,
     KubeletTiming,
     PodPlan,
     container_logs,
@@ -64,6 +67,11 @@ from nimctl_runtime.localcluster.simulator.objects import (
     namespace_of,
     set_condition,
     uid_of,
+)
+from nimctl_runtime.localcluster.simulator.pulls import (
+    config_problem,
+    credential_hosts,
+    pull_secret_names,
 )
 from nimctl_runtime.localcluster.simulator.scheduling import (
     Usage,
@@ -187,6 +195,10 @@ class Simulator:
         self._failure_modes: dict[str, str] = {}
         self._pending_deletes: list[Delete] = []
         self._container_runs: dict[str, set[tuple[str, int]]] = {}
+        # What blocks each pod's containers (pulls, env sources), and each node's images.
+        self._gates: dict[str, dict[str, ContainerGate]] = {}
+        self._node_images: dict[str, set[str]] = {}
+        self._missing_pull_secrets: dict[str, list[str]] = {}
         self.gpu_stack = GPUStack(self.view, self.catalog)
 
     # ---------------------------------------------------------------- lifecycle
@@ -559,6 +571,7 @@ class Simulator:
             self.catalog,
             self.clock.now(),
             lambda t: rfc3339(self.clock.wall_at(t)),
+            gates=self._container_gates(pod),
         )
         key: Key = ("Pod", namespace, name)
         if wake is not None:
@@ -568,6 +581,76 @@ class Simulator:
             updated["status"] = status
             await self._execute(key, [UpdateStatus(updated)])
             self._kubelet_events(pod, status)
+
+    def _lookup(self, kind: str, namespace: str, name: str) -> Obj | None:
+        try:
+            obj: Obj = self.storage.get("v1", kind, name, namespace)
+        except StatusError:
+            return None
+        return obj
+
+    def _container_gates(self, pod: Obj) -> dict[str, ContainerGate]:
+        """Re-check what blocks each not-yet-started container: its image pull and env."""
+        uid, namespace = uid_of(pod), namespace_of(pod)
+        spec = pod.get("spec") or {}
+        status = pod.get("status") or {}
+        started = {
+            str(st.get("name", ""))
+            for st in [
+                *(status.get("initContainerStatuses") or []),
+                *(status.get("containerStatuses") or []),
+            ]
+            if "running" in (st.get("state") or {})
+            or "terminated" in (st.get("state") or {})
+            or st.get("restartCount")
+        }
+        containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+        previous = self._gates.get(uid, {})
+        if all(str(c.get("name", "")) in started for c in containers):
+            return previous
+        account = self._lookup(
+            "ServiceAccount", namespace, str(spec.get("serviceAccountName") or "default")
+        )
+        secrets: list[Obj] = []
+        missing: list[str] = []
+        for secret_name in pull_secret_names(pod, account):
+            secret = self._lookup("Secret", namespace, secret_name)
+            if secret is None:
+                missing.append(secret_name)
+            else:
+                secrets.append(secret)
+        self._missing_pull_secrets[uid] = missing
+        hosts = credential_hosts(secrets)
+        now = self.clock.now()
+        gates: dict[str, ContainerGate] = {}
+        for container in containers:
+            name = str(container.get("name", ""))
+            before = previous.get(name, OPEN_GATE)
+            if name in started:
+                gates[name] = before
+                continue
+            image = str(container.get("image", ""))
+            pulled = container.get("imagePullPolicy") == "Never" or self.catalog.added_for(image)
+            pull = None if pulled else pull_problem(image, hosts)
+            config = (
+                None
+                if pull
+                else config_problem(
+                    container, namespace, lambda kind, n: self._lookup(kind, namespace, n)
+                )
+            )
+            if pull:
+                since = before.since if before.pull_error else now
+                gates[name] = ContainerGate(pull_error=pull, since=since)
+            elif config:
+                since = before.since if before.config_error else now
+                gates[name] = ContainerGate(config_error=config, since=since)
+            elif before.pull_error or before.config_error:
+                gates[name] = ContainerGate(not_before=now)
+            else:
+                gates[name] = before
+        self._gates[uid] = gates
+        return gates
 
     def _kubelet_events(self, pod: Obj, status: Obj) -> None:
         """The events kubelet records as containers start, crash and fail to pull."""
@@ -589,15 +672,11 @@ class Simulator:
             state = st.get("state") or {}
             waiting = state.get("waiting") or {}
             run = (name, int(st.get("restartCount") or 0))
+            image = str(images.get(name, ""))
             if ("running" in state or "terminated" in state) and run not in seen:
                 seen.add(run)
                 if run[1] == 0:
-                    self._emit(
-                        pod,
-                        "Normal",
-                        "Pulled",
-                        f'Container image "{images.get(name, "")}" already present on machine',
-                    )
+                    self._pulled_events(pod, image)
                 self._emit(pod, "Normal", "Created", f"Created container: {name}")
                 self._emit(pod, "Normal", "Started", f"Started container {name}")
             elif waiting.get("reason") == "CrashLoopBackOff":
@@ -608,16 +687,63 @@ class Simulator:
                     f"Back-off restarting failed container {name} in pod "
                     f"{name_of(pod)}_{namespace_of(pod)}({uid_of(pod)})",
                 )
-            elif waiting.get("reason") == "ImagePullBackOff":
+            elif waiting.get("reason") == "ErrImagePull":
+                self._missing_secrets_event(pod)
+                self._emit(pod, "Normal", "Pulling", f'Pulling image "{image}"')
                 self._emit(
                     pod,
                     "Warning",
                     "Failed",
-                    f'Failed to pull image "{images.get(name, "")}": not found',
+                    f'Failed to pull image "{image}": {waiting.get("message", "")}',
                 )
-                self._emit(
-                    pod, "Normal", "BackOff", f'Back-off pulling image "{images.get(name, "")}"'
-                )
+                self._emit(pod, "Warning", "Failed", "Error: ErrImagePull")
+            elif waiting.get("reason") == "ImagePullBackOff":
+                self._emit(pod, "Normal", "BackOff", f'Back-off pulling image "{image}"')
+                self._emit(pod, "Warning", "Failed", "Error: ImagePullBackOff")
+            elif waiting.get("reason") == "CreateContainerConfigError":
+                self._emit(pod, "Warning", "Failed", f"Error: {waiting.get('message', '')}")
+
+    def _missing_secrets_event(self, pod: Obj) -> None:
+        missing = self._missing_pull_secrets.get(uid_of(pod))
+        if missing:
+            self._emit(
+                pod,
+                "Warning",
+                "FailedToRetrieveImagePullSecret",
+                f"Unable to retrieve some image pull secrets ({', '.join(missing)}); "
+                "attempting to pull the image may not succeed.",
+            )
+
+    def _pulled_events(self, pod: Obj, image: str) -> None:
+        """Pulling/Pulled the first time a node needs the image, else "already present"."""
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        present = self._node_images.setdefault(node, set())
+        policy = next(
+            (
+                c.get("imagePullPolicy")
+                for c in [
+                    *((pod.get("spec") or {}).get("initContainers") or []),
+                    *((pod.get("spec") or {}).get("containers") or []),
+                ]
+                if c.get("image") == image
+            ),
+            "IfNotPresent",
+        )
+        if image in present and policy != "Always":
+            self._emit(
+                pod, "Normal", "Pulled", f'Container image "{image}" already present on machine'
+            )
+            return
+        present.add(image)
+        self._missing_secrets_event(pod)
+        self._emit(pod, "Normal", "Pulling", f'Pulling image "{image}"')
+        self._emit(
+            pod,
+            "Normal",
+            "Pulled",
+            f'Successfully pulled image "{image}" in 1.5s (1.5s including waiting). '
+            "Image size: 104857600 bytes.",
+        )
 
     def _pod_ip(self, node_name: str) -> str:
         count = self._ip_counters.get(node_name, 1) + 1

@@ -13,6 +13,12 @@ A pod (or its template) can be told how to misbehave with the annotation
 ``never-ready`` (they run but never pass readiness) or ``image-pull-error``
 (``ImagePullBackOff``, the pod stays Pending).
 ``localcluster.nimctl.io/ready-after`` overrides the readiness delay (seconds).
+
+What the engine found before a container may start comes in as a
+:class:`ContainerGate` per container: an image pull that fails (``ErrImagePull``,
+then ``ImagePullBackOff`` with the kubelet's back-off of 10s doubling to 300s,
+retried until the cause is gone) or a missing Secret/ConfigMap or key referenced
+by env (``CreateContainerConfigError``, re-checked every sync).
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ READY_AFTER_ANNOTATION = "localcluster.nimctl.io/ready-after"
 FAILURE_MODES = ("fail", "crash-loop", "never-ready", "image-pull-error")
 MAX_BACKOFF = 300.0
 BASE_BACKOFF = 10.0
+PULL_SECONDS = 0.5
+CONFIG_RESYNC = 10.0
 
 Obj = dict[str, Any]
 WallAt = Callable[[float], str]
@@ -42,6 +50,39 @@ class KubeletTiming:
     start_delay: float = 0.1
     ready_delay: float = 0.2
     crash_run_seconds: float = 0.5
+
+
+@dataclass(frozen=True)
+class ContainerGate:
+    """What stands between one container and its start, as the engine last found it.
+
+    ``pull_error`` is containerd's error for a failing pull, ``config_error`` the
+    CreateContainerConfigError message; ``since`` is when that failure was first
+    seen (the pull back-off runs from there); ``not_before`` is the earliest start
+    once a failure has cleared.
+    """
+
+    pull_error: str = ""
+    config_error: str = ""
+    since: float = 0.0
+    not_before: float = 0.0
+
+
+OPEN_GATE = ContainerGate()
+
+
+def pull_backoff(first: float, now: float) -> tuple[str, float]:
+    """(``ErrImagePull`` or ``ImagePullBackOff``, when it next changes) for a failing pull."""
+    attempt, tries = first, 0
+    while tries < 10_000:
+        failed_at = attempt + PULL_SECONDS
+        if now < failed_at:
+            return "ErrImagePull", failed_at
+        retry = failed_at + min(BASE_BACKOFF * 2**tries, MAX_BACKOFF)
+        if now < retry:
+            return "ImagePullBackOff", retry
+        attempt, tries = retry, tries + 1
+    return "ImagePullBackOff", now + MAX_BACKOFF
 
 
 @dataclass(frozen=True)
@@ -111,14 +152,25 @@ def _simulate_container(
     container: str,
     pod: str,
     image: str = "",
+    gate: ContainerGate = OPEN_GATE,
 ) -> _Run:
+    start = max(start, gate.not_before)
     if now < start:
         return _Run(
             {"waiting": {"reason": "ContainerCreating"}}, {}, 0, None, False, None, True, start
         )
-    if behavior.pull_error:
-        waiting = {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}
-        return _Run({"waiting": waiting}, {}, 0, None, False, None, True, None)
+    if behavior.pull_error and not gate.pull_error:
+        gate = ContainerGate(pull_error=not_found_error(image), since=start)
+    if gate.pull_error:
+        reason, change = pull_backoff(max(start, gate.since), now)
+        message = gate.pull_error
+        if reason == "ImagePullBackOff":
+            message = f'Back-off pulling image "{image}": ErrImagePull: {gate.pull_error}'
+        waiting = {"reason": reason, "message": message}
+        return _Run({"waiting": waiting}, {}, 0, None, False, None, True, change)
+    if gate.config_error:
+        waiting = {"reason": "CreateContainerConfigError", "message": gate.config_error}
+        return _Run({"waiting": waiting}, {}, 0, None, False, None, True, now + CONFIG_RESYNC)
     restarts = 0
     current = start
     last_state: Obj = {}
@@ -184,6 +236,17 @@ def _simulate_container(
         None,
         True,
         None,
+    )
+
+
+def not_found_error(image: str) -> str:
+    """containerd's error for an image the registry does not have."""
+    from nimctl_runtime.localcluster.registries import parse_reference
+
+    ref = parse_reference(image).canonical
+    return (
+        f'rpc error: code = NotFound desc = failed to pull and unpack image "{ref}": failed to '
+        f'resolve reference "{ref}": {ref}: not found'
     )
 
 
@@ -260,8 +323,14 @@ def pod_status(
     catalog: ImageCatalog,
     now: float,
     wall_at: WallAt,
+    *,
+    gates: Mapping[str, ContainerGate] | None = None,
 ) -> tuple[Obj, float | None]:
-    """The pod's status at *now* and the next simulated time it changes (``None``: never)."""
+    """The pod's status at *now* and the next simulated time it changes (``None``: never).
+
+    *gates* holds, per container name, what the engine found blocking its start.
+    """
+    gates = gates or {}
     spec = pod.get("spec") or {}
     name = (pod.get("metadata") or {}).get("name", "")
     restart_policy = spec.get("restartPolicy") or "Always"
@@ -313,6 +382,7 @@ def pod_status(
             container=container.get("name", ""),
             pod=name,
             image=str(container.get("image", "")),
+            gate=gates.get(str(container.get("name", "")), OPEN_GATE),
         )
         if run.next_event is not None:
             wake.append(run.next_event)
@@ -350,6 +420,7 @@ def pod_status(
                 container=cname,
                 pod=name,
                 image=str(container.get("image", "")),
+                gate=gates.get(str(cname), OPEN_GATE),
             )
         if run.next_event is not None:
             wake.append(run.next_event)

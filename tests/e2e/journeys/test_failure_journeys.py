@@ -27,7 +27,7 @@ apiVersion: apps.nvidia.com/v1alpha1
 kind: NIMService
 metadata: {name: crashing, namespace: NS}
 spec:
-  image: {repository: nvcr.io/nim/meta/llama-3.2-1b-instruct, tag: "1.12.0"}
+  image: {repository: nvcr.io/nim/meta/llama-3.2-1b-instruct, tag: "1.12.0", pullSecrets: [ngc-secret]}
   authSecret: ngc-api-secret
   replicas: 1
   annotations: {localcluster.nimctl.io/simulate: crash-loop}

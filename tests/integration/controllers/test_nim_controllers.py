@@ -347,18 +347,23 @@ def single_node_examples() -> list[Path]:
     return out
 
 
-def _secret_names(value: Any, found: set[str]) -> None:
+def _secret_names(value: Any, found: set[str], keys: dict[str, str] | None = None) -> None:
+    """Secrets the example names; *keys* gets the keys its env reads (``secretKeyRef``)."""
+    keys = {} if keys is None else keys
     if isinstance(value, dict):
         for k, v in value.items():
             if k in ("authSecret", "pullSecret") and isinstance(v, str):
                 found.add(v)
             elif k == "pullSecrets" and isinstance(v, list):
                 found.update(str(s) for s in v)
+            elif k == "secretKeyRef" and isinstance(v, dict) and v.get("name"):
+                found.add(str(v["name"]))
+                keys[str(v.get("key", ""))] = "simulated"
             else:
-                _secret_names(v, found)
+                _secret_names(v, found, keys)
     elif isinstance(value, list):
         for v in value:
-            _secret_names(v, found)
+            _secret_names(v, found, keys)
 
 
 def example_objects(path: Path, namespace: str) -> list[dict[str, Any]]:
@@ -367,10 +372,11 @@ def example_objects(path: Path, namespace: str) -> list[dict[str, Any]]:
 
     docs = [d for d in YAML(typ="safe").load_all(path.read_text()) if d]
     secrets: set[str] = set()
+    keys: dict[str, str] = {}
     pvcs: set[str] = set()
     for d in docs:
         d["metadata"]["namespace"] = namespace
-        _secret_names(d.get("spec"), secrets)
+        _secret_names(d.get("spec"), secrets, keys)
         for pvc in (
             ((d.get("spec") or {}).get("storage") or {}).get("pvc"),
             ((d.get("spec") or {}).get("storage") or {}).get("pvc"),
@@ -386,7 +392,14 @@ def example_objects(path: Path, namespace: str) -> list[dict[str, Any]]:
                 "apiVersion": "v1",
                 "kind": "Secret",
                 "metadata": {"name": name, "namespace": namespace},
-                "stringData": {"NGC_API_KEY": "simulated", "HF_TOKEN": "simulated"},
+                # one Secret serves as auth secret and as nvcr.io image pull secret
+                "type": "kubernetes.io/dockerconfigjson",
+                "stringData": {
+                    **keys,
+                    "NGC_API_KEY": "simulated",
+                    "HF_TOKEN": "simulated",
+                    ".dockerconfigjson": '{"auths": {"nvcr.io": {"auth": "c2ltdWxhdGVk"}}}',
+                },
             }
         )
     for name in sorted(pvcs):

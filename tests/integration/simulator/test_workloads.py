@@ -123,7 +123,12 @@ async def test_daemonset_with_gpu_node_selector_runs_on_gpu_nodes_only(api: k8s.
                 "metadata": {"labels": {"app": "gpu-agent"}},
                 "spec": {
                     "nodeSelector": {"feature.node.kubernetes.io/pci-10de.present": "true"},
-                    "containers": [{"name": "agent", "image": "nvcr.io/nvidia/agent:1"}],
+                    "containers": [
+                        {
+                            "name": "agent",
+                            "image": "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
+                        }
+                    ],
                 },
             },
         },

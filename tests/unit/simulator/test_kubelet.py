@@ -1,7 +1,12 @@
 from typing import Any
 
 from nimctl_runtime.localcluster.catalog import ImageCatalog
-from nimctl_runtime.localcluster.simulator.kubelet import KubeletTiming, PodPlan, pod_status
+from nimctl_runtime.localcluster.simulator.kubelet import (
+    ContainerGate,
+    KubeletTiming,
+    PodPlan,
+    pod_status,
+)
 
 
 def wall(t: float) -> str:
@@ -91,13 +96,50 @@ def test_never_ready_and_manifest_probe() -> None:
 def test_image_that_cannot_be_pulled_keeps_the_pod_pending() -> None:
     cat = ImageCatalog()
     cat.set("registry.example.com/missing:*", pull_error=True)
-    s, wake = pod_status(pod("registry.example.com/missing:1"), PLAN, cat, 10.0, wall)
+    image = "registry.example.com/missing:1"
+    error = (
+        'rpc error: code = NotFound desc = failed to pull and unpack image "'
+        f'{image}": failed to resolve reference "{image}": {image}: not found'
+    )
+    # started at 1.0: the pull fails at 1.5, then backs off 10s, 20s, 40s ...
+    s, wake = pod_status(pod(image), PLAN, cat, 1.2, wall)
+    assert s["containerStatuses"][0]["state"]["waiting"] == {
+        "reason": "ErrImagePull",
+        "message": error,
+    }
+    assert wake == 1.5
+    s, wake = pod_status(pod(image), PLAN, cat, 10.0, wall)
     st = s["containerStatuses"][0]
-    assert s["phase"] == "Pending" and ready(s) == "False" and wake is None
+    assert s["phase"] == "Pending" and ready(s) == "False" and wake == 11.5
     assert st["state"]["waiting"] == {
         "reason": "ImagePullBackOff",
-        "message": 'Back-off pulling image "registry.example.com/missing:1"',
+        "message": f'Back-off pulling image "{image}": ErrImagePull: {error}',
     }
+    s, wake = pod_status(pod(image), PLAN, cat, 11.7, wall)  # retried, failed again
+    assert s["containerStatuses"][0]["state"]["waiting"]["reason"] == "ErrImagePull"
+    s, wake = pod_status(pod(image), PLAN, cat, 13.0, wall)
+    assert wake == 32.0  # the second back-off is 20s
     by_annotation = pod(annotations={"localcluster.nimctl.io/simulate": "image-pull-error"})
     s, _ = pod_status(by_annotation, PLAN, cat, 10.0, wall)
     assert s["containerStatuses"][0]["state"]["waiting"]["reason"] == "ImagePullBackOff"
+
+
+def test_gates_from_the_engine_hold_the_container() -> None:
+    cat = ImageCatalog()
+    missing = ContainerGate(config_error='secret "ngc-api" not found', since=1.0)
+    s, wake = pod_status(pod(), PLAN, cat, 5.0, wall, gates={"main": missing})
+    assert s["phase"] == "Pending"
+    assert s["containerStatuses"][0]["state"]["waiting"] == {
+        "reason": "CreateContainerConfigError",
+        "message": 'secret "ngc-api" not found',
+    }
+    assert wake == 15.0  # re-checked at the next sync
+    cleared = ContainerGate(not_before=20.0)
+    s, wake = pod_status(pod(), PLAN, cat, 20.5, wall, gates={"main": cleared})
+    st = s["containerStatuses"][0]
+    assert st["state"] == {"running": {"startedAt": "T+20.00"}}
+    assert ready(s) == "False" and wake == 22.0  # ready_delay after the late start
+    unauthorized = ContainerGate(pull_error="401 Unauthorized", since=3.0)
+    s, wake = pod_status(pod(), PLAN, cat, 3.2, wall, gates={"main": unauthorized})
+    assert s["containerStatuses"][0]["state"]["waiting"]["reason"] == "ErrImagePull"
+    assert wake == 3.5
