@@ -536,3 +536,62 @@ async def test_the_db_password_never_reaches_logs_events_status_or_config_maps(e
     ):
         items = (await env.admin.list(kind_api, kind, ns))["items"]
         assert password not in json.dumps(items), kind
+
+
+# -- ConfigMaps the Customizer reads; autoscaling turned off -----------------------------
+
+
+async def test_missing_customizer_config_map_is_reported_and_recovers(env: Env) -> None:
+    ns = fresh_ns("nocm")
+    obj = sample("NemoCustomizer", ns)
+    name = obj["metadata"]["name"]
+    model_cm = obj["spec"]["modelConfig"]["name"]
+    await apply(
+        env, obj, skip=lambda o: o["kind"] == "ConfigMap" and o["metadata"]["name"] == model_cm
+    )
+    st = await wait_state(env, "NemoCustomizer", name, ns, "Failed")
+    cond = failed_condition(st)
+    assert (cond["reason"], cond["message"]) == (
+        "ConfigMapNotFound",
+        f"ConfigMap {model_cm} not found",
+    )
+    await env.admin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": model_cm, "namespace": ns},
+            "data": {"models": "m: {}\n"},
+        }
+    )
+    await wait_state(env, "NemoCustomizer", name, ns, "Ready")
+
+
+async def test_turning_autoscaling_off_deletes_the_hpa_and_sets_replicas(env: Env) -> None:
+    ns = fresh_ns("hpa")
+    obj = sample("NemoGuardrail", ns)  # scale.enabled with an HPA of 1..3
+    name = obj["metadata"]["name"]
+    await apply(env, obj)
+    await wait_state(env, "NemoGuardrail", name, ns, "Ready")
+    await env.admin.get("autoscaling/v2", "HorizontalPodAutoscaler", name, ns)
+    await env.admin.patch(
+        API,
+        "NemoGuardrail",
+        name,
+        {"spec": {"scale": {"enabled": False}, "replicas": 2}},
+        namespace=ns,
+    )
+
+    async def hpa_gone() -> bool:
+        try:
+            await env.admin.get("autoscaling/v2", "HorizontalPodAutoscaler", name, ns)
+        except NotFound:
+            return True
+        return False
+
+    await wait_for(hpa_gone)
+
+    async def two_replicas() -> bool:
+        dep = await env.admin.get("apps/v1", "Deployment", name, ns)
+        return bool(dep["spec"].get("replicas") == 2)
+
+    await wait_for(two_replicas)

@@ -325,3 +325,36 @@ def test_deployment_readiness_words() -> None:
     assert not ready and "1 old replicas are pending termination" in msg
     dep["status"]["replicas"] = 1
     assert deployment_readiness(dep, "d") == ('deployment "d" successfully rolled out\n', True)
+
+
+def test_spec_and_per_object_annotations_are_merged_and_labels_win() -> None:
+    obj = sample("NemoEvaluator")
+    obj["spec"]["annotations"] = {"annotation-key": "generic"}
+    obj["spec"]["labels"] = {"app.kubernetes.io/part-of": "mine", "team": "a"}
+    obj["spec"]["expose"]["service"]["annotations"] = {"annotation-key-specific": "svc"}
+    obj["spec"]["expose"]["router"]["annotations"] = {"annotation-key-specific": "router"}
+    obj["spec"].pop("replicas")
+    obj["spec"]["scale"] = {
+        "enabled": True,
+        "annotations": {"annotation-key-specific": "hpa"},
+        "hpa": {"minReplicas": 1, "maxReplicas": 2},
+    }
+    obj["spec"]["metrics"] = {
+        "enabled": True,
+        "serviceMonitor": {"annotations": {"annotation-key-specific": "sm"}, "interval": "1m"},
+    }
+    objs = render(obj)
+    name = "nemoevaluator-sample"
+    for kind in ("Service", "Ingress", "HorizontalPodAutoscaler", "ServiceMonitor"):
+        annotations = objs[(kind, name)]["metadata"]["annotations"]
+        assert annotations["annotation-key"] == "generic", kind
+        assert "annotation-key-specific" in annotations, kind
+        labels = objs[(kind, name)]["metadata"]["labels"]
+        assert labels["app.kubernetes.io/part-of"] == "nemo-evaluator-service", kind
+        assert labels["team"] == "a", kind
+    hpa = objs[("HorizontalPodAutoscaler", name)]["spec"]
+    assert (hpa["minReplicas"], hpa["maxReplicas"]) == (1, 2)
+    assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+    rule = objs[("Ingress", name)]["spec"]["rules"][0]
+    assert rule["host"] == f"{name}.nemo.example.com"
+    assert rule["http"]["paths"][0]["backend"]["service"] == {"name": name, "port": {"name": "api"}}
