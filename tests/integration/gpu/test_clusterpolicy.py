@@ -196,7 +196,11 @@ async def test_sample_policy_brings_bare_gpu_nodes_up(tmp_path: Path) -> None:
         await admin.create(new)
 
         async def joined() -> bool:
-            return gpus(await env.node("gpu-node-9")) == "8"
+            # Served means the MIG manager too: it comes only after GFD labels the node
+            # MIG-capable, so a "ready" seen before that is a passing state.
+            node = await env.node("gpu-node-9")
+            labels = node["metadata"]["labels"]
+            return gpus(node) == "8" and labels.get("nvidia.com/mig.config.state") == "success"
 
         await wait_for(joined, timeout=60)
         await env.wait_state("ready")
