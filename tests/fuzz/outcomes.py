@@ -61,7 +61,7 @@ class Tally:
 
     def merge(self, other: Tally) -> None:
         for key, value in other.counts.items():
-            self.counts[key] += value
+            self.counts[key] = self.counts.get(key, 0) + value
         self.others.extend(other.others[: 50 - len(self.others)])
 
     def report(self, title: str) -> str:
