@@ -25,6 +25,7 @@ from nimctl_runtime.localcluster.catalog import ImageCatalog
 from nimctl_runtime.localcluster.errors import StatusError
 from nimctl_runtime.localcluster.hooks import AdmissionAttributes
 from nimctl_runtime.localcluster.registries import pull_problem
+from nimctl_runtime.localcluster.simulator import enginebuild
 from nimctl_runtime.localcluster.simulator.clock import Clock, ScaledClock, rfc3339
 from nimctl_runtime.localcluster.simulator.daemonset import reconcile_daemonset
 from nimctl_runtime.localcluster.simulator.deployment import (
@@ -73,6 +74,8 @@ from nimctl_runtime.localcluster.simulator.pulls import (
     credential_hosts,
     pull_secret_names,
 )
+from nimctl_runtime.localcluster.simulator.tcpwait import POLL_SECONDS as TCP_WAIT_POLL_SECONDS
+from nimctl_runtime.localcluster.simulator.tcpwait import tcp_wait_problem
 from nimctl_runtime.localcluster.simulator.scheduling import (
     Usage,
     add_usage,
@@ -169,6 +172,8 @@ class Simulator:
         self.clock: Clock = clock or ScaledClock(speed)
         self.timing = timing or KubeletTiming()
         self.catalog = catalog or ImageCatalog()
+        # Files simulated containers write to PVCs (a NIM engine build's local manifest).
+        self.volumes = enginebuild.VolumeFiles()
         self.emit_events = emit_events
         self.view = ObjectLookup()
         self._log = get_logger("localcluster.simulator")
@@ -314,6 +319,9 @@ class Simulator:
             if st.get("name") == container:
                 state = st.get("state") or {}
                 started = "running" in state or "terminated" in state or bool(st.get("lastState"))
+        simulated = enginebuild.logs(obj, container, self.volumes, started=started)
+        if simulated is not None:
+            return simulated
         return container_logs(self._with_failure_mode(obj), container, self.catalog, started)
 
     # ---------------------------------------------------------------- events in
@@ -566,13 +574,14 @@ class Simulator:
             )
             self._plans[uid_of(pod)] = plan
         status, wake = pod_status(
-            self._with_failure_mode(self.gpu_stack.pod_view(pod, node)),
+            enginebuild.simulated(self._with_failure_mode(self.gpu_stack.pod_view(pod, node))),
             plan,
             self.catalog,
             self.clock.now(),
             lambda t: rfc3339(self.clock.wall_at(t)),
             gates=self._container_gates(pod),
         )
+        enginebuild.observe(pod, status, self.volumes)
         key: Key = ("Pod", namespace, name)
         if wake is not None:
             self._after(wake - self.clock.now(), key)
@@ -645,6 +654,9 @@ class Simulator:
             elif config:
                 since = before.since if before.config_error else now
                 gates[name] = ContainerGate(config_error=config, since=since)
+            elif tcp_wait_problem(container, namespace, self._lookup):
+                # An ``until nc -z host port`` loop: look again after its sleep.
+                gates[name] = ContainerGate(not_before=now + TCP_WAIT_POLL_SECONDS)
             elif before.pull_error or before.config_error:
                 gates[name] = ContainerGate(not_before=now)
             else:
