@@ -16,6 +16,7 @@ from nimctl_runtime import field
 from nimctl_runtime.field import FieldError, ValidationFailed
 from webhooks.ranges import integer_range_errors, quantity_errors, spec_schema
 
+API_VERSION = "apps.nvidia.com/v1alpha1"
 P = "nimcache.spec"
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
 QOS_PROFILES = ("latency", "throughput")
@@ -145,10 +146,13 @@ def _proxy(spec: Mapping[str, Any]) -> list[FieldError]:
 class NIMCacheValidator:
     """The NIMCache admission Validator."""
 
+    def __init__(self) -> None:
+        spec_schema(API_VERSION, "NIMCache")  # built now, not during the first review
+
     def check(self, obj: dict[str, Any]) -> list[FieldError]:
         spec = _m(obj.get("spec"))
         # What Go's decode would refuse comes first: the rules expect decoded types.
-        schema = spec_schema("apps.nvidia.com/v1alpha1", "NIMCache")
+        schema = spec_schema(API_VERSION, "NIMCache")
         decode_errs = integer_range_errors(obj.get("spec"), schema, P)
         if decode_errs:
             return decode_errs

@@ -403,6 +403,7 @@ class NIMServiceValidator:
 
     def __init__(self, facts: ClusterFacts) -> None:
         self.facts = facts
+        spec_schema(API_VERSION, "NIMService")  # built now, not during the first review
 
     async def check(self, obj: dict[str, Any]) -> tuple[list[FieldError], list[str]]:
         spec = _m(obj.get("spec"))
