@@ -74,8 +74,6 @@ from nimctl_runtime.localcluster.simulator.pulls import (
     credential_hosts,
     pull_secret_names,
 )
-from nimctl_runtime.localcluster.simulator.tcpwait import POLL_SECONDS as TCP_WAIT_POLL_SECONDS
-from nimctl_runtime.localcluster.simulator.tcpwait import tcp_wait_problem
 from nimctl_runtime.localcluster.simulator.scheduling import (
     Usage,
     add_usage,
@@ -94,6 +92,8 @@ from nimctl_runtime.localcluster.simulator.services import (
     reconcile_service_and_endpoints,
 )
 from nimctl_runtime.localcluster.simulator.statefulset import reconcile_statefulset
+from nimctl_runtime.localcluster.simulator.tcpwait import POLL_SECONDS as TCP_WAIT_POLL_SECONDS
+from nimctl_runtime.localcluster.simulator.tcpwait import tcp_wait_problem
 from nimctl_runtime.logsetup import get_logger
 
 # (group, resource) -> kind for everything the simulator watches.
