@@ -103,6 +103,8 @@ REPOSITORIES: tuple[Repository, ...] = (
     Repository("nvcr.io/nvidia/driver"),
     Repository("nvcr.io/nvidia/cuda"),
     Repository("nvcr.io/nvidia/k8s-device-plugin"),
+    Repository("nvcr.io/nvidia/gpu-feature-discovery"),
+    Repository("nvcr.io/nvidia/mellanox/*"),
     Repository("nvcr.io/nvidia/kubevirt-gpu-device-plugin"),
     Repository("nvcr.io/nvidia/cloud-native/*"),
     Repository("nvcr.io/nvidia/k8s/*"),
