@@ -8,7 +8,8 @@ and node-labelling controllers read:
 - the kinds a ClusterPolicy owns, filtered by nimctl's managed-by label (an
   NFD or user DaemonSet in the same namespace is never cached);
 - Nodes through ``trim_node``: name, identity, the labels the controllers read
-  (``nvidia.com/*`` and the few NFD labels renders use), one annotation, the
+  (the deploy labels, GPU presence, workload config, MIG and product labels,
+  the few NFD labels renders use; not GFD's dozen others), one annotation, the
   container runtime and the ``nvidia.com/*`` capacity. Memory per node does
   not grow with the size of the Node (images, conditions, NFD's hundreds of
   labels);
@@ -48,7 +49,20 @@ KEPT_NFD_LABELS: Final = frozenset(
     )
 )
 KEPT_ANNOTATIONS: Final = frozenset({"nvidia.com/gpu-driver-upgrade-enabled"})
-KEPT_LABEL_PREFIX: Final = "nvidia.com/"
+KEPT_LABEL_PREFIX: Final = "nvidia.com/gpu.deploy."
+KEPT_NVIDIA_LABELS: Final = frozenset(
+    {
+        "nvidia.com/gpu.present",
+        "nvidia.com/gpu.workload.config",
+        "nvidia.com/gpu.product",
+        "nvidia.com/mig.capable",
+        "nvidia.com/mig.config",
+        "nvidia.com/vgpu.host-driver-version",
+        "nvidia.com/gpu-driver-upgrade-state",
+        "nvidia.com/gpu-driver-upgrade.skip",
+        "nvidia.com/gpu-operator.driver.owner",
+    }
+)
 
 __all__ = ["gpu_cache", "trim_driver_pod", "trim_node"]
 
@@ -64,7 +78,7 @@ def trim_node(node: Obj) -> Obj:
     kept: dict[str, str] = {}
     other_nfd: str | None = None
     for key, value in labels.items():
-        if key.startswith(KEPT_LABEL_PREFIX) or key in KEPT_NFD_LABELS:
+        if key.startswith(KEPT_LABEL_PREFIX) or key in KEPT_NVIDIA_LABELS or key in KEPT_NFD_LABELS:
             kept[key] = value
         elif key.startswith(NFD_LABEL_PREFIX) and (other_nfd is None or key < other_nfd):
             other_nfd = key
