@@ -34,6 +34,7 @@ from nimctl_runtime.localcluster.simulator.deployment import (
 )
 from nimctl_runtime.localcluster.simulator.gpu_stack import NODE_KEY, GPUStack
 from nimctl_runtime.localcluster.simulator.job import reconcile_job
+from nimctl_runtime.localcluster.simulator.kserve import reconcile_inferenceservice
 from nimctl_runtime.localcluster.simulator.kubelet import (
     FAILURE_MODES,
     OPEN_GATE,
@@ -115,7 +116,10 @@ WATCHED: dict[tuple[str, str], str] = {
     ("autoscaling", "horizontalpodautoscalers"): "HorizontalPodAutoscaler",
     ("networking.k8s.io", "ingresses"): "Ingress",
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): "LeaderWorkerSet",
+    ("serving.kserve.io", "inferenceservices"): "InferenceService",
 }
+# Kinds served by a CRD: loaded when their CRD appears after the simulator started.
+CRD_KINDS = ("LeaderWorkerSet", "InferenceService")
 
 Reconciler = Callable[[Obj, Context], list[Action]]
 CONTROLLERS: dict[str, Reconciler] = {
@@ -130,6 +134,7 @@ CONTROLLERS: dict[str, Reconciler] = {
     "PersistentVolume": reconcile_pv,
     "HorizontalPodAutoscaler": reconcile_hpa,
     "LeaderWorkerSet": reconcile_leaderworkerset,
+    "InferenceService": reconcile_inferenceservice,
 }
 API_VERSIONS = {
     "Pod": "v1",
@@ -344,7 +349,8 @@ class Simulator:
                 event.resource == "customresourcedefinitions"
                 and event.group == "apiextensions.k8s.io"
             ):
-                self._enqueue(("LeaderWorkerSet", "", "*"))
+                for crd_kind in CRD_KINDS:
+                    self._enqueue((crd_kind, "", "*"))
             return
         obj = event.object
         obj.setdefault("kind", kind)
@@ -508,12 +514,14 @@ class Simulator:
             now=clock.now(),
             stamp=lambda: rfc3339(clock.wall()),
             sim_of=sim_of,
+            # Core objects the simulator does not watch (KServe reads its ConfigMap).
+            options={"lookup": self._lookup},
         )
 
     async def _process(self, key: Key) -> None:
         kind, namespace, name = key
-        if kind == "LeaderWorkerSet" and name == "*":
-            self._load_kind("LeaderWorkerSet")
+        if kind in CRD_KINDS and name == "*":
+            self._load_kind(kind)
             return
         if kind == "Pod":
             await self._process_pod(namespace, name)
