@@ -28,6 +28,7 @@ from . import cel, patch
 from .authz import service_account_groups
 from .codec import MAX_BODY
 from .crd import CRDController
+from .discovery import default_kubernetes_version, parse_kubernetes_version
 from .extensions import start_extensions
 from .gc import GarbageCollector
 from .hooks import AdmissionPlugin, PodLogProvider, RequestHook
@@ -62,9 +63,14 @@ class LocalCluster:
         history_size: int = 20000,
         bookmark_interval: float = 2.0,
         watch_buffer: int = 100000,
+        kubernetes_version: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
+        # The version /version reports ("1.35.0"); a bad one is a ValueError here.
+        self.kubernetes_version = parse_kubernetes_version(
+            kubernetes_version or default_kubernetes_version()
+        )
         # Seconds a connection may take to send a whole request, or sit idle: a
         # half-open connection is closed instead of being held forever.
         self.header_timeout = 60.0

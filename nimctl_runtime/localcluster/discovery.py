@@ -1,28 +1,81 @@
 """Discovery documents built from the Registry: /version, /api, /apis, APIResourceLists
 and the aggregated discovery (apidiscovery.k8s.io/v2) that kubectl asks for first.
 
+The reported Kubernetes version is per cluster (``--kubernetes-version``); it
+defaults to the newest minor whose published schemas kubernetes-validate ships,
+and is at least 1.34 (DRA's resource.k8s.io/v1).
+
 Everything is recomputed from the registry on request, so CRDs appear and
 disappear as soon as the registry changes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import re
+from pathlib import Path
 from typing import Any
 
 from .registry import Registry, ResourceInfo
 
-KUBE_VERSION = {
-    "major": "1",
-    "minor": "32",
-    "gitVersion": "v1.32.0-nimctl",
-    "gitCommit": "0000000000000000000000000000000000000000",
-    "gitTreeState": "clean",
-    "buildDate": "2026-01-01T00:00:00Z",
-    "goVersion": "go1.23.4",
-    "compiler": "gc",
-    "platform": "linux/amd64",
-}
+OLDEST_MINOR = 26  # the oldest Kubernetes minor NVIDIA's operators still support
+_VERSION = re.compile(r"^v?1\.(\d+)(?:\.(\d+))?$")
+
+
+@functools.cache
+def newest_schema_minor() -> int:
+    """The newest Kubernetes minor whose schemas kubernetes-validate ships (at least 34)."""
+    minors = [34]
+    with contextlib.suppress(ImportError, OSError):
+        import kubernetes_validate
+
+        base = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
+        for entry in base.iterdir():
+            match = re.match(r"^v1\.(\d+)\.0-local$", entry.name)
+            if match:
+                minors.append(int(match.group(1)))
+    return max(minors)
+
+
+def default_kubernetes_version() -> str:
+    """What localcluster reports unless told otherwise: the newest minor we have schemas for."""
+    return f"1.{newest_schema_minor()}.0"
+
+
+def parse_kubernetes_version(text: str) -> str:
+    """``1.34``, ``v1.35.2`` -> ``1.34.0``, ``1.35.2``; a clear ValueError otherwise."""
+    match = _VERSION.match(text.strip())
+    newest = newest_schema_minor()
+    if match is None or not OLDEST_MINOR <= int(match.group(1)) <= newest:
+        raise ValueError(
+            f"--kubernetes-version {text!r}: expected a Kubernetes version such as 1.34 or "
+            f"v1.35.2, from 1.{OLDEST_MINOR} to 1.{newest}"
+        )
+    return f"1.{int(match.group(1))}.{int(match.group(2) or 0)}"
+
+
+def version_info(version: str | None = None) -> dict[str, str]:
+    """The ``/version`` document of a kube-apiserver at *version* (default: the newest)."""
+    full = parse_kubernetes_version(version) if version else default_kubernetes_version()
+    minor = full.split(".")[1]
+    return {
+        "major": "1",
+        "minor": minor,
+        "emulationMajor": "1",
+        "emulationMinor": minor,
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": str(int(minor) - 1),
+        "gitVersion": f"v{full}-nimctl",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.24.4",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    }
+
 
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"

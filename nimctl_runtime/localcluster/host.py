@@ -24,6 +24,7 @@ class APIServerHost(Protocol):
     host: str
     port: int
     bookmark_interval: float
+    kubernetes_version: str
     registry: Registry
     storage: Storage
     crds: CRDController

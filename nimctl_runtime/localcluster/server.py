@@ -271,7 +271,7 @@ class ApiServer:
         if request.method.upper() != "GET":
             raise errors.method_not_allowed()
         if path == "/version":
-            return json_response(discovery.KUBE_VERSION)
+            return json_response(discovery.version_info(self.cluster.kubernetes_version))
         if path in ("/healthz", "/livez", "/readyz"):
             return web.Response(text="ok")
         if path == "/api":

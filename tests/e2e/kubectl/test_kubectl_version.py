@@ -1,0 +1,48 @@
+"""The Kubernetes version localcluster reports is per cluster and current by default."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from nimctl_runtime.localcluster.cluster import LocalCluster
+from nimctl_runtime.localcluster.discovery import newest_schema_minor
+from tests.conftest import Kubectl
+
+pytestmark = [
+    pytest.mark.kubectl,
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
+]
+
+
+async def _server_version(cluster: LocalCluster, binary: str, home: Path) -> dict[str, str]:
+    home.mkdir()
+    out = await Kubectl(binary, cluster.kubeconfig_path, home).run("version", "-o", "json")
+    return dict(json.loads(out.stdout)["serverVersion"])
+
+
+async def test_default_is_the_newest_minor_with_schemas(
+    kubectl_binary: str, tmp_path: Path
+) -> None:
+    async with LocalCluster(simulator=False) as cluster:
+        version = await _server_version(cluster, kubectl_binary, tmp_path / "home")
+    assert int(version["minor"]) == newest_schema_minor() >= 34  # DRA's resource.k8s.io/v1
+    assert version["gitVersion"] == f"v1.{version['minor']}.0-nimctl"
+
+
+async def test_version_is_configurable(kubectl_binary: str, tmp_path: Path) -> None:
+    async with LocalCluster(simulator=False, kubernetes_version="v1.34.2") as cluster:
+        version = await _server_version(cluster, kubectl_binary, tmp_path / "home")
+    assert (version["major"], version["minor"], version["gitVersion"]) == (
+        "1",
+        "34",
+        "v1.34.2-nimctl",
+    )
+
+
+def test_a_bad_version_is_one_clear_error() -> None:
+    with pytest.raises(ValueError, match=r"--kubernetes-version '1\.x': expected a Kubernetes"):
+        LocalCluster(kubernetes_version="1.x")
