@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from api.serialize import dump
+from api.serialize import dump, load
 from nimctl_runtime.cli import apply_objects
 from nimctl_runtime.client import Client, NotFound
 from nimctl_runtime.logsetup import configure_logging
@@ -95,8 +95,6 @@ async def apply(
     env: Env, obj: dict[str, Any], *, skip: Callable[[dict[str, Any]], bool] = lambda o: False
 ) -> None:
     """The CR's prerequisites (minus ``skip``), then the CR."""
-    from api.serialize import load
-
     deps = [o for o in dependency_objects([load(obj)]) if not skip(o)]
     await apply_objects(env.admin, deps)
     await env.admin.create(copy.deepcopy(obj))
@@ -595,3 +593,33 @@ async def test_turning_autoscaling_off_deletes_the_hpa_and_sets_replicas(env: En
         return bool(dep["spec"].get("replicas") == 2)
 
     await wait_for(two_replicas)
+
+
+async def test_pods_wait_for_their_postgres_service_to_have_ready_endpoints(env: Env) -> None:
+    ns = fresh_ns("waitpg")
+
+    def own_postgres(o: dict[str, Any]) -> None:
+        o["spec"]["databaseConfig"]["host"] = f"late-pg.{ns}.svc.cluster.local"
+
+    obj = sample("NemoEntitystore", ns, own_postgres)
+    name = obj["metadata"]["name"]
+    # Everything but the Postgres Deployment and Service.
+    await apply(env, obj, skip=lambda o: o["metadata"]["name"] == "late-pg")
+
+    async def waiting_pod() -> dict[str, Any] | None:
+        pods = (await env.admin.list("v1", "Pod", ns))["items"]
+        for pod in pods:
+            statuses = (pod.get("status") or {}).get("initContainerStatuses") or []
+            first = next((s for s in statuses if s["name"] == "wait-for-postgres"), None)
+            if first is not None and "waiting" in first["state"]:
+                return pod
+        return None
+
+    await wait_for(waiting_pod)
+    await asyncio.sleep(1.0)
+    assert await waiting_pod() is not None  # still waiting: no Postgres yet
+    assert (await status_of(env, "NemoEntitystore", name, ns))["state"] == "NotReady"
+
+    deps = dependency_objects([load(obj)])
+    await apply_objects(env.admin, [o for o in deps if o["metadata"]["name"] == "late-pg"])
+    await wait_state(env, "NemoEntitystore", name, ns, "Ready")
