@@ -443,7 +443,13 @@ async def _run_local(
     for signame in ("SIGINT", "SIGTERM"):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(getattr(signal, signame), stop.set)
-    async with LocalCluster(port=args.port) as cluster:
+    gpu_operator = bool(getattr(args, "gpu_operator", False))
+    if gpu_operator:
+        # Operands go to the GPU Operator's usual namespace (the chart sets it in a cluster).
+        os.environ.setdefault("OPERATOR_NAMESPACE", "gpu-operator")
+    async with LocalCluster(
+        port=args.port, profile="gpu-bare" if gpu_operator else None
+    ) as cluster:
         cluster.write_kubeconfig(kubeconfig)
         async with Client(str(kubeconfig)) as client:
             await install_crds(client)
@@ -464,7 +470,22 @@ async def _run_local(
             sys.stdout.flush()
             demo_task: asyncio.Task[None] | None = None
             ready_text = f"NIMCache and NIMService {DEMO_NAME} are Ready"
-            if args.demo == "nemo":
+            if gpu_operator:
+                from controllers.gpu import local_demo as gpu_demo
+
+                sys.stdout.write("\n".join(["GPU operator:", *gpu_demo.USAGE, ""]) + "\n")
+
+                async def nim_demo() -> None:
+                    await apply_objects(client, demo_objects())
+                    await watch_demo(client, sys.stdout)
+
+                demo_task = asyncio.create_task(
+                    gpu_demo.run(client, sys.stdout, nim_demo), name="demo"
+                )
+                ready_text = (
+                    f"the GPU nodes are up, and NIMCache and NIMService {DEMO_NAME} are Ready"
+                )
+            elif args.demo == "nemo":
                 from platforms.nemo import local_demo
 
                 crs = await local_demo.apply(client)
@@ -539,6 +560,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     local.add_argument(
         "--exit-when-ready", action="store_true", help="with --demo: stop once both are Ready"
+    )
+    local.add_argument(
+        "--gpu-operator",
+        action="store_true",
+        help="start on bare GPU nodes, apply NVIDIA's sample ClusterPolicy, show the GPU stack "
+        "coming up, then run the NIM demo on the GPUs",
     )
     _add_operator_flags(local)
     # An embedded dev cluster needs no probe or metrics ports unless asked for.
