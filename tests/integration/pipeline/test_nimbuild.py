@@ -14,7 +14,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from nimctl_runtime.cli import apply_objects, demo_objects
-from nimctl_runtime.client import Client, NotFound
+from nimctl_runtime.client import ApiError, Client, NotFound
 from tests.integration.controllers.harness import API, quiet, wait_for
 from tests.integration.pipeline.conftest import Env
 
@@ -144,3 +144,15 @@ async def test_a_build_told_to_fail_fails(env: Env) -> None:
     assert (cond["status"], cond["reason"]) == ("False", "PodFailed")
     nimcache = await env.admin.get(API, "NIMCache", cache["metadata"]["name"], ns)
     assert len(nimcache["status"]["profiles"]) == 1, "a failed build adds no profile"
+
+
+async def test_the_spec_is_immutable(env: Env) -> None:
+    ns = "build-immutable"
+    cache, build = _example(ns)
+    await apply_objects(env.admin, [*_prereqs(ns), cache, build])
+    live = await env.admin.get(API, "NIMBuild", build["metadata"]["name"], ns)
+    live["spec"]["modelName"] = "another-name"
+    with pytest.raises(ApiError) as err:
+        await env.admin.update(live)
+    assert err.value.status == 422
+    assert "spec is immutable" in str(err.value.message)
