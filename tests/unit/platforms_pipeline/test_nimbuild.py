@@ -22,7 +22,7 @@ from tests.unit.controllers.fakes import FakeAPI, FakeRecorder
 
 API = "apps.nvidia.com/v1alpha1"
 NS = "default"
-BUILDABLE = {
+BUILDABLE: dict[str, Any] = {
     "name": "buildable-bf16-tp1",
     "model": "meta/llama-3.2-3b-instruct",
     "release": "1.10.0",
