@@ -131,16 +131,18 @@ def nimcache_name_index(obj: Mapping[str, Any]) -> list[str]:
 async def http_model_query(nimservice: Obj, endpoint: str) -> str:
     """Ask the NIM which model it serves: ``GET /v1/models``, then ``/v1/metadata`` on 404.
 
+    ``endpoint`` is ``host:port`` (a Service) or a URL (KServe's ``address.url``).
     The caller bounds it (``NIMServiceKind.model_query_timeout``).
     """
     import aiohttp
 
+    base = endpoint.rstrip("/") if "://" in endpoint else f"http://{endpoint}"
     async with aiohttp.ClientSession() as session:
-        async with session.get(f"http://{endpoint}/v1/models") as resp:
+        async with session.get(f"{base}/v1/models") as resp:
             if resp.status != 404:
                 resp.raise_for_status()
                 return nss.model_name_from_models(await resp.text())
-        async with session.get(f"http://{endpoint}/v1/metadata") as resp:
+        async with session.get(f"{base}/v1/metadata") as resp:
             if resp.status == 404:
                 return ""
             resp.raise_for_status()
@@ -342,14 +344,20 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
     ) -> Obj:
         """``status.model``: cluster and external endpoints, and the model the NIM serves."""
         name = name_of(obj)
-        port = _service_port(cr)
-        service = observed.get("v1", "Service", name)
-        ingress = observed.get("networking.k8s.io/v1", "Ingress", name)
-        enabled = _ingress_enabled(cr)
-        cluster = nss.cluster_endpoint(service, port)
-        external = nss.external_endpoint(
-            name, service, ingress if enabled else None, port, ingress_enabled=enabled
-        )
+        if platform_of(cr) == "kserve":
+            # KServe's addresses (§2.12): status.address.url inside, status.url outside.
+            isvc = observed.get(*INFERENCE_SERVICE, name) or {}
+            cluster = str(dig(isvc, "status", "address", "url", default="") or "")
+            external = str(dig(isvc, "status", "url", default="") or "")
+        else:
+            port = _service_port(cr)
+            service = observed.get("v1", "Service", name)
+            ingress = observed.get("networking.k8s.io/v1", "Ingress", name)
+            enabled = _ingress_enabled(cr)
+            cluster = nss.cluster_endpoint(service, port)
+            external = nss.external_endpoint(
+                name, service, ingress if enabled else None, port, ingress_enabled=enabled
+            )
         previous = (obj.get("status") or {}).get("model") or {}
         model_name = ""
         if previous.get("clusterEndpoint") == cluster and previous.get("name"):

@@ -204,7 +204,12 @@ async def test_kserve_nimservice_gets_an_inferenceservice(env: Env) -> None:
         objects_in(
             ns,
             inferencePlatform="kserve",
-            annotations={"serving.kserve.io/deploymentMode": "RawDeployment"},
+            annotations={
+                "serving.kserve.io/deploymentMode": "RawDeployment",
+                # localcluster simulates KServe: keep the predictor unready, so
+                # what the operator says while it waits stays observable.
+                "localcluster.nimctl.io/simulate": "never-ready",
+            },
         ),
     )
 

@@ -1,8 +1,9 @@
 """One localcluster with the optional CRDs a NIMService may own, and the operator, per module.
 
-The optional CRDs (LeaderWorkerSet, InferencePool, InferenceService, Gateway
-routes, ComputeDomain) are installed before the operator starts, so discovery
-sees them; a test that needs a CRD installed late makes its own cluster. The
+The optional CRDs (LeaderWorkerSet, InferencePool, Gateway routes,
+ComputeDomain) and the simulated KServe (its CRD, ``inferenceservice-config``
+with ``defaultDeploymentMode: Standard``) are installed before the operator
+starts, so discovery sees them; a test that needs a CRD installed late makes its own cluster. The
 operator runs as user ``nimctl-operator`` so the audit log tells its writes
 from the test's.
 """
@@ -19,9 +20,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from nimctl_runtime.cli import DEMO_NAME, demo_objects
+from nimctl_runtime.cli import DEMO_NAME, apply_objects, demo_objects
 from nimctl_runtime.client import Client, NotFound
 from nimctl_runtime.localcluster.extensions import extensions_of
+from nimctl_runtime.localcluster.simulator.kserve import API_VERSION as KSERVE_API_VERSION
+from nimctl_runtime.localcluster.simulator.kserve import kserve_objects
 from tests.integration.controllers.harness import (
     API,
     Operator,
@@ -31,12 +34,12 @@ from tests.integration.controllers.harness import (
 )
 
 OPERATOR_USER = "nimctl-operator"
+KSERVE_DEFAULT_MODE = "Standard"
 WRITE_VERBS = ("create", "update", "patch", "delete")
 
 OPTIONAL_CRDS = [
     ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet"),
     ("inference.networking.k8s.io", "v1", "inferencepools", "InferencePool"),
-    ("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService"),
     ("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute"),
     ("gateway.networking.k8s.io", "v1", "grpcroutes", "GRPCRoute"),
     ("resource.nvidia.com", "v1beta1", "computedomains", "ComputeDomain"),
@@ -122,6 +125,8 @@ async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
     tmp: Path = tmp_path_factory.mktemp("platforms")
     async with cluster_with_crds(tmp, profile="many-nodes") as (cluster, admin):
         await install_optional_crds(admin, OPTIONAL_CRDS)
+        await apply_objects(admin, kserve_objects(KSERVE_DEFAULT_MODE))
+        await wait_for(_served(admin, KSERVE_API_VERSION, "InferenceService"))
         kubeconfig = cluster.write_kubeconfig(tmp / "operator.kubeconfig", user=OPERATOR_USER)
         operator = await start_operator(kubeconfig)
         try:
