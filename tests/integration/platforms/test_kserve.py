@@ -68,7 +68,7 @@ async def test_each_deployment_mode_reaches_ready_with_endpoints(
     "example", ["nimservice-kserve-standard.yaml", "nimservice-kserve-knative.yaml"]
 )
 async def test_nvidia_kserve_samples_reach_ready_unchanged(env: Env, example: str) -> None:
-    ns = f"kx-{example.split('-')[-1].removesuffix('.yaml')}"
+    ns = f"kx-{example.rsplit('-', maxsplit=1)[-1].removesuffix('.yaml')}"
     objs = example_objects(EXAMPLES_DIR / example, ns)
     await apply_objects(env.admin, objs)
     name = next(o["metadata"]["name"] for o in objs if o["kind"] == "NIMService")
