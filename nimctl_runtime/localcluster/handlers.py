@@ -13,11 +13,13 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 from aiohttp import web
 
+from nimctl_runtime import field
 from nimctl_runtime.labels import FieldSelector, Selector, SelectorParseError
 
 from . import builtin_fields, conversion, defaults, errors, reviews, tables, validation_builtin
@@ -64,7 +66,7 @@ class RequestContext:
     info: RequestInfo
     resource: ResourceInfo
     request: web.Request
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = dataclass_field(default_factory=list)
     convert: bool = False  # served as events.k8s.io/v1, stored as core/v1
 
     @property
@@ -495,8 +497,8 @@ class ResourceHandlers:
                 info.kind,
                 ctx.info.name,
                 [
-                    {
-                        "reason": "FieldValueInvalid",
+                    {  # Go prints the uint64 0 it checked as %#v: 0x0
+                        "reason": field.REASON_INVALID,
                         "message": "Invalid value: 0x0: must be specified for an update",
                         "field": "metadata.resourceVersion",
                     }
@@ -692,11 +694,9 @@ class ResourceHandlers:
                 "Scale",
                 ctx.info.name,
                 [
-                    {
-                        "reason": "FieldValueInvalid",
-                        "message": f"Invalid value: {replicas}: must be greater than or equal to 0",
-                        "field": "spec.replicas",
-                    }
+                    field.invalid(
+                        "spec.replicas", replicas, "must be greater than or equal to 0"
+                    ).cause()
                 ],
             )
         rv = (scale.get("metadata") or {}).get("resourceVersion")
