@@ -11,19 +11,23 @@ works through them in its own task:
   removed once no dependent with ``blockOwnerDeletion: true`` is left;
 * an owner deleted with ``Orphan`` (finalizer ``orphan``) has its dependents'
   references to it removed, then the finalizer;
-* a namespace being deleted has all its objects deleted; when it is empty its
-  ``kubernetes`` finalizer goes and the namespace disappears.
+* a namespace being deleted has its pods deleted first, then (once no pod is
+  left) everything else, with the namespace controller's status conditions saying
+  what remains (``namespaces.py``); when it is empty its ``kubernetes`` finalizer
+  goes and the namespace disappears.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 from collections import deque
 from typing import Any
 
 from nimctl_runtime.logsetup import get_logger
 
+from . import namespaces
 from .errors import StatusError
 from .storage import Storage
 from .store import Key
@@ -186,8 +190,8 @@ class GarbageCollector:
         info = self._info(key)
         if ns_obj is None or info is None or not ns_obj["metadata"].get("deletionTimestamp"):
             return
-        remaining = self.storage.keys_in_namespace(namespace)
-        for k in remaining:
+        batch, pods_first = namespaces.deletion_phase(self.storage.keys_in_namespace(namespace))
+        for k in batch:
             kinfo = self._info(k)
             entry = self.storage.entry(k)
             if kinfo is None or entry is None or _DELETION_MARK in entry.data:
@@ -197,10 +201,29 @@ class GarbageCollector:
             except StatusError as exc:
                 if exc.code != 404:
                     raise
-        if self.storage.keys_in_namespace(namespace):
+        remaining = self.storage.keys_in_namespace(namespace)
+        self._report_namespace(info, key, [(k, self._read(k) or {}) for k in remaining])
+        if remaining or pods_first:
             return
+        ns_obj = self._read(key) or ns_obj
         spec = ns_obj.get("spec") or {}
         if NAMESPACE_FINALIZER in (spec.get("finalizers") or []):
             spec["finalizers"] = [f for f in spec["finalizers"] if f != NAMESPACE_FINALIZER]
             ns_obj["spec"] = spec
             self.storage.update_object(info, ns_obj)
+
+    def _report_namespace(
+        self, info: Any, key: Key, remaining: list[tuple[Key, dict[str, Any]]]
+    ) -> None:
+        """Write the namespace controller's conditions when they say something new."""
+        ns_obj = self._read(key)
+        if ns_obj is None:
+            return
+        status = ns_obj.setdefault("status", {})
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        wanted = namespaces.conditions(remaining, stamp)
+        if namespaces.same_conditions(status.get("conditions") or [], wanted):
+            return
+        status["conditions"] = wanted
+        status["phase"] = "Terminating"
+        self.storage.update_object(info, ns_obj, subresource="status")

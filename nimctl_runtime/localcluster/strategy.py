@@ -197,13 +197,23 @@ def check_namespace(
     if namespace_obj is None:
         raise errors.not_found("", "namespaces", namespace)
     if namespace_obj["metadata"].get("deletionTimestamp"):
-        raise errors.forbidden(
+        refused = errors.forbidden(
             f'{info.qualified} "{name}" is forbidden: unable to create new content in '
             f"namespace {namespace} because it is being terminated",
             info.group,
             info.resource,
             name,
         )
+        # the NamespaceLifecycle plugin's cause, which clients test for
+        refused.details = refused.details or {}
+        refused.details["causes"] = [
+            {
+                "reason": "NamespaceTerminating",
+                "message": f"namespace {namespace} is being terminated",
+                "field": "metadata.namespace",
+            }
+        ]
+        raise refused
 
 
 # --------------------------------------------------------------------------- built-in kinds
