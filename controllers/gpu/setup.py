@@ -65,6 +65,7 @@ Obj = dict[str, Any]
 
 CLUSTERPOLICY_CONTROLLER = "clusterpolicy-controller"
 NODE_LABELING_CONTROLLER = "nodelabeling-controller"
+LABELING_WORKERS = 4
 
 __all__ = [
     "CLUSTERPOLICY_CONTROLLER",
@@ -181,7 +182,9 @@ def setup_gpu(manager: Manager, client: Client, options: SetupOptions) -> None:
         NODE_LABELING_CONTROLLER,
         NodeLabelingReconciler(cache=cache, client=client),
         cache,
-        max_concurrent_reconciles=1,
+        # One node per request, so nodes can be labelled side by side (NVIDIA: one
+        # request for the whole cluster, one worker).
+        max_concurrent_reconciles=LABELING_WORKERS,
         rate_limiter=_rate_limiter(),
         cache_sync_timeout=manager.options.cache_sync_timeout,
         scope_resolver=scope,
