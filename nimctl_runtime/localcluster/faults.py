@@ -53,6 +53,7 @@ class RequestMatch:
     verbs: frozenset[str] = frozenset()
     resources: frozenset[str] = frozenset()
     users: frozenset[str] = frozenset()
+    namespaces: frozenset[str] = frozenset()
 
     def matches(self, info: RequestInfo) -> bool:
         if not info.is_resource_request:
@@ -64,6 +65,7 @@ class RequestMatch:
                 not self.resources or info.resource in self.resources or resource in self.resources
             )
             and (not self.users or info.user in self.users)
+            and (not self.namespaces or (info.namespace or "") in self.namespaces)
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -71,6 +73,7 @@ class RequestMatch:
             "verbs": sorted(self.verbs),
             "resources": sorted(self.resources),
             "users": sorted(self.users),
+            "namespaces": sorted(self.namespaces),
         }
 
 
@@ -181,6 +184,7 @@ class FaultInjector:
         users: Iterable[str] | str | None = None,
         retry_after: int = 1,
         times: int | None = None,
+        namespaces: Iterable[str] | str | None = None,
     ) -> ErrorRule:
         """Answer matching requests with *code* (500, 503 or 429); returns the rule."""
         if code not in ERROR_CODES:
@@ -191,7 +195,9 @@ class FaultInjector:
             id=next(self._ids),
             code=code,
             fraction=fraction,
-            match=RequestMatch(_names(verbs), _names(resources), _names(users)),
+            match=RequestMatch(
+                _names(verbs), _names(resources), _names(users), _names(namespaces)
+            ),
             retry_after=retry_after,
             times=times,
         )
