@@ -22,7 +22,16 @@ from aiohttp import web
 from nimctl_runtime import field
 from nimctl_runtime.labels import FieldSelector, Selector, SelectorParseError
 
-from . import builtin_fields, conversion, defaults, errors, reviews, tables, validation_builtin
+from . import (
+    builtin_fields,
+    conversion,
+    defaults,
+    errors,
+    reviews,
+    tables,
+    validation_builtin,
+    validation_field,
+)
 from . import patch as patch_ops
 from .codec import (
     APPLY_PATCH,
@@ -247,6 +256,8 @@ class ResourceHandlers:
                     validation_builtin.check(info.group, info.kind, obj, old)
         for plugin in plugins:
             ctx.warnings.extend(await plugin.validate(attrs, obj, old))
+        if subresource == "" and operation != "DELETE":
+            ctx.warnings.extend(validation_field.finalizer_warnings(obj, old))
         return obj
 
     def _prune_builtin(self, ctx: RequestContext, obj: Obj, *, report: bool) -> None:

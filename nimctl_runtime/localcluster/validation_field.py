@@ -151,3 +151,23 @@ def as_dict(value: Any) -> Mapping[str, Any]:
 
 def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+
+
+def finalizer_warnings(obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None) -> list[str]:
+    """kube-apiserver's Warning headers for finalizer names without a domain-qualified path.
+
+    Only the finalizers a write adds are reported (all of them on create); the
+    standard Kubernetes finalizers are exempt.
+    """
+    if obj is None:
+        return []
+    before = set(as_list(as_dict((old or {}).get("metadata")).get("finalizers")))
+    return [
+        f"metadata.finalizers: {field.go_quote(str(name))}: prefer a domain-qualified finalizer "
+        "name including a path (/) to avoid accidental conflicts with other finalizer writers"
+        for name in as_list(as_dict(obj.get("metadata")).get("finalizers"))
+        if name not in before and name not in STANDARD_FINALIZERS and "/" not in str(name)
+    ]

@@ -150,3 +150,23 @@ async def test_apply_refusals_read_like_kube_apiserver(kc: Kubectl) -> None:
     out = await kc.run("apply", "-f", "-", input=json.dumps(moved), check=False)
     assert out.returncode != 0
     assert "spec.selector: Invalid value: " in out.stderr and "field is immutable" in out.stderr
+
+
+async def test_finalizer_names_without_a_path_get_a_warning(kc: Kubectl) -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "held", "finalizers": ["hold", "example.com/hold"]},
+    }
+    out = await kc.run("apply", "-f", "-", input=json.dumps(config))
+    assert (
+        'Warning: metadata.finalizers: "hold": prefer a domain-qualified finalizer name '
+        "including a path (/) to avoid accidental conflicts with other finalizer writers"
+    ) in out.stderr
+    assert "example.com/hold" not in out.stderr
+    config["data"] = {"a": "1"}
+    again = await kc.run("apply", "-f", "-", input=json.dumps(config))
+    assert "Warning" not in again.stderr  # only finalizers a write adds are reported
+    await kc.run(
+        "patch", "configmap", "held", "--type=merge", "-p", '{"metadata":{"finalizers":null}}'
+    )
