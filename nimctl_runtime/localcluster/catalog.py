@@ -24,6 +24,8 @@ import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from nimctl_runtime.localcluster.catalog_nemo import NEMO_RULES
+
 SAMPLE_MODEL_MANIFEST = """\
 8835c31752fbc67ef658b20a9f78e056914fdef0660206d82f252d62fd96064d:
   model: meta/llama-3.1-8b-instruct
@@ -175,6 +177,10 @@ def builtin_rules() -> list[CatalogRule]:
         CatalogRule("*", cache_ok, "download-to-cache"),
         CatalogRule("*", cache_ok, "create-model-store"),
         CatalogRule("*", cache_ok, "huggingface-cli download"),
+        *(
+            CatalogRule(image, ContainerBehavior(logs, exit_code, run_seconds), command)
+            for image, command, logs, exit_code, run_seconds in NEMO_RULES
+        ),
     ]
 
 
