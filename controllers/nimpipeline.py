@@ -110,6 +110,7 @@ class NIMPipelineKind(Kind[Obj, None]):
     kind = KIND
     finalizer = api_np.FINALIZER
     overwrite_foreign = False
+    independent_objects = True
 
     def __init__(self) -> None:
         self.contract = NIMPipelineContract()

@@ -88,6 +88,10 @@ class Kind(ABC, Generic[CR, Facts]):
     """False: a desired object whose name is taken by an object this CR does not
     control is never written; ``readiness`` sees the foreign object in ``Observed``
     (its ownerReferences tell) and reports it."""
+    independent_objects: bool = False
+    """True: the desired objects do not depend on one another (NIMPipeline's
+    NIMServices), so a write that fails does not stop the others; the first
+    failure is reported once all were tried."""
 
     @abstractmethod
     def parse(self, obj: Obj) -> CR:
@@ -264,12 +268,21 @@ class KindReconciler(Generic[CR, Facts]):
             keep_on_prune=k.keep_on_prune,
         )
         created: set[Key] = set()
+        failures: list[WriteFailed] = []
         for action in actions:
-            result = await self._execute(action, namespace)
+            try:
+                result = await self._execute(action, namespace)
+            except WriteFailed as exc:
+                if not k.independent_objects:
+                    raise
+                failures.append(exc)
+                continue
             if action.verb == "apply" and result is not None:
                 live[key(action.obj)] = result[0]
                 if result[1] == "created":
                     created.add(key(action.obj))
+        if failures:
+            raise failures[0]
         observed = Observed(live, frozenset(created))
         return k.contract.readiness(cr, facts, observed), observed, (cr, facts)
 

@@ -14,10 +14,10 @@ import pytest
 
 from controllers.nimpipeline import NIMPipelineReconciler, go_map
 from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION
-from nimctl_runtime.client.errors import NotFound
+from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.meta import find_condition
 from nimctl_runtime.reconcile import Request
-from platforms.contract import Observed
+from platforms.contract import Observed, ReconcileError
 from platforms.nimpipeline import NIMPipelineContract, merge_env, pipeline_services
 from tests.unit.controllers.fakes import FakeAPI, FakeRecorder
 
@@ -251,3 +251,30 @@ async def test_an_enabled_service_without_a_name_fails_with_where() -> None:
     failed = find_condition(status["conditions"], "Failed")
     assert failed is not None and failed["status"] == "True"
     assert failed["message"].startswith("spec.services[0].name")
+
+
+async def test_a_refused_service_fails_the_pipeline_but_not_the_other_services() -> None:
+    class Refusing(FakeAPI):
+        async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+            if obj["metadata"]["name"] == "bad":
+                self.writes.append(("create", obj["kind"], "bad"))
+                raise ApiError(
+                    422, "Invalid", 'NIMService "bad" is invalid: spec.image.tag: Required'
+                )
+            return await super().create(obj)
+
+    api, rec = Refusing(), FakeRecorder()
+    api.put(
+        pipeline(
+            {"name": "bad", "enabled": True, "spec": _svc_spec()},
+            {"name": "good", "enabled": True, "spec": _svc_spec()},
+        )
+    )
+    with pytest.raises(ReconcileError):
+        await _reconciler(api, rec).reconcile(Request(NS, "rag"))
+    assert api.obj(API, "NIMService", "good") is not None, "the next service is still created"
+    status = api.obj(API, "NIMPipeline", "rag")["status"]  # type: ignore[index]
+    assert status["state"] == "Failed"
+    failed = find_condition(status["conditions"], "Failed")
+    assert failed is not None and "spec.image.tag: Required" in failed["message"]
+    assert any(t == "Warning" and r == "ReconcileFailed" for t, r, _ in rec.events)
