@@ -45,7 +45,12 @@ from nimctl_runtime.meta import dig, name_of, set_condition
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness, ReconcileError
 from platforms.gpu import ClusterFacts
-from platforms.gpu.facts import PROMETHEUS_RULE, SERVICE_MONITOR
+from platforms.gpu.facts import (
+    GPU_PRESENT_LABEL,
+    PROMETHEUS_RULE,
+    SERVICE_MONITOR,
+    is_gpu_node_by_nfd,
+)
 
 Obj = dict[str, Any]
 
@@ -163,7 +168,18 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         metrics.reconciliation_has_nfd_labels.set(1 if cluster.has_nfd_labels else 0)
         pods = await reader.list("v1", "Pod", namespace)
         revisions = await reader.list("apps/v1", "ControllerRevision", namespace)
-        return PolicyFacts(cluster=cluster, driver_pods=tuple(pods), revisions=tuple(revisions))
+        unlabelled = sum(
+            1
+            for n in nodes
+            if is_gpu_node_by_nfd(labels := dig(n, "metadata", "labels") or {})
+            and labels.get(GPU_PRESENT_LABEL) != "true"
+        )
+        return PolicyFacts(
+            cluster=cluster,
+            driver_pods=tuple(pods),
+            revisions=tuple(revisions),
+            unlabelled_gpu_nodes=unlabelled,
+        )
 
     async def _config_map_keys(self, cr: ClusterPolicy) -> dict[str, list[str]]:
         driver = cr.spec.driver

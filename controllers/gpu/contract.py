@@ -10,6 +10,8 @@ labels and validation files), never here. The result, in NVIDIA's words:
 - some state not ready: ``notReady``, ``OperandNotReady``, "ClusterPolicy is
   not ready; states not ready: [state-driver ...]", requeue after 5 s. We add
   which DaemonSet and why (§9.1: users could not tell what was stuck);
+- a node NFD found a GPU on is not labelled ``gpu.present`` yet: ``notReady``
+  (NVIDIA reports ``ready`` for the nodes labelled so far, or ``NoGPUNodes``);
 - no node carries an NFD label: ``ready``, ``NFDLabelsMissing``, requeue 45 s;
 - no GPU node: ``ready``, ``NoGPUNodes``;
 - otherwise ``ready``, ``Reconciled``.
@@ -49,6 +51,10 @@ NFD_MISSING_REQUEUE: Final = 45.0
 READY_MESSAGE: Final = "ClusterPolicy is ready as all resources have been successfully reconciled"
 NFD_MISSING_MESSAGE: Final = "No NFD labels found"
 NO_GPU_NODES_MESSAGE: Final = "No GPU nodes found"
+UNLABELLED_MESSAGE: Final = (
+    "ClusterPolicy is not ready; GPU nodes found by NFD wait for node labelling "
+    "(nvidia.com/gpu.present=true)"
+)
 
 Obj = dict[str, Any]
 
@@ -72,6 +78,8 @@ class PolicyFacts:
     """Driver pods of the operator namespace (the OnDelete readiness check)."""
     revisions: tuple[Mapping[str, Any], ...] = ()
     """ControllerRevisions of the operator namespace."""
+    unlabelled_gpu_nodes: int = 0
+    """Nodes NFD found a GPU on that node labelling has not marked ``gpu.present`` yet."""
 
 
 def not_ready_message(states: list[str], details: list[str]) -> str:
@@ -132,6 +140,13 @@ class ClusterPolicyContract:
                 state=STATE_NOT_READY,
                 reason=REASON_OPERAND_NOT_READY,
                 message=not_ready_message(not_ready, details),
+                requeue_after=NOT_READY_REQUEUE,
+            )
+        if facts.unlabelled_gpu_nodes:
+            return Readiness(
+                state=STATE_NOT_READY,
+                reason=REASON_OPERAND_NOT_READY,
+                message=UNLABELLED_MESSAGE,
                 requeue_after=NOT_READY_REQUEUE,
             )
         cluster = facts.cluster

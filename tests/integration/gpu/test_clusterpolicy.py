@@ -114,7 +114,7 @@ async def test_sample_policy_brings_bare_gpu_nodes_up(tmp_path: Path) -> None:
 
         not_ready = await env.wait_state("notReady", timeout=30)
         assert condition(not_ready, "Error")["reason"] == "OperandNotReady"
-        assert "states not ready: [" in condition(not_ready, "Error")["message"]
+        assert condition(not_ready, "Error")["message"].startswith("ClusterPolicy is not ready;")
         ready = await env.wait_state("ready")
         assert condition(ready, "Ready")["reason"] == "Reconciled"
         assert ready["status"]["namespace"] == NS

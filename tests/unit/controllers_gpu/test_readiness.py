@@ -245,3 +245,17 @@ def test_trim_node_keeps_what_the_controllers_read() -> None:
     # A node with only non-GPU NFD labels still shows that NFD runs.
     only_cpu = trim_node({"metadata": {"name": "c", "labels": dict(many)}})
     assert len(only_cpu["metadata"]["labels"]) == 1
+
+
+def test_gpu_nodes_waiting_for_labelling_keep_the_policy_not_ready() -> None:
+    contract = ClusterPolicyContract()
+    cluster = _facts().cluster
+    waiting = contract.readiness(
+        _policy(), PolicyFacts(cluster, unlabelled_gpu_nodes=3), Observed()
+    )
+    assert (waiting.state, waiting.reason, waiting.requeue_after) == (
+        "notReady",
+        "OperandNotReady",
+        5.0,
+    )
+    assert "node labelling" in waiting.message
