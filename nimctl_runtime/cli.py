@@ -448,7 +448,9 @@ async def _run_local(
         # Operands go to the GPU Operator's usual namespace (the chart sets it in a cluster).
         os.environ.setdefault("OPERATOR_NAMESPACE", "gpu-operator")
     async with LocalCluster(
-        port=args.port, profile="gpu-bare" if gpu_operator else None
+        port=args.port,
+        profile="gpu-bare" if gpu_operator else None,
+        kubernetes_version=getattr(args, "kubernetes_version", None),
     ) as cluster:
         cluster.write_kubeconfig(kubeconfig)
         async with Client(str(kubeconfig)) as client:
@@ -533,6 +535,20 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return main(args.filename, args.cache, nodes=args.nodes)
 
 
+KUBERNETES_VERSION_HELP = (
+    "the Kubernetes version the cluster reports, e.g. 1.34 (default: the newest supported)"
+)
+
+
+def _kubernetes_version(text: str) -> str:
+    from nimctl_runtime.localcluster.discovery import parse_kubernetes_version
+
+    try:
+        return parse_kubernetes_version(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nimctl", description=__doc__.split("\n\n")[0])
     parser.add_argument("--log-format", choices=["json", "console"], default="json")
@@ -546,11 +562,15 @@ def build_parser() -> argparse.ArgumentParser:
     lc.add_argument("--no-simulator", action="store_true", help="store objects only")
     lc.add_argument("--profile", default=None, help="node profile YAML (default: 2 GPU + 1 CPU)")
     lc.add_argument("--enable-debug-api", action="store_true", help="serve /debug/ fault APIs")
+    lc.add_argument("--kubernetes-version", type=_kubernetes_version, help=KUBERNETES_VERSION_HELP)
     lc.set_defaults(handler=_cmd_localcluster)
 
     local = sub.add_parser("local", help="embedded cluster with the operator in it")
     local.add_argument("--kubeconfig", default=".nimctl/kubeconfig", help="where to write it")
     local.add_argument("--port", type=int, default=0)
+    local.add_argument(
+        "--kubernetes-version", type=_kubernetes_version, help=KUBERNETES_VERSION_HELP
+    )
     local.add_argument(
         "--demo",
         nargs="?",

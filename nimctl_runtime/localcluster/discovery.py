@@ -50,8 +50,8 @@ def parse_kubernetes_version(text: str) -> str:
     newest = newest_schema_minor()
     if match is None or not OLDEST_MINOR <= int(match.group(1)) <= newest:
         raise ValueError(
-            f"--kubernetes-version {text!r}: expected a Kubernetes version such as 1.34 or "
-            f"v1.35.2, from 1.{OLDEST_MINOR} to 1.{newest}"
+            f"{text!r} is not a Kubernetes version localcluster can report: give one such as "
+            f"1.34 or v1.35.2, from 1.{OLDEST_MINOR} to 1.{newest}"
         )
     return f"1.{int(match.group(1))}.{int(match.group(2) or 0)}"
 

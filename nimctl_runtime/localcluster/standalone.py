@@ -32,10 +32,14 @@ async def serve(
         simulator=not args.no_simulator,
         profile=args.profile,
         debug_api=args.enable_debug_api,
+        kubernetes_version=getattr(args, "kubernetes_version", None),
     )
     async with cluster:
         cluster.write_kubeconfig(kubeconfig)
-        print(f"localcluster serving at {cluster.url}", flush=True)
+        print(
+            f"localcluster serving Kubernetes v{cluster.kubernetes_version} at {cluster.url}",
+            flush=True,
+        )
         print(f"kubeconfig written to {kubeconfig}", flush=True)
         print(f"try: kubectl --kubeconfig {kubeconfig} get namespaces", flush=True)
         await stop.wait()

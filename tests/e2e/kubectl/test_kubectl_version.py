@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,6 +45,21 @@ async def test_version_is_configurable(kubectl_binary: str, tmp_path: Path) -> N
     )
 
 
-def test_a_bad_version_is_one_clear_error() -> None:
-    with pytest.raises(ValueError, match=r"--kubernetes-version '1\.x': expected a Kubernetes"):
+def test_a_bad_version_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"'1\.x' is not a Kubernetes version"):
         LocalCluster(kubernetes_version="1.x")
+    for command in ("local", "localcluster"):
+        done = subprocess.run(
+            [sys.executable, "-m", "nimctl_runtime.cli", command, "--kubernetes-version", "2.0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 2
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"nimctl {command}: error: argument --kubernetes-version: '2.0' is not a Kubernetes "
+            f"version localcluster can report: give one such as 1.34 or v1.35.2, from 1.26 to "
+            f"1.{newest_schema_minor()}"
+        )
