@@ -11,8 +11,9 @@ size, printed figures:
 * API writes the operator sent, in total and per node (Events apart), by kind;
 * writes per minute once ready (aim 0);
 * bytes the GPU cache holds per node (trimmed Node + driver pod, as stored)
-  and the Python memory the operator's caches take per node (tracemalloc over
-  ``nimctl_runtime/cache``), and their ratio (aim under 1.5).
+  and, with ``--memory``, the Python memory the operator's caches take per
+  node (tracemalloc over ``nimctl_runtime/cache``), and their ratio (aim
+  under 1.5).
 
 The operator runs only the GPU lifecycle controllers (``--disable-nim-controllers
 --disable-nemo-controllers``), as a GPU-only deployment would.
@@ -84,7 +85,9 @@ async def _advertising(admin: Client) -> int:
 async def _policy_reason(admin: Client) -> tuple[str, str]:
     obj = await admin.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
     status = obj.get("status") or {}
-    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    ready: dict[str, Any] = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {}
+    )
     return str(status.get("state", "")), str(ready.get("reason", ""))
 
 
@@ -128,7 +131,7 @@ async def _start_gpu_operator(kubeconfig: Path) -> Operator:
     return Operator(client=client, manager=manager, stop=stop, task=task)
 
 
-async def run(nodes: int, steady_seconds: float) -> None:
+async def run(nodes: int, steady_seconds: float, memory: bool) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="nimctl-cp-bench-"))
     profile = tmp / "profile.yaml"
     _profile(profile, nodes)
@@ -152,7 +155,8 @@ async def run(nodes: int, steady_seconds: float) -> None:
         if not line:
             raise RuntimeError("the cluster process exited before it was ready")
     os.environ["OPERATOR_NAMESPACE"] = NS
-    tracemalloc.start()
+    if memory:
+        tracemalloc.start()
     try:
         async with Client(kubeconfig) as admin:
             await install_crds(admin)
@@ -188,10 +192,13 @@ async def run(nodes: int, steady_seconds: float) -> None:
             steady = op.client.object_writes()[w1:]
             cache = _gpu_cache(op.manager)
             cached = _cached_bytes(cache, (("v1", "Node"), ("v1", "Pod")))
-            snapshot = tracemalloc.take_snapshot().filter_traces(
-                [tracemalloc.Filter(True, "*nimctl_runtime/cache/*")]
-            )
-            cache_mem = sum(s.size for s in snapshot.statistics("filename"))
+            cache_mem = 0
+            snapshot = None
+            if memory:
+                snapshot = tracemalloc.take_snapshot().filter_traces(
+                    [tracemalloc.Filter(True, "*nimctl_runtime/cache/*")]
+                )
+                cache_mem = sum(s.size for s in snapshot.statistics("filename"))
             print(f"GPU nodes                       {nodes}")
             print(f"time to ready (all advertise)   {t_ready:8.1f} s")
             print(f"operator writes, total          {len(writes):8d}")
@@ -206,6 +213,10 @@ async def run(nodes: int, steady_seconds: float) -> None:
             print(
                 f"cached bytes per node           {cached / nodes:8.0f} B (trimmed Node + driver pod)"
             )
+            if snapshot is None:
+                print("cache memory per node           (run with --memory)")
+                await op.shutdown()
+                return
             print(
                 f"cache memory per node           {cache_mem / nodes:8.0f} B (all GPU-cache stores)"
             )
@@ -226,6 +237,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--steady-seconds", type=float, default=30.0)
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="trace the caches' memory (tracemalloc: the operator runs 2-3x slower)",
+    )
     parser.add_argument("--serve-cluster", nargs=2, metavar=("KUBECONFIG", "PROFILE"))
     args = parser.parse_args()
     if args.serve_cluster:
@@ -235,7 +251,7 @@ def main() -> None:
         asyncio.run(_serve_cluster(*args.serve_cluster))
         return
     for n in args.nodes:
-        asyncio.run(run(n, args.steady_seconds))
+        asyncio.run(run(n, args.steady_seconds, args.memory))
 
 
 if __name__ == "__main__":
