@@ -46,6 +46,8 @@ from platforms.gpu.facts import PROMETHEUS_RULE, SERVICE_MONITOR
 
 API_VERSION: Final = "nvidia.com/v1"
 KIND: Final = "ClusterPolicy"
+DRIVER_STATE: Final = "state-driver"
+DRIVER_DAEMONSET: Final = "nvidia-driver-daemonset"
 NOT_READY_REQUEUE: Final = 5.0
 NFD_MISSING_REQUEUE: Final = 45.0
 READY_MESSAGE: Final = "ClusterPolicy is ready as all resources have been successfully reconciled"
@@ -88,6 +90,26 @@ def not_ready_message(states: list[str], details: list[str]) -> str:
     if details:
         message += "; " + "; ".join(details)
     return message
+
+
+def _stale_driver_pods(state: StateRender, facts: PolicyFacts, observed: Observed) -> bool:
+    """Driver pods of a ClusterPolicy driver DaemonSet the render no longer has (§2.3: the
+    state stays not ready until the pods of a replaced driver DaemonSet are gone)."""
+    current = set()
+    for obj in state.objects:
+        live = observed.objects.get(observed_key(obj))
+        if obj.get("kind") == "DaemonSet" and live is not None:
+            current.add(str((live.get("metadata") or {}).get("uid", "")))
+    for pod in facts.driver_pods:
+        for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
+            if (
+                ref.get("controller")
+                and ref.get("kind") == "DaemonSet"
+                and str(ref.get("name", "")).startswith(DRIVER_DAEMONSET)
+                and ref.get("uid") not in current
+            ):
+                return True
+    return False
 
 
 class ClusterPolicyContract:
@@ -135,6 +157,10 @@ class ClusterPolicyContract:
                     not_ready.append(state.name)
                     details.append(f"{state.name}: DaemonSet {key[2]}: {why}")
                     break
+            else:
+                if state.name == DRIVER_STATE and _stale_driver_pods(state, facts, observed):
+                    not_ready.append(state.name)
+                    details.append(f"{state.name}: pods of a removed driver DaemonSet still run")
         if not_ready:
             return Readiness(
                 state=STATE_NOT_READY,

@@ -291,6 +291,15 @@ async def test_host_driver_then_precompiled(tmp_path: Path) -> None:
             selector = ds["spec"]["template"]["spec"]["nodeSelector"]
             assert selector[kernel] in name
 
+        # Deleting the ClusterPolicy removes its objects through owner references.
+        await env.admin.delete(CP, "ClusterPolicy", "cluster-policy")
+
+        async def all_gone() -> bool:
+            runtime_classes = (await env.admin.list("node.k8s.io/v1", "RuntimeClass"))["items"]
+            return await env.daemonsets() == [] and not runtime_classes
+
+        await wait_for(all_gone, timeout=30)
+
 
 async def test_gpu_controllers_need_operator_namespace() -> None:
     from controllers.gpu.config import GPUConfig, MissingOperatorNamespace

@@ -259,3 +259,32 @@ def test_gpu_nodes_waiting_for_labelling_keep_the_policy_not_ready() -> None:
         5.0,
     )
     assert "node labelling" in waiting.message
+
+
+def test_pods_of_a_replaced_driver_daemonset_keep_the_driver_state_not_ready() -> None:
+    contract = ClusterPolicyContract()
+    cp, facts = _policy(), _facts(GPU_NODE)
+    desired = contract.render(cp, facts)
+    live = []
+    for d in desired:
+        meta = {**d["metadata"], "generation": 1, "uid": f"uid-{d['metadata']['name']}"}
+        live.append({**d, "metadata": meta, "status": {"observedGeneration": 1}})
+    observed = Observed.of(live)
+    old_pod = {
+        "metadata": {
+            "name": "old-driver",
+            "ownerReferences": [
+                {
+                    "kind": "DaemonSet",
+                    "name": "nvidia-driver-daemonset-5.4.0-ubuntu20.04",
+                    "uid": "gone",
+                    "controller": True,
+                }
+            ],
+        }
+    }
+    stale = contract.readiness(cp, PolicyFacts(facts.cluster, driver_pods=(old_pod,)), observed)
+    assert stale.state == "notReady"
+    assert "states not ready: [state-driver]" in stale.message
+    assert "removed driver DaemonSet" in stale.message
+    assert contract.readiness(cp, facts, observed).state == "ready"
