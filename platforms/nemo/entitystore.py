@@ -31,12 +31,12 @@ class EntitystoreRenderer(NemoRenderer[api.NemoEntitystore]):
         db = self.spec.database_config
         return [
             pod.env_var("POSTGRES_USER", db.credentials.user),
-            pod.secret_env_var(
-                "POSTGRES_PASSWORD", db.credentials.secret_name, db.credentials.password_key
-            ),
             pod.env_var("POSTGRES_HOST", db.host),
             pod.env_var("POSTGRES_PORT", str(db.port)),
             pod.env_var("POSTGRES_DB", db.database_name),
+            pod.secret_env_var(
+                "POSTGRES_PASSWORD", db.credentials.secret_name, db.credentials.password_key
+            ),
         ]
 
     def standard_env(self) -> list[Obj]:
