@@ -25,7 +25,7 @@ from nimctl_runtime.localcluster.catalog import ImageCatalog
 from nimctl_runtime.localcluster.errors import StatusError
 from nimctl_runtime.localcluster.hooks import AdmissionAttributes
 from nimctl_runtime.localcluster.registries import pull_problem
-from nimctl_runtime.localcluster.simulator import enginebuild
+from nimctl_runtime.localcluster.simulator import dra, enginebuild
 from nimctl_runtime.localcluster.simulator.clock import Clock, ScaledClock, rfc3339
 from nimctl_runtime.localcluster.simulator.daemonset import reconcile_daemonset
 from nimctl_runtime.localcluster.simulator.deployment import (
@@ -117,6 +117,10 @@ WATCHED: dict[tuple[str, str], str] = {
     ("networking.k8s.io", "ingresses"): "Ingress",
     ("leaderworkerset.x-k8s.io", "leaderworkersets"): "LeaderWorkerSet",
     ("serving.kserve.io", "inferenceservices"): "InferenceService",
+    ("resource.k8s.io", "deviceclasses"): "DeviceClass",
+    ("resource.k8s.io", "resourceclaims"): "ResourceClaim",
+    ("resource.k8s.io", "resourceclaimtemplates"): "ResourceClaimTemplate",
+    ("resource.k8s.io", "resourceslices"): "ResourceSlice",
 }
 # Kinds served by a CRD: loaded when their CRD appears after the simulator started.
 CRD_KINDS = ("LeaderWorkerSet", "InferenceService")
@@ -135,6 +139,9 @@ CONTROLLERS: dict[str, Reconciler] = {
     "HorizontalPodAutoscaler": reconcile_hpa,
     "LeaderWorkerSet": reconcile_leaderworkerset,
     "InferenceService": reconcile_inferenceservice,
+    # NVIDIA's DRA driver publishes each GPU node's devices; claims lose gone pods.
+    "Node": dra.reconcile_node_slices,
+    "ResourceClaim": dra.reconcile_resourceclaim,
 }
 API_VERSIONS = {
     "Pod": "v1",
@@ -375,6 +382,16 @@ class Simulator:
         ref = controller_ref(obj)
         if ref is not None and ref.get("kind") in CONTROLLERS:
             self._enqueue((str(ref["kind"]), namespace, str(ref.get("name", ""))))
+        if kind == "ResourceClaim":
+            # A claim made for a pod, or devices freed: pods waiting for claims retry.
+            if ref is not None and ref.get("kind") == "Pod":
+                self._enqueue(("Pod", namespace, str(ref.get("name", ""))))
+            self._enqueue_pending_pods()
+        elif kind == "Pod" and event.type == "DELETED":
+            for rc in self.view.list("ResourceClaim", namespace):
+                reserved = (rc.get("status") or {}).get("reservedFor") or []
+                if any(r.get("uid") == uid_of(obj) for r in reserved):
+                    self._enqueue(("ResourceClaim", namespace, name_of(rc)))
         if kind == "Node":
             taints = (obj.get("spec") or {}).get("taints") or []
             if event.type == "DELETED" or any(t.get("effect") == "NoExecute" for t in taints):
@@ -787,6 +804,27 @@ class Simulator:
             await self._unschedulable(pod, "Unschedulable", claim_problem)
             return
         nodes = self.view.list("Node")
+        claims: dict[str, Obj] = {}
+        if spec.get("resourceClaims"):
+            # DRA: claims made from templates first, then only nodes that can hold them all.
+            actions, claims, problem = dra.pod_claims(pod, self.view)
+            await self._execute(key, actions)
+            if problem or actions:
+                if problem:
+                    await self._unschedulable(pod, "Unschedulable", problem)
+                return
+            names = dra.feasible_nodes(claims, [name_of(n) for n in nodes], self.view)
+            if not names:
+                await self._unschedulable(
+                    pod,
+                    "Unschedulable",
+                    f"0/{len(nodes)} nodes are available: {len(nodes)} cannot allocate all "
+                    "claims. still not schedulable, preemption: 0/"
+                    f"{len(nodes)} nodes are available: {len(nodes)} Preemption is not "
+                    "helpful for scheduling.",
+                )
+                return
+            nodes = [n for n in nodes if name_of(n) in names]
         result = schedule(
             pod,
             nodes,
@@ -798,6 +836,8 @@ class Simulator:
             return
         bound = copy.deepcopy(pod)
         bound["spec"]["nodeName"] = result.node_name
+        if claims:
+            await self._execute(key, dra.allocate(pod, result.node_name, claims, self.view))
         await self._execute(key, [Update(bound)])
         self._emit(
             pod,
