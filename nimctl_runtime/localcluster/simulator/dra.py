@@ -215,11 +215,19 @@ def resource_slices(node: Mapping[str, Any]) -> list[Obj]:
 
 
 def reconcile_node_slices(node: Obj, ctx: Context) -> list[Action]:
-    """Publish (or correct) the node's ResourceSlices."""
+    """Publish (or correct) the node's ResourceSlices (and the driver's DeviceClasses)."""
     if is_deleting(node):
         return []
     actions: list[Action] = []
-    for desired in resource_slices(node):
+    slices = resource_slices(node)
+    if slices:
+        # The driver is installed with its DeviceClasses.
+        actions += [
+            Create(cls)
+            for cls in device_classes()
+            if ctx.view.get("DeviceClass", "", name_of(cls)) is None
+        ]
+    for desired in slices:
         live = ctx.view.get("ResourceSlice", "", name_of(desired))
         if live is None:
             actions.append(Create(desired))

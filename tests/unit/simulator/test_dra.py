@@ -88,6 +88,9 @@ def test_slices_per_gpu_node() -> None:
     n = node("gpu-0", 1)
     actions = dra.reconcile_node_slices(n, ctx(view))
     assert [a.obj["metadata"]["name"] for a in actions if isinstance(a, Create)] == [
+        "gpu.nvidia.com",
+        "compute-domain-default-channel.nvidia.com",
+        "compute-domain-daemon.nvidia.com",
         "gpu-0-gpu.nvidia.com",
         "gpu-0-compute-domain.nvidia.com",
     ]
