@@ -3,8 +3,8 @@ with ``databaseConfig``, Postgres through the ``<name>`` Secret (nim-operator.md
 
 The config store is mounted at ``/config-store``: a ConfigMap as is, a PVC on
 sub-path ``guardrails-config-store`` unless ``subPath`` says otherwise. A PVC
-with ``create: true`` is created by the operator (and kept when the
-NemoGuardrail is deleted, as every PVC nimctl creates); one without must
+with ``create: true`` is created by the operator and owned by the CR (never
+pruned while the CR exists, deleted with it, as NVIDIA's); one without must
 exist already.
 """
 
