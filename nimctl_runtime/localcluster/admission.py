@@ -91,8 +91,9 @@ async def warnings_hook(
 class BuiltinAdmission:
     """Allocation and defaulting the real API server does on write (no webhooks involved)."""
 
-    def __init__(self, storage: Any) -> None:
+    def __init__(self, storage: Any, *, pvc_protection: bool = True) -> None:
         self.storage = storage
+        self.pvc_protection = pvc_protection
 
     async def mutate(
         self, attrs: AdmissionAttributes, obj: Obj | None, old: Obj | None
@@ -166,9 +167,17 @@ class BuiltinAdmission:
         return obj
 
     def _pvc(self, obj: Obj) -> Obj | None:
+        # StorageObjectInUseProtection: a claim is not deleted while a pod uses it.
+        finalizers = (obj.get("metadata") or {}).get("finalizers") or []
+        if self.pvc_protection and "kubernetes.io/pvc-protection" not in finalizers:
+            obj = copy.deepcopy(obj)
+            obj.setdefault("metadata", {})["finalizers"] = [
+                *finalizers,
+                "kubernetes.io/pvc-protection",
+            ]
         spec = obj.get("spec") or {}
         if "storageClassName" in spec or spec.get("volumeName"):
-            return None
+            return obj
         for sc in sorted(
             self.storage.list("storage.k8s.io/v1", "StorageClass"),
             key=lambda s: str((s.get("metadata") or {}).get("name", "")),
@@ -178,7 +187,7 @@ class BuiltinAdmission:
                 obj = copy.deepcopy(obj)
                 obj.setdefault("spec", {})["storageClassName"] = sc["metadata"]["name"]
                 return obj
-        return None
+        return obj
 
     def _job(self, obj: Obj) -> Obj | None:
         meta = obj.get("metadata") or {}

@@ -228,7 +228,8 @@ async def start_extensions(cluster: Any) -> Extensions:
     audit = AuditLog()
     faults = FaultInjector(storage, simulator=simulator)
     webhooks = WebhookAdmission(storage)
-    builtin = BuiltinAdmission(storage)
+    # pvc-protection only where a simulated controller can release it again
+    builtin = BuiltinAdmission(storage, pvc_protection=simulator is not None)
     ext = Extensions(
         cluster,
         simulator=simulator,

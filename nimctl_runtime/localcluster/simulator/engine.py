@@ -413,6 +413,10 @@ class Simulator:
             for pvc in self.view.list("PersistentVolumeClaim"):
                 self._enqueue(("PersistentVolumeClaim", namespace_of(pvc), name_of(pvc)))
         if kind == "Pod":
+            for volume in (obj.get("spec") or {}).get("volumes") or []:
+                claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+                if claim:  # a claim waiting on pvc-protection may now be free
+                    self._enqueue(("PersistentVolumeClaim", namespace, str(claim)))
             labels = (obj.get("metadata") or {}).get("labels") or {}
             for svc in self.view.list("Service", namespace):
                 selector = (svc.get("spec") or {}).get("selector") or {}
@@ -550,7 +554,7 @@ class Simulator:
         controller = CONTROLLERS.get(kind)
         if obj is None or controller is None:
             return
-        if is_deleting(obj) and kind not in ("Job", "PersistentVolume"):
+        if is_deleting(obj) and kind not in ("Job", "PersistentVolume", "PersistentVolumeClaim"):
             return
         await self._execute(key, controller(obj, self._context()))
 

@@ -91,11 +91,35 @@ def default_class_name(ctx: Context) -> str | None:
     return None
 
 
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+
+
+def claim_in_use(pvc: Obj, ctx: Context) -> bool:
+    """A pod that has not finished mounts the claim (the pvc-protection controller's test)."""
+    name = name_of(pvc)
+    for pod in ctx.view.list("Pod", namespace_of(pvc)):
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            if (volume.get("persistentVolumeClaim") or {}).get("claimName") == name:
+                return True
+    return False
+
+
 def reconcile_pvc(pvc: Obj, ctx: Context) -> list[Action]:
-    """Provision and bind a Pending claim whose StorageClass exists."""
+    """Provision and bind a Pending claim whose StorageClass exists; release a deleted
+    claim's ``kubernetes.io/pvc-protection`` finalizer once no pod uses it."""
     spec = pvc.get("spec") or {}
     phase = (pvc.get("status") or {}).get("phase")
-    if phase == "Bound" or (pvc.get("metadata") or {}).get("deletionTimestamp"):
+    meta = pvc.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        finalizers = meta.get("finalizers") or []
+        if PVC_PROTECTION in finalizers and not claim_in_use(pvc, ctx):
+            released = copy.deepcopy(pvc)
+            released["metadata"]["finalizers"] = [f for f in finalizers if f != PVC_PROTECTION]
+            return [Update(released)]
+        return []
+    if phase == "Bound":
         return []
     actions: list[Action] = []
     class_name = spec.get("storageClassName")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from kubernetes_asyncio import client as k8s
 
 from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.localcluster.errors import StatusError
@@ -111,3 +112,34 @@ async def test_namespace_terminates_pods_first_and_refuses_new_content(
         )
     finally:
         unsubscribe()
+
+
+async def test_pvc_protection_keeps_a_claim_while_a_pod_uses_it(
+    cluster: LocalCluster, api: k8s.ApiClient
+) -> None:
+    store = cluster.storage
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "cache", "namespace": "default"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    created = await k8s.CoreV1Api(api).create_namespaced_persistent_volume_claim("default", claim)
+    assert created.metadata.finalizers == ["kubernetes.io/pvc-protection"]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "user", "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "c", "image": "nginx:1.27"}],
+            "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "cache"}}],
+        },
+    }
+    store.create(pod)
+    await _until(lambda: store.get("v1", "Pod", "user", "default")["status"]["phase"] == "Running")
+    store.delete("v1", "PersistentVolumeClaim", "cache", "default")
+    await asyncio.sleep(0.5)
+    held = store.get("v1", "PersistentVolumeClaim", "cache", "default")
+    assert held["metadata"]["deletionTimestamp"]  # Terminating while the pod runs
+    store.delete("v1", "Pod", "user", "default")
+    await _until(lambda: not store.list("v1", "PersistentVolumeClaim", "default"))
