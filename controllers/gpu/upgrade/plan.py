@@ -148,6 +148,7 @@ class _Pass:
         self.pdbs = pdbs
         self.gpu_claims = gpu_claims
         self.out = Plan()
+        self.slots = 0
 
     # -- outputs ---------------------------------------------------------------------
 
@@ -207,7 +208,7 @@ class _Pass:
         if m.labels.get(c.SKIP_LABEL) == "true":
             self.wait(m, f"skipped: the node is labelled {c.SKIP_LABEL}=true")
             return
-        if self.out.available <= 0 and not m.unschedulable:
+        if self.slots <= 0 and not m.unschedulable:
             counts = self.out.counts
             self.wait(
                 m,
@@ -226,7 +227,7 @@ class _Pass:
             self.move(m, c.POD_RESTART_REQUIRED)
         else:
             self.move(m, c.CORDON_REQUIRED)
-        self.out.available -= 1
+        self.slots -= 1
 
     def cordon_required(self, m: ManagedNode) -> None:
         if not m.unschedulable:
@@ -475,6 +476,7 @@ def plan(
     out.available = upgrades_available(
         out.counts, policy.max_parallel_upgrades, out.max_unavailable
     )
+    run.slots = out.available
     handlers = {
         c.UNKNOWN: run.unknown_or_done,
         c.DONE: run.unknown_or_done,
