@@ -38,7 +38,14 @@ from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.meta import dig, name_of, namespace_of, set_condition, uid_of
-from platforms.capabilities import INFERENCE_SERVICE, Capabilities
+from nimctl_runtime.reconcile import Request
+from platforms.capabilities import (
+    COMPUTE_DOMAIN,
+    GVK,
+    INFERENCE_SERVICE,
+    RESOURCE_CLAIM_TEMPLATE,
+    Capabilities,
+)
 from platforms.contract import Blocked, Observed, Readiness, ReconcileError
 from platforms.nimservice import (
     API_VERSION,
@@ -57,6 +64,7 @@ FINALIZER = api_ns.FINALIZER
 NIMCACHE_INDEX = "spec.storage.nimCache.name"
 RECORDER_NAME = "nimservice-controller"
 KSERVE_CONFIG = "inferenceservice-config"
+RESOURCE_CLAIM: GVK = ("resource.k8s.io/v1", "ResourceClaim")
 
 __all__ = [
     "API_VERSION",
@@ -71,6 +79,7 @@ __all__ = [
     "NIMServiceReconciler",
     "cache_secrets_without_values",
     "detect_orchestrator",
+    "dra_watches",
     "http_model_query",
     "nimcache_name_index",
     "spec_changed",
@@ -248,6 +257,7 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
             live = await _get(reader, "apps/v1", "Deployment", name_of(obj), namespace)
             if live is not None:
                 current_replicas = dig(live, "spec", "replicas")
+        claims, compute_domain, cd_template = await self._dra_facts(cr, obj, reader)
         status_mode = default_mode = None
         if platform_of(cr) == "kserve" and self.capabilities.has(INFERENCE_SERVICE):
             isvc = await _get(reader, *INFERENCE_SERVICE, name_of(obj), namespace)
@@ -262,7 +272,32 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
             current_replicas=current_replicas,
             kserve_status_mode=status_mode,
             kserve_default_mode=default_mode,
+            resource_claims=claims,
+            compute_domain=compute_domain,
+            compute_domain_claim_template=cd_template,
         )
+
+    async def _dra_facts(
+        self, cr: Obj, obj: Obj, reader: Reader
+    ) -> tuple[tuple[Obj, ...], Obj | None, str | None]:
+        """The namespace's ResourceClaims, the ComputeDomain used and its channel template."""
+        namespace = namespace_of(obj)
+        cd = dig(cr, "spec", "multiNode", "computeDomain") or {}
+        claims: tuple[Obj, ...] = ()
+        if (dig(cr, "spec", "draResources") or cd) and self.capabilities.has(
+            RESOURCE_CLAIM_TEMPLATE
+        ):
+            try:
+                claims = tuple(await reader.list(*RESOURCE_CLAIM, namespace))
+            except ApiError:
+                claims = ()
+        compute_domain = template = None
+        if cd and self.capabilities.has(COMPUTE_DOMAIN):
+            cd_name = name_of(obj) if cd.get("create") else str(cd.get("name") or "")
+            compute_domain = await _get(reader, *COMPUTE_DOMAIN, cd_name, namespace)
+            if not cd.get("create") and compute_domain is not None:
+                template = dig(compute_domain, "spec", "channel", "resourceClaimTemplate", "name")
+        return claims, compute_domain, str(template) if template else None
 
     async def _nimcache(self, cr: Obj, namespace: str, reader: Reader) -> Obj | None:
         cache_name = dig(cr, "spec", "storage", "nimCache", "name")
@@ -320,6 +355,7 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
             facts.orchestrator,
             facts.kserve_status_mode,
             facts.kserve_default_mode,
+            facts.compute_domain_claim_template,
         )
 
     def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:
@@ -329,6 +365,9 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
             st = nss.set_failed(old, readiness.reason, readiness.message)
         else:
             st = nss.set_not_ready(old, readiness.reason, readiness.message)
+        for field_name in ("draResourceStatuses", "computeDomainStatus"):
+            if field_name in readiness.details:  # kept current on every pass that renders
+                st[field_name] = readiness.details[field_name]
         if any(kind == "PersistentVolumeClaim" for _, kind, _ in observed.created):
             st["conditions"] = set_condition(
                 st.get("conditions"),
@@ -403,6 +442,42 @@ def cache_secrets_without_values(cache: Cache) -> None:
     Call before the Secret informer exists (in the controller's setup).
     """
     cache.by_object.setdefault(SECRET, ByObject(transform=secret_without_values))
+
+
+def dra_watches(
+    cache: Reader, capabilities: Capabilities
+) -> list[tuple[GVK, Callable[[Obj], Awaitable[list[Request]]]]]:
+    """Watches that keep ``draResourceStatuses`` and ``computeDomainStatus`` current.
+
+    A ResourceClaim wakes the NIMServices of its namespace that use DRA (or a
+    ComputeDomain); a ComputeDomain the operator did not create wakes the
+    NIMServices that name it (the ones it created are owned, hence watched).
+    """
+
+    async def users(namespace: str, wanted: Callable[[Obj], bool]) -> list[Request]:
+        services = await cache.list(API_VERSION, KIND, namespace)
+        return [Request(namespace, name_of(s)) for s in services if wanted(s)]
+
+    async def claim_users(claim: Obj) -> list[Request]:
+        return await users(
+            namespace_of(claim),
+            lambda s: bool(
+                dig(s, "spec", "draResources") or dig(s, "spec", "multiNode", "computeDomain")
+            ),
+        )
+
+    async def domain_users(domain: Obj) -> list[Request]:
+        return await users(
+            namespace_of(domain),
+            lambda s: dig(s, "spec", "multiNode", "computeDomain", "name") == name_of(domain),
+        )
+
+    out: list[tuple[GVK, Callable[[Obj], Awaitable[list[Request]]]]] = []
+    if capabilities.has(RESOURCE_CLAIM_TEMPLATE):
+        out.append((RESOURCE_CLAIM, claim_users))
+    if capabilities.has(COMPUTE_DOMAIN):
+        out.append((COMPUTE_DOMAIN, domain_users))
+    return out
 
 
 async def _get(

@@ -104,6 +104,8 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
         nimservices_of,
         predicates=[ResourceVersionChangedPredicate()],
     )
+    for (api_version, kind), users in nimservice_ctrl.dra_watches(cache, options.capabilities):
+        builder.watches(api_version, kind, users)
     builder.complete(reconciler)
 
 

@@ -11,6 +11,10 @@ Readiness (nim-operator.md §2.10, §2.12):
   ``kubectl rollout status`` words it;
 - kserve: the InferenceService's ``PredictorReady`` condition.
 Not ready requeues after 30 s, as NVIDIA's operator does.
+
+On the standalone platform ``readiness`` also reports, in ``details``, the
+DRA claims' states (``draResourceStatuses``) and the ComputeDomain's status
+(``computeDomainStatus``), from the claims and ComputeDomain in the facts.
 """
 
 from __future__ import annotations
@@ -35,7 +39,10 @@ from platforms.capabilities import (
     Capabilities,
 )
 from platforms.contract import Observed, Readiness
+from platforms.standalone import lws, podspec
 from platforms.standalone.context import RenderContext
+from platforms.standalone.dra_status import compute_domain_status, dra_resource_statuses
+from platforms.standalone.inputs import NIMServiceInputs
 
 __all__ = [
     "API_VERSION",
@@ -45,6 +52,7 @@ __all__ = [
     "OPTIONAL_OWNED",
     "NIMServiceContract",
     "deployment_readiness",
+    "dra_details",
     "inference_service_readiness",
     "leader_worker_set_readiness",
     "platform_of",
@@ -142,6 +150,26 @@ def inference_service_readiness(isvc: Obj | None, name: str) -> tuple[str, bool]
     return str(cond.get("message") or ""), cond.get("status") == "True"
 
 
+def dra_details(cr: Obj, facts: RenderContext) -> dict[str, Any]:
+    """``draResourceStatuses`` and ``computeDomainStatus`` where the spec uses them."""
+    spec = cr.get("spec") or {}
+    cd_spec = dig(spec, "multiNode", "computeDomain")
+    if not spec.get("draResources") and not cd_spec:
+        return {}
+    inp = NIMServiceInputs.of(cr, facts)
+    _, pod_claims, _ = podspec.dra(inp)
+    out: dict[str, Any] = {}
+    template = lws.compute_domain_template(inp) if inp.multinode else None
+    if template:
+        pod_claims.append(lws.compute_domain_pod_claim(inp.name, template, len(pod_claims)))
+    if pod_claims:
+        out["draResourceStatuses"] = dra_resource_statuses(pod_claims, facts.resource_claims)
+    cd = compute_domain_status(facts.compute_domain)
+    if cd is not None:
+        out["computeDomainStatus"] = cd
+    return out
+
+
 class NIMServiceContract:
     """What a NIMService becomes, on the platform its spec names."""
 
@@ -167,13 +195,21 @@ class NIMServiceContract:
             isvc = observed.get(*INFERENCE_SERVICE, name)
             message, ready = inference_service_readiness(isvc, name)
         else:
-            lws = observed.of_kind("LeaderWorkerSet")
-            if lws:
+            group = observed.of_kind("LeaderWorkerSet")
+            if group:
                 message, ready = leader_worker_set_readiness(
-                    lws[0], str(dig(lws[0], "metadata", "name", default=""))
+                    group[0], str(dig(group[0], "metadata", "name", default=""))
                 )
             else:
                 message, ready = deployment_readiness(observed.get("apps/v1", "Deployment", name))
+        details = dra_details(cr, facts) if platform_of(cr) != "kserve" else {}
         if ready:
-            return Readiness(STATE_READY, REASON_READY, message, ready=True)
-        return _not_ready(message)
+            return Readiness(STATE_READY, REASON_READY, message, ready=True, details=details)
+        readiness = _not_ready(message)
+        return Readiness(
+            readiness.state,
+            readiness.reason,
+            readiness.message,
+            requeue_after=readiness.requeue_after,
+            details=details,
+        )

@@ -7,6 +7,7 @@ the cluster serves, the orchestrator and the operator's identity.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,10 @@ class RenderContext:
     - ``current_replicas``: the live Deployment's replicas; used when an HPA
       owns the scale so rendering never fights it. It does not enter the
       desired-object hash.
+    - ``resource_claims``: the ResourceClaims of the service's namespace (for
+      ``status.draResourceStatuses``; render does not read them).
+    - ``compute_domain``: the ComputeDomain the service uses, created or
+      referenced (for ``status.computeDomainStatus``).
     """
 
     nimcache: CRInput | None = None
@@ -80,6 +85,8 @@ class RenderContext:
     compute_domain_claim_template: str | None = None
     kserve_status_mode: str | None = None
     kserve_default_mode: str | None = None
+    resource_claims: tuple[Mapping[str, Any], ...] = ()
+    compute_domain: Mapping[str, Any] | None = None
 
     def nimcache_dict(self) -> dict[str, Any] | None:
         return None if self.nimcache is None else as_dict(self.nimcache)

@@ -17,7 +17,23 @@ from platforms.standalone.context import COMPUTE_DOMAIN
 from platforms.standalone.errors import RenderError
 from platforms.standalone.inputs import NIMServiceInputs
 
-__all__ = ["leader_worker_set"]
+__all__ = ["compute_domain_pod_claim", "compute_domain_template", "leader_worker_set"]
+
+
+def compute_domain_template(inp: NIMServiceInputs) -> str | None:
+    """The ResourceClaimTemplate of the ComputeDomain channel the pods claim (None: none)."""
+    cd = dig(inp.spec, "multiNode", "computeDomain", default={}) or {}
+    if not cd:
+        return None
+    if cd.get("create"):
+        return multinode.compute_domain_template_name(inp.name)
+    return inp.ctx.compute_domain_claim_template
+
+
+def compute_domain_pod_claim(name: str, template: str, index: int) -> dict[str, Any]:
+    """The pod claim of a ComputeDomain channel (after ``index`` DRA pod claims)."""
+    claim = f"claim-{short_hash(name)}-2-{short_hash(template)}-{index}"
+    return {"name": claim, "resourceClaimTemplateName": template}
 
 
 def leader_worker_set(inp: NIMServiceInputs,
@@ -46,9 +62,9 @@ def leader_worker_set(inp: NIMServiceInputs,
             raise RenderError(
                 f"ComputeDomain {cd.get('name')} not found", reason="ComputeDomainFailed"
             )
-        claim = f"claim-{short_hash(inp.name)}-2-{short_hash(template)}-{len(pod_claims)}"
-        pod_claims.append({"name": claim, "resourceClaimTemplateName": template})
-        container_claims.append({"name": claim})
+        pod_claim = compute_domain_pod_claim(inp.name, template, len(pod_claims))
+        pod_claims.append(pod_claim)
+        container_claims.append({"name": pod_claim["name"]})
 
     ray = mn.get("ray")
     leader_volumes: list[dict[str, Any]] = []

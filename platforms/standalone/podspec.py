@@ -195,6 +195,7 @@ def dra(inp: NIMServiceInputs,
     pod_claims: list[dict[str, Any]] = []
     container_claims: list[dict[str, Any]] = []
     svc_hash = short_hash(inp.name)
+    seen: dict[str, int] = {}
     for index, res in enumerate(resources):
         if res.get("resourceClaimName"):
             field_type, ref_key, ref = 0, "resourceClaimName", res["resourceClaimName"]
@@ -212,7 +213,10 @@ def dra(inp: NIMServiceInputs,
                 f"spec.draResources[{index}]: exactly one of spec.resourceClaimName, "
                 "spec.resourceClaimTemplateName, or spec.claimCreationSpec must be set."
             )
-        claim = f"claim-{svc_hash}-{field_type}-{short_hash(ref)}-{index}"
+        # NVIDIA numbers pod claims per distinct base name (0 unless one repeats).
+        base = f"claim-{svc_hash}-{field_type}-{short_hash(ref)}"
+        seen[base] = seen.get(base, -1) + 1
+        claim = f"{base}-{seen[base]}"
         pod_claims.append({"name": claim, ref_key: ref})
         requests = res.get("requests") or []
         if requests:
