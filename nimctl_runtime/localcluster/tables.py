@@ -228,8 +228,85 @@ def _job_status(obj: Obj) -> str:
     return "Running"
 
 
+_ACCESS_MODES = {
+    "ReadWriteOnce": "RWO",
+    "ReadOnlyMany": "ROX",
+    "ReadWriteMany": "RWX",
+    "ReadWriteOncePod": "RWOP",
+}
+
+
+def _access_modes(path: str) -> Callable[[Obj], str]:
+    def cell(obj: Obj) -> str:
+        modes = jsonpath(obj, path) or []
+        return ",".join(_ACCESS_MODES.get(str(m), str(m)) for m in modes)
+
+    return cell
+
+
+def _pv_claim(obj: Obj) -> str:
+    ref = (obj.get("spec") or {}).get("claimRef") or {}
+    return f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref.get("name") else ""
+
+
+def _ingress_hosts(obj: Obj) -> str:
+    hosts = [r.get("host") for r in (obj.get("spec") or {}).get("rules") or [] if r.get("host")]
+    return ",".join(hosts) if hosts else "*"
+
+
+def _ingress_address(obj: Obj) -> str:
+    ingress = (((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress")) or []
+    return ",".join(str(i.get("ip") or i.get("hostname") or "") for i in ingress)
+
+
+def _ingress_ports(obj: Obj) -> str:
+    return "80, 443" if (obj.get("spec") or {}).get("tls") else "80"
+
+
+def _last_schedule(obj: Obj) -> str:
+    stamp = (obj.get("status") or {}).get("lastScheduleTime")
+    return age(stamp) if stamp else "<none>"
+
+
 _S, _I = "string", "integer"
 _BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
+    ("", "persistentvolumeclaims"): [
+        ("Status", _S, "", 0, _get(".status.phase", "")),
+        ("Volume", _S, "", 0, _get(".spec.volumeName", "")),
+        ("Capacity", _S, "", 0, _get(".status.capacity.storage", "")),
+        ("Access Modes", _S, "", 0, _access_modes(".status.accessModes")),
+        ("StorageClass", _S, "", 0, _get(".spec.storageClassName", "")),
+        ("VolumeAttributesClass", _S, "", 0, _get(".spec.volumeAttributesClassName", "<unset>")),
+        ("Age", _S, "", 0, _age),
+        ("VolumeMode", _S, "", 1, _get(".spec.volumeMode", "")),
+    ],
+    ("", "persistentvolumes"): [
+        ("Capacity", _S, "", 0, _get(".spec.capacity.storage", "")),
+        ("Access Modes", _S, "", 0, _access_modes(".spec.accessModes")),
+        ("Reclaim Policy", _S, "", 0, _get(".spec.persistentVolumeReclaimPolicy", "")),
+        ("Status", _S, "", 0, _get(".status.phase", "")),
+        ("Claim", _S, "", 0, _pv_claim),
+        ("StorageClass", _S, "", 0, _get(".spec.storageClassName", "")),
+        ("VolumeAttributesClass", _S, "", 0, _get(".spec.volumeAttributesClassName", "<unset>")),
+        ("Reason", _S, "", 0, _get(".status.reason", "")),
+        ("Age", _S, "", 0, _age),
+        ("VolumeMode", _S, "", 1, _get(".spec.volumeMode", "")),
+    ],
+    ("networking.k8s.io", "ingresses"): [
+        ("Class", _S, "", 0, _get(".spec.ingressClassName", "<none>")),
+        ("Hosts", _S, "", 0, _ingress_hosts),
+        ("Address", _S, "", 0, _ingress_address),
+        ("Ports", _S, "", 0, _ingress_ports),
+        ("Age", _S, "", 0, _age),
+    ],
+    ("batch", "cronjobs"): [
+        ("Schedule", _S, "", 0, _get(".spec.schedule", "")),
+        ("Timezone", _S, "", 0, _get(".spec.timeZone", "<none>")),
+        ("Suspend", _S, "", 0, lambda o: str(bool((o.get("spec") or {}).get("suspend"))).title()),
+        ("Active", _I, "", 0, lambda o: len((o.get("status") or {}).get("active") or [])),
+        ("Last Schedule", _S, "", 0, _last_schedule),
+        ("Age", _S, "", 0, _age),
+    ],
     ("", "pods"): [
         ("Ready", _S, "", 0, _pod_ready),
         ("Status", _S, "", 0, _pod_status),

@@ -170,3 +170,55 @@ async def test_finalizer_names_without_a_path_get_a_warning(kc: Kubectl) -> None
     await kc.run(
         "patch", "configmap", "held", "--type=merge", "-p", '{"metadata":{"finalizers":null}}'
     )
+
+
+async def test_get_pvc_ingress_and_cronjob_columns_match_kubectl_on_a_real_cluster(
+    kc: Kubectl,
+) -> None:
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "model-store"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "50Gi"}}},
+    }
+    await kc.run("apply", "-f", "-", input=json.dumps(claim))
+    await kc.run("wait", "--for=jsonpath={.status.phase}=Bound", "pvc/model-store", "--timeout=30s")
+    table = (await kc.run("get", "pvc")).stdout.splitlines()
+    assert table[0].split() == [
+        "NAME",
+        "STATUS",
+        "VOLUME",
+        "CAPACITY",
+        "ACCESS",
+        "MODES",
+        "STORAGECLASS",
+        "VOLUMEATTRIBUTESCLASS",
+        "AGE",
+    ]
+    row = table[1].split()
+    assert row[0:2] == ["model-store", "Bound"] and row[3:5] == ["50Gi", "RWO"]
+    assert row[6] == "<unset>"
+    await kc.run("create", "cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *")
+    cron = (await kc.run("get", "cronjobs")).stdout.splitlines()
+    assert cron[0].split() == [
+        "NAME",
+        "SCHEDULE",
+        "TIMEZONE",
+        "SUSPEND",
+        "ACTIVE",
+        "LAST",
+        "SCHEDULE",
+        "AGE",
+    ]
+    assert cron[1].split()[:10] == [
+        "nightly",
+        "0",
+        "3",
+        "*",
+        "*",
+        "*",
+        "<none>",
+        "False",
+        "0",
+        "<none>",
+    ]
