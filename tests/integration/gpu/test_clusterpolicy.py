@@ -73,6 +73,10 @@ class Env:
         return await self.admin.get("v1", "Node", name)
 
 
+async def _has_label(env: Env, node: str, label: str) -> bool:
+    return label in (await env.node(node))["metadata"]["labels"]
+
+
 def condition(policy: dict[str, Any], type_: str) -> dict[str, Any]:
     for c in (policy.get("status") or {}).get("conditions") or []:
         if c.get("type") == type_:
@@ -143,8 +147,32 @@ async def test_sample_policy_brings_bare_gpu_nodes_up(tmp_path: Path) -> None:
         assert await env.operand_pods("cpu-node-0") == []
         assert "nvidia-driver-daemonset" in await env.daemonsets()
 
-        # Nothing changed: nothing is written (ClusterPolicy, operands, nodes, status).
+        # Nothing changed: nothing is written (ClusterPolicy, operands, nodes, status),
+        # even when both controllers are woken up (an operand DaemonSet and a node touched).
+        before = len(env.operator.client.object_writes())
+        await admin.patch(
+            "apps/v1",
+            "DaemonSet",
+            "nvidia-device-plugin-daemonset",
+            {"metadata": {"annotations": {"example.com/touched": "yes"}}},
+            namespace=NS,
+        )
+        await admin.patch(
+            "v1", "Node", "gpu-node-0", {"metadata": {"labels": {"example.com/rack": "r1"}}}
+        )
+        await admin.patch(
+            "v1",
+            "Node",
+            "gpu-node-1",
+            {"metadata": {"labels": {"nvidia.com/gpu.deploy.client": None}}},
+        )
+        # The deploy label removed by hand comes back: exactly one node patch, then quiet.
+        await wait_for(
+            lambda: _has_label(env, "gpu-node-1", "nvidia.com/gpu.deploy.client"), timeout=30
+        )
         assert await quiet(env.operator.client, 2.0) == []
+        writes = env.operator.client.object_writes()[before:]
+        assert writes == [("PATCH", "/api/v1/nodes/gpu-node-1")], writes
 
         # A second ClusterPolicy is ignored; the first stays active.
         await admin.create(sample("second-policy"))
