@@ -611,6 +611,9 @@ class Simulator:
             gates=self._container_gates(pod),
         )
         enginebuild.observe(pod, status, self.volumes)
+        claim_statuses = (pod.get("status") or {}).get("resourceClaimStatuses")
+        if claim_statuses:  # the resourceclaim controller's, not the kubelet's
+            status = {**status, "resourceClaimStatuses": claim_statuses}
         key: Key = ("Pod", namespace, name)
         if wake is not None:
             self._after(wake - self.clock.now(), key)
