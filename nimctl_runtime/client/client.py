@@ -229,10 +229,13 @@ class Client:
         content_type: str = "application/json",
         request_timeout: float | None = None,
         raw: bool = False,
+        retries: int | None = None,
     ) -> Any:
         """Send one request and return the decoded JSON body; raises :class:`ApiError`.
 
         With ``raw=True`` the body is returned as bytes, undecoded (pod logs).
+        ``retries`` overrides ``max_retries`` for this request (0: an eviction's 429
+        is an answer to act on, not a throttle to wait out).
 
         Retries: GETs on connection errors, timeouts, 429 and 5xx; other verbs on 429
         and on 5xx that carry ``Retry-After`` (the server did not act on them).
@@ -244,6 +247,7 @@ class Client:
         client_timeout = aiohttp.ClientTimeout(total=request_timeout or self.config.timeout)
         attempt = 0
         refreshed = False
+        max_retries = self.max_retries if retries is None else retries
         while True:
             attempt += 1
             if self._limiter is not None:
@@ -269,14 +273,14 @@ class Client:
                 error: ApiError = ServerTimeout(
                     504, "Timeout", f"{method} {path}: no answer within the client timeout"
                 )
-                if is_read and attempt <= self.max_retries:
+                if is_read and attempt <= max_retries:
                     await asyncio.sleep(backoff.next_delay())
                     continue
                 raise error from err
             except aiohttp.ClientConnectorError as err:
                 self._observe(method, "<error>", time.monotonic() - started)
                 reason = self.connection.failed(err, request=f"{method} {path}")
-                if attempt <= self.max_retries:
+                if attempt <= max_retries:
                     # Nothing was sent: safe to retry any verb.
                     await asyncio.sleep(backoff.next_delay())
                     continue
@@ -286,7 +290,7 @@ class Client:
             except aiohttp.ClientError as err:
                 self._observe(method, "<error>", time.monotonic() - started)
                 reason = self.connection.failed(err, request=f"{method} {path}")
-                if is_read and attempt <= self.max_retries:
+                if is_read and attempt <= max_retries:
                     await asyncio.sleep(backoff.next_delay())
                     continue
                 raise ApiConnectionError(
@@ -309,7 +313,7 @@ class Client:
             retriable = status == 429 or (
                 is_retriable_status(status) and (is_read or retry_after is not None)
             )
-            if retriable and attempt <= self.max_retries:
+            if retriable and attempt <= max_retries:
                 delay = retry_after if retry_after is not None else backoff.next_delay()
                 await asyncio.sleep(min(delay, 60.0))
                 continue
