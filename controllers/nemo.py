@@ -45,7 +45,13 @@ from api.apps.v1alpha1.nemo_common import (
 from api.base import CustomResource
 from controllers import nimservice_status as status_words
 from controllers.reconciler import Event, Kind, KindReconciler
-from controllers.wiring import SetupOptions, own_kinds, spec_change_predicate
+from controllers.wiring import (
+    SECRET,
+    SetupOptions,
+    own_kinds,
+    secret_without_values,
+    spec_change_predicate,
+)
 from nimctl_runtime.builder import Builder
 from nimctl_runtime.cache.cache import ByObject
 from nimctl_runtime.client.client import Client
@@ -71,22 +77,10 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
-SECRET = ("v1", "Secret")
 PVC = ("v1", "PersistentVolumeClaim")
 CONFIG_MAP = ("v1", "ConfigMap")
 REQUIREMENTS_INDEX = "nemo.requirements"
 """Cache index on each NeMo kind: ``<Kind>/<name>`` of every object its spec requires."""
-
-
-def secret_without_values(obj: Obj) -> Obj:
-    """Cache transform for Secrets: keep metadata and key names, drop every value."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
-    keys = {**(obj.get("data") or {}), **(obj.get("stringData") or {})}
-    obj.pop("stringData", None)
-    obj["data"] = dict.fromkeys(keys, "")
-    return obj
 
 
 def requirement_keys(contract: NemoContract, obj: Mapping[str, Any]) -> list[str]:

@@ -30,9 +30,8 @@ from typing import Any
 from api.apps.v1alpha1 import nimservice as api_ns
 from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY
 from controllers import nimservice_status as nss
-from controllers.nemo import SECRET, secret_without_values
 from controllers.reconciler import Event, Kind, KindReconciler
-from controllers.wiring import spec_changed
+from controllers.wiring import SECRET, secret_without_values, spec_changed
 from nimctl_runtime.cache.cache import ByObject, Cache
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer

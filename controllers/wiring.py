@@ -28,15 +28,31 @@ from platforms.capabilities import GVK, OPTIONAL_GVKS, Capabilities
 __all__ = [
     "ALWAYS_FILTERED",
     "FILTERED_IF_PRESENT",
+    "SECRET",
     "ControllerEntry",
     "SetupFn",
     "SetupOptions",
     "discover_capabilities",
     "filtered_cache_options",
     "own_kinds",
+    "secret_without_values",
     "spec_change_predicate",
     "spec_changed",
 ]
+
+
+SECRET: GVK = ("v1", "Secret")
+
+
+def secret_without_values(obj: dict[str, Any]) -> dict[str, Any]:
+    """Cache transform for Secrets: keep metadata and key names, drop every value."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    keys = {**(obj.get("data") or {}), **(obj.get("stringData") or {})}
+    obj.pop("stringData", None)
+    obj["data"] = dict.fromkeys(keys, "")
+    return obj
 
 
 def spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
