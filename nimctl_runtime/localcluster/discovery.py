@@ -85,6 +85,7 @@ _SUBRESOURCE_VERBS = {
     "scale": ["get", "patch", "update"],
     "log": ["get"],
     "binding": ["create"],
+    "eviction": ["create"],
 }
 
 
@@ -100,6 +101,8 @@ def _subresource_kind(info: ResourceInfo, sub: str) -> tuple[str, str, str]:
         return ("autoscaling", "v1", "Scale")
     if sub == "binding":
         return ("", "v1", "Binding")
+    if sub == "eviction":
+        return ("policy", "v1", "Eviction")
     return (info.group, info.version, info.kind)
 
 

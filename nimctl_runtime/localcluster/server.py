@@ -20,7 +20,7 @@ from aiohttp import web
 
 from nimctl_runtime.logsetup import get_logger
 
-from . import conversion, discovery, errors, openapi
+from . import conversion, discovery, errors, eviction, openapi
 from .codec import json_response, status_response
 from .errors import StatusError
 from .handlers import RequestContext, ResourceHandlers
@@ -243,6 +243,8 @@ class ApiServer:
             return await h.list(ctx)
         if method == "POST" and not info.name:
             return await h.create(ctx)
+        if method == "POST" and info.subresource == "eviction":
+            return await eviction.evict(h, ctx)
         if method == "PUT" and info.name:
             return await h.update(ctx)
         if method == "PATCH" and info.name:
