@@ -27,6 +27,7 @@ from nimctl_runtime.localcluster.hooks import AdmissionAttributes
 from nimctl_runtime.localcluster.registries import pull_problem
 from nimctl_runtime.localcluster.simulator import dra, enginebuild
 from nimctl_runtime.localcluster.simulator.clock import Clock, ScaledClock, rfc3339
+from nimctl_runtime.localcluster.simulator.computedomain import reconcile_computedomain
 from nimctl_runtime.localcluster.simulator.daemonset import reconcile_daemonset
 from nimctl_runtime.localcluster.simulator.deployment import (
     reconcile_deployment,
@@ -121,9 +122,10 @@ WATCHED: dict[tuple[str, str], str] = {
     ("resource.k8s.io", "resourceclaims"): "ResourceClaim",
     ("resource.k8s.io", "resourceclaimtemplates"): "ResourceClaimTemplate",
     ("resource.k8s.io", "resourceslices"): "ResourceSlice",
+    ("resource.nvidia.com", "computedomains"): "ComputeDomain",
 }
 # Kinds served by a CRD: loaded when their CRD appears after the simulator started.
-CRD_KINDS = ("LeaderWorkerSet", "InferenceService")
+CRD_KINDS = ("LeaderWorkerSet", "InferenceService", "ComputeDomain")
 
 Reconciler = Callable[[Obj, Context], list[Action]]
 CONTROLLERS: dict[str, Reconciler] = {
@@ -142,6 +144,7 @@ CONTROLLERS: dict[str, Reconciler] = {
     # NVIDIA's DRA driver publishes each GPU node's devices; claims lose gone pods.
     "Node": dra.reconcile_node_slices,
     "ResourceClaim": dra.reconcile_resourceclaim,
+    "ComputeDomain": reconcile_computedomain,
 }
 API_VERSIONS = {
     "Pod": "v1",
@@ -386,6 +389,10 @@ class Simulator:
             # A claim made for a pod, or devices freed: pods waiting for claims retry.
             if ref is not None and ref.get("kind") == "Pod":
                 self._enqueue(("Pod", namespace, str(ref.get("name", ""))))
+            self._enqueue_pending_pods()
+            for domain in self.view.list("ComputeDomain", namespace):  # IMEX nodes joining
+                self._enqueue(("ComputeDomain", namespace, name_of(domain)))
+        elif kind == "ResourceClaimTemplate":
             self._enqueue_pending_pods()
         elif kind == "Pod" and event.type == "DELETED":
             for rc in self.view.list("ResourceClaim", namespace):

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.localcluster.simulator import dra
+from nimctl_runtime.localcluster.simulator import computedomain, dra
 from nimctl_runtime.localcluster.simulator.objects import (
     Context,
     Create,
@@ -170,3 +170,40 @@ def test_a_missing_named_claim_or_template_is_the_problem() -> None:
     assert problem == (
         'resourceclaim "shared" not found; resourceclaimtemplate "absent" not found'
     )
+
+
+def test_compute_domain_template_then_nodes_join() -> None:
+    domain = {
+        "apiVersion": "resource.nvidia.com/v1beta1",
+        "kind": "ComputeDomain",
+        "metadata": {"name": "imex", "namespace": "ns", "uid": "cd-uid"},
+        "spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "imex-ch"}}},
+    }
+    view = cluster(node("gpu-a", 1), node("gpu-b", 1))
+    actions = computedomain.reconcile_computedomain(domain, ctx(view))
+    template = next(a.obj for a in actions if isinstance(a, Create))
+    assert template["metadata"]["name"] == "imex-ch"
+    request = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert request["deviceClassName"] == "compute-domain-default-channel.nvidia.com"
+    status = next(a.obj for a in actions if isinstance(a, UpdateStatus))["status"]
+    assert status == {"status": "NotReady"}
+    view.put(template)
+
+    # Each pod's channel claim lands on its own node (one channel per node).
+    for pod_name in ("leader", "worker"):
+        p = pod(pod_name, claims=[{"name": "ch", "resourceClaimTemplateName": "imex-ch"}])
+        (create,) = dra.pod_claims(p, view)[0]
+        assert isinstance(create, Create)
+        made = {**create.obj, "metadata": {**create.obj["metadata"], "name": f"{pod_name}-ch"}}
+        view.put(made)
+        _, claims, _ = dra.pod_claims(p, view)
+        (where,) = dra.feasible_nodes(claims, ["gpu-a", "gpu-b"], view)[:1]
+        (allocated,) = dra.allocate(p, where, claims, view)
+        assert isinstance(allocated, UpdateStatus)
+        view.put(allocated.obj)
+    domain["status"] = status
+    (update,) = computedomain.reconcile_computedomain(domain, ctx(view))
+    assert isinstance(update, UpdateStatus)
+    st = update.obj["status"]
+    assert st["status"] == "Ready"
+    assert [n["name"] for n in st["nodes"]] == ["gpu-a", "gpu-b"]
