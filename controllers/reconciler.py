@@ -10,7 +10,8 @@
 3. add the kind's finalizer when it has one;
 4. ``kind.parse`` (the typed model, at the edge), ``kind.gather`` (facts, read
    from the cache; may raise ``Blocked``), ``contract.render`` (pure; memoised
-   while nothing it reads changed);
+   while nothing it reads changed). A ``Blocked`` carrying objects has them
+   applied (no prune) and reports its readiness;
 5. ``plan`` (pure) against the cache: applies by desired-object hash, prunes
    every object the CR controls (owner UID index) in its ``owned_kinds`` that
    the render no longer contains; then the thin executor writes;
@@ -245,15 +246,19 @@ class KindReconciler(Generic[CR, Facts]):
         self, obj: Obj, progress: list[Obj]
     ) -> tuple[Readiness, Observed, tuple[CR, Facts] | None]:
         k = self.kind
+        blocked_by: Readiness | None = None
         try:
             cr = k.parse(obj)
             facts = await k.gather(cr, obj, self.cache)
             progress.append(k.progress(progress[-1], facts))
             desired = self._render(cr, obj, facts)
         except Blocked as blocked:
-            return blocked.readiness, Observed(), None
+            if not blocked.objects:
+                return blocked.readiness, Observed(), None
+            # What does not wait for the prerequisite is applied; nothing is pruned.
+            blocked_by, desired = blocked.readiness, blocked.objects
         namespace = namespace_of(obj)
-        owned = await self._owned(obj)
+        owned = await self._owned(obj) if blocked_by is None else []
         live: dict[Key, Obj] = {}
         for d in desired:
             cached = await self._cached(d, namespace)
@@ -284,6 +289,8 @@ class KindReconciler(Generic[CR, Facts]):
         if failures:
             raise failures[0]
         observed = Observed(live, frozenset(created))
+        if blocked_by is not None:
+            return blocked_by, observed, None
         return k.contract.readiness(cr, facts, observed), observed, (cr, facts)
 
     def _render(self, cr: CR, obj: Obj, facts: Facts) -> list[Obj]:

@@ -78,12 +78,18 @@ class Blocked(Exception):
 
     Raised for a missing or unready prerequisite (a NIMCache, a CRD) and for a
     spec that cannot be rendered. Objects the CR already owns are left as they
-    are (nothing is pruned while blocked).
+    are (nothing is pruned while blocked). ``objects`` are the ones that do not
+    depend on the prerequisite: they are applied already (created, or updated
+    by hash), as NVIDIA's operator creates a NIMService's RBAC, Service and
+    routes while its NIMCache is still getting ready.
     """
 
-    def __init__(self, readiness: Readiness) -> None:
+    def __init__(
+        self, readiness: Readiness, objects: Iterable[Mapping[str, Any]] = ()
+    ) -> None:
         super().__init__(readiness.message)
         self.readiness = readiness
+        self.objects: list[dict[str, Any]] = [dict(o) for o in objects]
 
 
 class ReconcileError(ReportedError):
