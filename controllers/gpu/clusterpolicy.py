@@ -182,13 +182,16 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         )
 
     async def _config_map_keys(self, cr: ClusterPolicy) -> dict[str, list[str]]:
-        driver = cr.spec.driver
+        """Keys of the user ConfigMaps the driver mounts file by file (read through the
+        API: they carry no label of ours, so the GPU cache does not hold them)."""
+        spec = cr.spec.model_dump(by_alias=True)
         names = {
-            dig(driver.model_dump(by_alias=True), *path)
+            dig(spec, *path)
             for path in (
-                ("kernelModuleConfig", "name"),
-                ("repoConfig", "configMapName"),
-                ("certConfig", "name"),
+                ("driver", "kernelModuleConfig", "name"),
+                ("driver", "repoConfig", "configMapName"),
+                ("driver", "certConfig", "name"),
+                ("vgpuManager", "kernelModuleConfig", "name"),
             )
         }
         out: dict[str, list[str]] = {}
