@@ -56,7 +56,13 @@ from nimctl_runtime.builder import Builder
 from nimctl_runtime.cache.cache import ByObject
 from nimctl_runtime.client.client import Client
 from nimctl_runtime.client.errors import NotFound
-from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
+from nimctl_runtime.client.interfaces import (
+    EventRecorder,
+    KeyReader,
+    Reader,
+    Writer,
+    get_or_none,
+)
 from nimctl_runtime.manager import Manager
 from nimctl_runtime.meta import dig, name_of, namespace_of
 from nimctl_runtime.predicate import ResourceVersionChangedPredicate
@@ -105,15 +111,6 @@ class _Password:
 
 def _missing(reason: str, message: str) -> Blocked:
     return Blocked(Readiness(STATE_FAILED, reason, message, failed=True))
-
-
-async def _cached(
-    reader: Reader, gvk: tuple[str, str], name: str, namespace: str
-) -> Mapping[str, Any] | None:
-    try:
-        return await reader.get(gvk[0], gvk[1], name, namespace or None)
-    except NotFound:
-        return None
 
 
 class NemoKind(Kind[CustomResource, NemoFacts]):
@@ -165,7 +162,7 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
         if req.password is not None:
             ref = req.password
             where = "spec.databaseConfig.credentials"
-            secret = await _cached(reader, SECRET, ref.secret, namespace)
+            secret = await get_or_none(reader, *SECRET, ref.secret, namespace)
             if secret is None:
                 raise _missing(
                     REASON_SECRET_NOT_FOUND,
@@ -182,7 +179,7 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
             if ref.read:
                 password = await self._password(namespace, ref.secret, ref.key, rv)
         for pvc_name, field in req.pvcs:
-            claim = await _cached(reader, PVC, pvc_name, namespace)
+            claim = await get_or_none(reader, *PVC, pvc_name, namespace)
             if claim is None:
                 raise _missing(
                     REASON_PVC_NOT_FOUND,
@@ -191,7 +188,7 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
                 )
         config_maps: dict[str, Mapping[str, str]] = {}
         for cm_name in req.config_maps:
-            cm = await _cached(reader, CONFIG_MAP, cm_name, namespace)
+            cm = await get_or_none(reader, *CONFIG_MAP, cm_name, namespace)
             if cm is None:
                 raise _missing(REASON_CONFIGMAP_NOT_FOUND, f"ConfigMap {cm_name} not found")
             config_maps[cm_name] = dict(cm.get("data") or {})
@@ -238,7 +235,7 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
     async def _current_replicas(self, cr: CustomResource, obj: Obj, reader: Reader) -> int | None:
         if not dig(obj, "spec", "scale", "enabled"):
             return None
-        live = await _cached(reader, ("apps/v1", "Deployment"), name_of(obj), namespace_of(obj))
+        live = await get_or_none(reader, "apps/v1", "Deployment", name_of(obj), namespace_of(obj))
         replicas = dig(live, "spec", "replicas") if live else None
         return int(replicas) if replicas is not None else None
 

@@ -31,7 +31,13 @@ from api.apps.v1alpha1 import nimbuild as api_nb
 from controllers.reconciler import Event, Kind, KindReconciler
 from controllers.wiring import SetupOptions, own_kinds, spec_change_predicate
 from nimctl_runtime.client.errors import ApiError, NotFound
-from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
+from nimctl_runtime.client.interfaces import (
+    EventRecorder,
+    KeyReader,
+    Reader,
+    Writer,
+    get_or_none,
+)
 from nimctl_runtime.meta import dig, is_true, name_of, namespace_of, set_condition
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
@@ -93,13 +99,6 @@ def _blocked(state: str, condition: str, reason: str, message: str) -> Blocked:
     )
 
 
-async def _get(reader: Reader, api_version: str, kind: str, name: str, ns: str) -> Obj | None:
-    try:
-        return await reader.get(api_version, kind, name, ns or None)
-    except NotFound:
-        return None
-
-
 class NIMBuildKind(Kind[Obj, NIMBuildFacts]):
     """NIMBuild: the NIMCache and profile as facts, NVIDIA's conditions, the NIMCache update."""
 
@@ -128,7 +127,7 @@ class NIMBuildKind(Kind[Obj, NIMBuildFacts]):
     async def gather(self, cr: Obj, obj: Obj, reader: Reader) -> NIMBuildFacts:
         namespace = namespace_of(obj)
         cache_name = str(dig(cr, "spec", "nimCache", "name", default=""))
-        nimcache = await _get(reader, API_VERSION, "NIMCache", cache_name, namespace)
+        nimcache = await get_or_none(reader, API_VERSION, "NIMCache", cache_name, namespace)
         if nimcache is None:
             raise _blocked(
                 api_nb.STATE_FAILED,
@@ -190,7 +189,7 @@ class NIMBuildKind(Kind[Obj, NIMBuildFacts]):
     async def _manifest_logs(self, obj: Obj, reader: Reader) -> str | None:
         """What the running local manifest pod printed (None until it runs)."""
         pod_name = objects.local_manifest_pod_name(name_of(obj))
-        pod = await _get(reader, "v1", "Pod", pod_name, namespace_of(obj))
+        pod = await get_or_none(reader, "v1", "Pod", pod_name, namespace_of(obj))
         if pod is None or dig(pod, "status", "phase") != "Running" or self.pod_logs is None:
             return None
         try:

@@ -26,7 +26,13 @@ from controllers import nimcache_status as ncs
 from controllers.nimservice import detect_orchestrator
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
-from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
+from nimctl_runtime.client.interfaces import (
+    EventRecorder,
+    KeyReader,
+    Reader,
+    Writer,
+    get_or_none,
+)
 from nimctl_runtime.meta import dig, name_of, namespace_of
 from platforms.capabilities import Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError
@@ -69,13 +75,6 @@ async def client_pod_logs(client: Any, namespace: str, pod: str, container: str)
     return text
 
 
-async def _get(reader: KeyReader, api_version: str, kind: str, name: str, ns: str) -> Obj | None:
-    try:
-        return await reader.get(api_version, kind, name, ns or None)
-    except NotFound:
-        return None
-
-
 class NIMCacheKind(Kind[Obj, NIMCacheFacts]):
     """NIMCache: manifest and PVC facts, NVIDIA's caching state machine."""
 
@@ -104,9 +103,9 @@ class NIMCacheKind(Kind[Obj, NIMCacheFacts]):
         self, reader: Reader, api_version: str, kind: str, name: str, ns: str
     ) -> Obj | None:
         """The object from the cache, or from the API when the cache has not seen it yet."""
-        found = await _get(reader, api_version, kind, name, ns)
+        found = await get_or_none(reader, api_version, kind, name, ns)
         if found is None:
-            found = await _get(self.api_reader, api_version, kind, name, ns)
+            found = await get_or_none(self.api_reader, api_version, kind, name, ns)
         return found
 
     async def gather(self, cr: Obj, obj: Obj, reader: Reader) -> NIMCacheFacts:
@@ -146,7 +145,7 @@ class NIMCacheKind(Kind[Obj, NIMCacheFacts]):
         spec = model_spec(cr)
         if is_optimized_ngc(cr) and not spec.gpus and not spec.profiles:
             gpus = tuple(profiles.discovered_gpu_products(await _nodes(reader)))
-        job = await _get(reader, "batch/v1", "Job", builders.job_name(name), namespace)
+        job = await get_or_none(reader, "batch/v1", "Job", builders.job_name(name), namespace)
         return NIMCacheFacts(
             orchestrator=self.orchestrator,
             manifest_pending=pending,
@@ -160,7 +159,7 @@ class NIMCacheKind(Kind[Obj, NIMCacheFacts]):
         """The manifest pod's log once it is Running and printed; None while waiting."""
         name, namespace = name_of(cr), namespace_of(cr)
         pod_name = builders.manifest_pod_name(name)
-        pod = await _get(reader, "v1", "Pod", pod_name, namespace)
+        pod = await get_or_none(reader, "v1", "Pod", pod_name, namespace)
         if pod is None or dig(pod, "status", "phase") != "Running":
             return None
         containers = dig(pod, "spec", "containers", default=[{}])
@@ -216,7 +215,8 @@ class NIMCacheKind(Kind[Obj, NIMCacheFacts]):
     async def cleanup(self, obj: Obj, reader: Reader, writer: Writer) -> None:
         """On deletion: remove the caching Job's pods (the Job itself goes by GC)."""
         namespace = namespace_of(obj)
-        job = await _get(reader, "batch/v1", "Job", builders.job_name(name_of(obj)), namespace)
+        job_name = builders.job_name(name_of(obj))
+        job = await get_or_none(reader, "batch/v1", "Job", job_name, namespace)
         labels = dig(job, "spec", "selector", "matchLabels", default={})
         if not labels:
             return

@@ -27,6 +27,7 @@ __all__ = [
     "Reader",
     "StatusWriter",
     "Writer",
+    "get_or_none",
 ]
 
 
@@ -111,3 +112,15 @@ class EventRecorder(Protocol):
     """Records an Event about an object (``nimctl_runtime.events.EventRecorder``)."""
 
     def event(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None: ...
+
+
+async def get_or_none(
+    reader: KeyReader, api_version: str, kind: str, name: str, namespace: str | None = None
+) -> Obj | None:
+    """``reader.get`` with NotFound as None (controller-runtime's ``client.IgnoreNotFound``)."""
+    from nimctl_runtime.client.errors import NotFound
+
+    try:
+        return await reader.get(api_version, kind, name, namespace or None)
+    except NotFound:
+        return None
