@@ -45,7 +45,7 @@ from platforms.capabilities import (
     RESOURCE_CLAIM_TEMPLATE,
     Capabilities,
 )
-from platforms.contract import Blocked, Observed, Readiness, ReconcileError
+from platforms.contract import Observed, Readiness, ReconcileError
 from platforms.nimservice import (
     API_VERSION,
     KIND,
@@ -244,7 +244,7 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
 
     async def gather(self, cr: Obj, obj: Obj, reader: Reader) -> RenderContext:
         namespace = namespace_of(obj)
-        nimcache = await self._nimcache(cr, namespace, reader)
+        nimcache, nimcache_blocked = await self._nimcache(cr, namespace, reader)
         if self.orchestrator is None:
             try:
                 nodes = await reader.list("v1", "Node")
@@ -274,6 +274,7 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
             resource_claims=claims,
             compute_domain=compute_domain,
             compute_domain_claim_template=cd_template,
+            nimcache_blocked=nimcache_blocked,
         )
 
     async def _dra_facts(
@@ -298,41 +299,42 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
                 template = dig(compute_domain, "spec", "channel", "resourceClaimTemplate", "name")
         return claims, compute_domain, str(template) if template else None
 
-    async def _nimcache(self, cr: Obj, namespace: str, reader: Reader) -> Obj | None:
+    async def _nimcache(
+        self, cr: Obj, namespace: str, reader: Reader
+    ) -> tuple[Obj | None, Readiness | None]:
+        """The Ready NIMCache the service names, or why it cannot be used yet.
+
+        Missing, failed or not ready is not an error of the pass: the render
+        then makes what does not need the cache and reports the reason.
+        """
         cache_name = dig(cr, "spec", "storage", "nimCache", "name")
         if not cache_name:
-            return None
+            return None, None
         nimcache = await _get(reader, API_VERSION, NIMCACHE_KIND, cache_name, namespace)
         if nimcache is None:
-            raise Blocked(
-                Readiness(
-                    STATE_FAILED,
-                    api_ns.REASON_NIMCACHE_NOT_FOUND,
-                    f"NIMCache {cache_name} not found",
-                    failed=True,
-                )
+            return None, Readiness(
+                STATE_FAILED,
+                api_ns.REASON_NIMCACHE_NOT_FOUND,
+                f"NIMCache {cache_name} not found",
+                failed=True,
             )
         state = dig(nimcache, "status", "state", default="")
         if state == "Failed":
-            raise Blocked(
-                Readiness(
-                    STATE_FAILED,
-                    api_ns.REASON_NIMCACHE_FAILED,
-                    _failed_message(nimcache),
-                    failed=True,
-                )
+            return None, Readiness(
+                STATE_FAILED,
+                api_ns.REASON_NIMCACHE_FAILED,
+                _failed_message(nimcache),
+                failed=True,
             )
         if state != "Ready":
-            raise Blocked(
-                Readiness(
-                    STATE_NOT_READY,
-                    api_ns.REASON_NIMCACHE_NOT_READY,
-                    f"NIMCache {cache_name} not ready",
-                )
+            return None, Readiness(
+                STATE_NOT_READY,
+                api_ns.REASON_NIMCACHE_NOT_READY,
+                f"NIMCache {cache_name} not ready",
             )
         if not dig(nimcache, "status", "pvc"):
             raise ReconcileError(f"missing PVC for the nimcache instance {cache_name}")
-        return nimcache
+        return nimcache, None
 
     def materialize(self, obj: Obj) -> Obj:
         """The MPI SSH key Secret gets its freshly generated key when it is created."""

@@ -38,7 +38,7 @@ from platforms.capabilities import (
     SERVICE_MONITOR,
     Capabilities,
 )
-from platforms.contract import Observed, Readiness
+from platforms.contract import Blocked, Observed, Readiness
 from platforms.standalone import lws, podspec
 from platforms.standalone.context import RenderContext
 from platforms.standalone.dra_status import compute_domain_status, dra_resource_statuses
@@ -180,6 +180,13 @@ class NIMServiceContract:
         return BUILTIN_OWNED + tuple(g for g in OPTIONAL_OWNED if capabilities.has(g))
 
     def render(self, cr: Obj, facts: RenderContext) -> list[dict[str, Any]]:
+        if facts.nimcache_blocked is not None:
+            # NVIDIA creates RBAC, Service, routes, HPA, monitor and EPP objects
+            # before it looks at the NIMCache; the rest waits for the cache.
+            early = []
+            if platform_of(cr) != "kserve":
+                early = standalone.render_before_storage(cr, facts)
+            raise Blocked(facts.nimcache_blocked, early)
         if platform_of(cr) == "kserve":
             return kserve.render(
                 cr,

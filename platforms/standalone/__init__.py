@@ -14,7 +14,7 @@ from platforms.standalone.errors import (
     RenderError,
     UnsupportedSpec,
 )
-from platforms.standalone.nimservice import render, spec_hash
+from platforms.standalone.nimservice import render, render_before_storage, spec_hash
 
 __all__ = [
     "Capabilities",
@@ -25,5 +25,6 @@ __all__ = [
     "RenderError",
     "UnsupportedSpec",
     "render",
+    "render_before_storage",
     "spec_hash",
 ]

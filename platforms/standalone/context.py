@@ -27,6 +27,7 @@ from platforms.capabilities import (
     SERVICE_MONITOR,
     Capabilities,
 )
+from platforms.contract import Readiness
 from platforms.objects import CRInput, as_dict
 
 __all__ = [
@@ -73,6 +74,8 @@ class RenderContext:
       ``status.draResourceStatuses``; render does not read them).
     - ``compute_domain``: the ComputeDomain the service uses, created or
       referenced (for ``status.computeDomainStatus``).
+    - ``nimcache_blocked``: why the named NIMCache cannot be used yet (missing,
+      failed, not ready); the render then makes only what does not need it.
     """
 
     nimcache: CRInput | None = None
@@ -87,6 +90,7 @@ class RenderContext:
     kserve_default_mode: str | None = None
     resource_claims: tuple[Mapping[str, Any], ...] = ()
     compute_domain: Mapping[str, Any] | None = None
+    nimcache_blocked: Readiness | None = None
 
     def nimcache_dict(self) -> dict[str, Any] | None:
         return None if self.nimcache is None else as_dict(self.nimcache)

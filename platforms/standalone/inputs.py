@@ -65,8 +65,14 @@ class NIMServiceInputs:
     nimcache: dict[str, Any] | None
 
     @classmethod
-    def of(cls, svc: Mapping[str, Any], ctx: RenderContext) -> NIMServiceInputs:
-        """Derive the inputs; raises ``RenderError`` for a missing name or NIMCache."""
+    def of(
+        cls, svc: Mapping[str, Any], ctx: RenderContext, *, resolve_cache: bool = True
+    ) -> NIMServiceInputs:
+        """Derive the inputs; raises ``RenderError`` for a missing name or NIMCache.
+
+        ``resolve_cache=False`` leaves the NIMCache unresolved (for the objects
+        that do not depend on it).
+        """
         meta = svc.get("metadata") or {}
         name = str(meta.get("name") or "")
         if not name:
@@ -114,7 +120,9 @@ class NIMServiceInputs:
             selector=(
                 multinode.leader_selector(name) if is_multinode else selector_labels(name)
             ),
-            nimcache=resolve_nimcache(ctx, str(cache_name)) if cache_name else None,
+            nimcache=resolve_nimcache(ctx, str(cache_name))
+            if cache_name and resolve_cache
+            else None,
         )
 
     def meta(

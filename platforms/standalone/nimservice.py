@@ -28,7 +28,7 @@ from platforms.standalone.context import LEADER_WORKER_SET, RenderContext
 from platforms.standalone.errors import UnsupportedSpec
 from platforms.standalone.inputs import API_VERSION, KIND, NIMServiceInputs
 
-__all__ = ["API_VERSION", "KIND", "render", "spec_hash"]
+__all__ = ["API_VERSION", "KIND", "render", "render_before_storage", "spec_hash"]
 
 
 def render(nimservice: CRInput, ctx: RenderContext | None = None) -> list[dict[str, Any]]:
@@ -49,22 +49,7 @@ def render(nimservice: CRInput, ctx: RenderContext | None = None) -> list[dict[s
             "spec.multiNode: the LeaderWorkerSet API (leaderworkerset.x-k8s.io/v1) is not "
             "installed in this cluster"
         )
-    objs: list[dict[str, Any]] = [
-        networking.service_account(inp),
-        networking.role(inp),
-        networking.role_binding(inp),
-        networking.service(inp),
-    ]
-    for maybe in (
-        networking.ingress(inp),
-        networking.http_route(inp),
-        networking.grpc_route(inp),
-        networking.hpa(inp),
-        networking.service_monitor(inp),
-    ):
-        if maybe is not None:
-            objs.append(maybe)
-    objs.extend(networking.epp(inp))
+    objs = _networking(inp)
     volume, sub_path, created_pvc = storage.model_store(inp)
     if created_pvc is not None:
         objs.append(created_pvc)
@@ -82,6 +67,40 @@ def render(nimservice: CRInput, ctx: RenderContext | None = None) -> list[dict[s
         # The HPA owns the scale: keep the live value, outside the hash.
         objs[-1]["spec"]["replicas"] = current
     return objs
+
+
+def _networking(inp: NIMServiceInputs) -> list[dict[str, Any]]:
+    """What does not need the model store: RBAC, Service, Ingress, routes, HPA, monitor, EPP."""
+    objs: list[dict[str, Any]] = [
+        networking.service_account(inp),
+        networking.role(inp),
+        networking.role_binding(inp),
+        networking.service(inp),
+    ]
+    for maybe in (
+        networking.ingress(inp),
+        networking.http_route(inp),
+        networking.grpc_route(inp),
+        networking.hpa(inp),
+        networking.service_monitor(inp),
+    ):
+        if maybe is not None:
+            objs.append(maybe)
+    objs.extend(networking.epp(inp))
+    return objs
+
+
+def render_before_storage(
+    nimservice: CRInput, ctx: RenderContext | None = None
+) -> list[dict[str, Any]]:
+    """The objects NVIDIA's operator creates before it resolves the model store.
+
+    ServiceAccount, Role, RoleBinding, Service, Ingress, routes, HPA,
+    ServiceMonitor and the EPP objects: made while the NIMCache is still
+    getting ready, identical to (same hashes as) the full render's.
+    """
+    inp = NIMServiceInputs.of(as_dict(nimservice), ctx or RenderContext(), resolve_cache=False)
+    return [stamped_copy(obj) for obj in _networking(inp)]
 
 
 def spec_hash(nimservice: CRInput) -> str:
