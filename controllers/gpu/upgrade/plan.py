@@ -102,6 +102,7 @@ class Plan:
     stalled: dict[str, float] = field(default_factory=dict)
     rollout_stalled: float | None = None
     counts: SlotCounts = field(default_factory=lambda: SlotCounts(0, 0, 0, 0))
+    counts_by_state: dict[str, int] = field(default_factory=dict)
     max_unavailable: int = 0
     available: int = 0
     requeue_after: float | None = None
@@ -492,6 +493,7 @@ def plan(
     }
     for m in managed:
         out.states[m.name] = m.state
+        out.counts_by_state[m.state] = out.counts_by_state.get(m.state, 0) + 1
     for state in c.ORDER:
         handler = handlers.get(state)
         for m in managed:

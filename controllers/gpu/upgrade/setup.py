@@ -1,0 +1,114 @@
+"""Wiring of the driver upgrade controller: its cache, watches and the singleton request.
+
+As NVIDIA's (gpu-operator.md §4.4) it runs one worker over one request for
+the whole cluster and requeues every 2 minutes. It wakes on: a ClusterPolicy
+created, deleted or with a new generation; a Node whose upgrade state, skip
+label, upgrade annotations, cordon or readiness changed; a driver DaemonSet
+with a new generation; and, beyond NVIDIA, an operand pod of the operator
+namespace (driver, validator) created, deleted or changing readiness or
+revision, so a node moves on as soon as its driver is up instead of at the
+next 2-minute tick.
+
+``OPERATOR_NAMESPACE`` is required (``setup_gpu`` logs when it is missing).
+``options.extra["driver_upgrade_stall_seconds"]`` sets after how long a node
+with no progress is reported (default 30 minutes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
+from controllers.gpu.upgrade import consts as c
+from controllers.gpu.upgrade.cache import upgrade_cache
+from controllers.gpu.upgrade.controller import CP_API, REQUEST, UpgradeReconciler
+from controllers.gpu.upgrade.policy import DEFAULT_STALL_SECONDS
+from nimctl_runtime.controller import Controller
+from nimctl_runtime.handler import EnqueueRequestsFromMapFunc, UpdateEvent
+from nimctl_runtime.meta import dig
+from nimctl_runtime.predicate import Funcs, GenerationChangedPredicate
+from nimctl_runtime.reconcile import Request
+from nimctl_runtime.workqueue import ItemExponentialFailureRateLimiter
+
+if TYPE_CHECKING:
+    from controllers.wiring import SetupOptions
+    from nimctl_runtime.client.client import Client
+    from nimctl_runtime.manager import Manager
+
+UPGRADE_CONTROLLER = "upgrade-controller"
+RECORDER_NAME = "nvidia-driver-upgrade"
+
+__all__ = ["UPGRADE_CONTROLLER", "node_upgrade_facts_changed", "setup_driver_upgrade"]
+
+
+def _node_facts(node: Mapping[str, Any]) -> tuple[Any, ...]:
+    labels = dig(node, "metadata", "labels") or {}
+    annotations = dig(node, "metadata", "annotations") or {}
+    ready = [x.get("status") for x in dig(node, "status", "conditions") or []
+             if x.get("type") == "Ready"]  # fmt: skip
+    return (
+        labels.get(c.STATE_LABEL),
+        labels.get(c.SKIP_LABEL),
+        annotations.get(c.UPGRADE_REQUESTED_ANNOTATION),
+        annotations.get(c.SAFE_LOAD_ANNOTATION),
+        bool(dig(node, "spec", "unschedulable")),
+        tuple(ready),
+    )
+
+
+def node_upgrade_facts_changed() -> Funcs:
+    """Node updates that can move an upgrade."""
+    return Funcs(update=lambda e: _node_facts(e.object_old) != _node_facts(e.object_new))
+
+
+def _pod_facts(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    statuses = dig(pod, "status", "containerStatuses") or []
+    return (
+        dig(pod, "metadata", "labels", c.REVISION_HASH_LABEL),
+        bool(dig(pod, "metadata", "deletionTimestamp")),
+        dig(pod, "status", "phase"),
+        tuple(bool(s.get("ready")) for s in statuses),
+    )
+
+
+def _pod_changed(event: UpdateEvent) -> bool:
+    return _pod_facts(event.object_old) != _pod_facts(event.object_new)
+
+
+def setup_driver_upgrade(manager: Manager, client: Client, options: SetupOptions) -> None:
+    """Add the driver upgrade controller and its cache to ``manager``."""
+    try:
+        config = GPUConfig.from_env(options.extra.get("environ"))
+    except MissingOperatorNamespace:
+        return  # setup_gpu logs what to set
+    cache = upgrade_cache(client, config.operator_namespace)
+    manager.add(cache)
+    reconciler = UpgradeReconciler(
+        cache=cache,
+        client=client,
+        recorder=manager.event_recorder(RECORDER_NAME),
+        operator_namespace=config.operator_namespace,
+        stall_after_seconds=float(
+            options.extra.get("driver_upgrade_stall_seconds") or DEFAULT_STALL_SECONDS
+        ),
+    )
+    controller = Controller(
+        UPGRADE_CONTROLLER,
+        reconciler,
+        cache,
+        max_concurrent_reconciles=1,
+        rate_limiter=ItemExponentialFailureRateLimiter[Request](base_delay=0.1, max_delay=3.0),
+        cache_sync_timeout=manager.options.cache_sync_timeout,
+        scope_resolver=client.mapper.is_namespaced,
+    )
+
+    async def singleton(_: dict[str, Any]) -> list[Request]:
+        return [REQUEST]
+
+    to_singleton = EnqueueRequestsFromMapFunc(singleton)
+    controller.watch(CP_API, "ClusterPolicy", to_singleton, GenerationChangedPredicate())
+    controller.watch("v1", "Node", to_singleton, node_upgrade_facts_changed())
+    controller.watch("apps/v1", "DaemonSet", to_singleton, GenerationChangedPredicate())
+    controller.watch("v1", "Pod", to_singleton, Funcs(update=_pod_changed))
+    manager.add(controller)
