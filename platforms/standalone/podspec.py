@@ -114,9 +114,13 @@ def nim_env(inp: NIMServiceInputs) -> list[dict[str, Any]]:
     elif _is_hf_model(inp, env):
         env = pod.remove_env(env, "NGC_API_KEY")
         if auth:
-            env = pod.remove_env(env, "HF_TOKEN")
-            env.append(pod.secret_env_var("NGC_API_KEY", auth, "NGC_API_KEY", optional=True))
-            env.append(pod.secret_env_var("HF_TOKEN", auth, "HF_TOKEN"))
+            # NVIDIA puts the two credentials first, the NIM_* block after them
+            # (as a real API server shows its HF and multi-LLM samples' pods).
+            env = [
+                pod.secret_env_var("NGC_API_KEY", auth, "NGC_API_KEY", optional=True),
+                pod.secret_env_var("HF_TOKEN", auth, "HF_TOKEN"),
+                *pod.remove_env(env, "HF_TOKEN"),
+            ]
     profile = dig(inp.spec, "storage", "nimCache", "profile", default="")
     if profile:
         env = pod.add_env_defaults(env, [pod.env_var("NIM_MODEL_PROFILE", profile)])
