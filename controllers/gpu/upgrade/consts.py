@@ -29,6 +29,7 @@ REQUESTOR_MODE_ANNOTATION: Final = "nvidia.com/gpu-driver-upgrade-requestor-mode
 POD_DELETION_START_ANNOTATION: Final = "nimctl.io/gpu-driver-upgrade-pod-deletion-start-time"
 DRAIN_START_ANNOTATION: Final = "nimctl.io/gpu-driver-upgrade-drain-start-time"
 STATE_SINCE_ANNOTATION: Final = "nimctl.io/gpu-driver-upgrade-state-since"
+FAILED_REVISION_ANNOTATION: Final = "nimctl.io/gpu-driver-upgrade-failed-revision"
 
 DRIVER_POD_LABEL: Final = "app=nvidia-driver-daemonset"
 DRIVER_COMPONENT_LABEL: Final = "app.kubernetes.io/component=nvidia-driver"

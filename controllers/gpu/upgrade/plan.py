@@ -17,9 +17,11 @@ Where we deliberately differ from NVIDIA (docs/differences.md):
 - a node cordoned by someone else while it waits in ``upgrade-required`` is
   recorded as cordoned before the upgrade, so it stays cordoned (NVIDIA only
   looks at ``""``/``upgrade-done``);
-- an ``upgrade-failed`` node can be retried with the node annotation
-  ``nvidia.com/gpu-driver-upgrade-requested=true`` (back to
-  ``upgrade-required``, through cordon and drain again);
+- an ``upgrade-failed`` node is retried (back to ``upgrade-required``, through
+  cordon and drain again) when the driver DaemonSet has moved on to a newer
+  revision than the one that failed (a fixed driver was published), or when
+  annotated ``nvidia.com/gpu-driver-upgrade-requested=true``; NVIDIA leaves it
+  failed until its old driver pod happens to be in sync;
 - drain and pod-deletion timers live in node annotations, not in memory.
 """
 
@@ -53,8 +55,10 @@ from nimctl_runtime.meta import dig, name_of, namespace_of
 
 Obj = Mapping[str, Any]
 
-RETRY_SECONDS = 5.0
+RETRY_SECONDS = 1.0
 """How soon a node that waits for pods to go (deletion, eviction) is looked at again."""
+BLOCKED_RETRY_SECONDS = 5.0
+"""How soon an eviction a PodDisruptionBudget refused is tried again (kubectl drain's 5 s)."""
 
 __all__ = ["RETRY_SECONDS", "NodePatch", "Plan", "PodAction", "clear_states", "plan"]
 
@@ -160,6 +164,10 @@ class _Pass:
         p = self.patch(m)
         p.labels[c.STATE_LABEL] = new
         p.annotations[c.STATE_SINCE_ANNOTATION] = str(int(self.now))
+        if new == c.FAILED and m.current_revision:
+            p.annotations[c.FAILED_REVISION_ANNOTATION] = m.current_revision
+        elif m.state == c.FAILED:
+            self.annotate(m, c.FAILED_REVISION_ANNOTATION, None)
         self.out.transitions.append((m.name, m.state, new))
         self.out.states[m.name] = new
 
@@ -340,7 +348,7 @@ class _Pass:
         message = f"draining: {self._drain_detail(candidates, blocked)}"
         if timeout > 0:
             message += f"; fails at {_rfc3339(start + timeout)}"
-        self.wait(m, message, RETRY_SECONDS)
+        self.wait(m, message, BLOCKED_RETRY_SECONDS if blocked else RETRY_SECONDS)
 
     @staticmethod
     def _drain_detail(candidates: list[Obj], blocked: Mapping[str, str]) -> str:
@@ -390,6 +398,10 @@ class _Pass:
             self.finish(m)
             return
         if m.annotations.get(c.UPGRADE_REQUESTED_ANNOTATION) == "true":
+            self.move(m, c.REQUIRED)
+            return
+        failed_at = m.annotations.get(c.FAILED_REVISION_ANNOTATION)
+        if m.in_sync is False and failed_at and failed_at != m.current_revision:
             self.move(m, c.REQUIRED)
             return
         if pod is None:

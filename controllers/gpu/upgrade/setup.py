@@ -10,12 +10,13 @@ revision, so a node moves on as soon as its driver is up instead of at the
 next 2-minute tick.
 
 ``OPERATOR_NAMESPACE`` is required (``setup_gpu`` logs when it is missing).
-``options.extra["driver_upgrade_stall_seconds"]`` sets after how long a node
-with no progress is reported (default 30 minutes).
+``NIMCTL_DRIVER_UPGRADE_STALL_SECONDS`` (environment) sets after how long a
+node with no progress is reported (default 1800, 30 minutes).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from nimctl_runtime.manager import Manager
 
 UPGRADE_CONTROLLER = "upgrade-controller"
+STALL_ENV = "NIMCTL_DRIVER_UPGRADE_STALL_SECONDS"
 RECORDER_NAME = "nvidia-driver-upgrade"
 
 __all__ = ["UPGRADE_CONTROLLER", "node_upgrade_facts_changed", "setup_driver_upgrade"]
@@ -76,6 +78,20 @@ def _pod_changed(event: UpdateEvent) -> bool:
     return _pod_facts(event.object_old) != _pod_facts(event.object_new)
 
 
+def _stall_seconds(environ: Mapping[str, str] | None) -> float:
+    env = os.environ if environ is None else environ
+    text = (env.get(STALL_ENV) or "").strip()
+    if not text:
+        return DEFAULT_STALL_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise ValueError(f"{STALL_ENV}={text!r}: expected a number of seconds above 0")
+    return value
+
+
 def setup_driver_upgrade(manager: Manager, client: Client, options: SetupOptions) -> None:
     """Add the driver upgrade controller and its cache to ``manager``."""
     try:
@@ -89,9 +105,7 @@ def setup_driver_upgrade(manager: Manager, client: Client, options: SetupOptions
         client=client,
         recorder=manager.event_recorder(RECORDER_NAME),
         operator_namespace=config.operator_namespace,
-        stall_after_seconds=float(
-            options.extra.get("driver_upgrade_stall_seconds") or DEFAULT_STALL_SECONDS
-        ),
+        stall_after_seconds=_stall_seconds(options.extra.get("environ")),
     )
     controller = Controller(
         UPGRADE_CONTROLLER,

@@ -99,6 +99,8 @@ class ManagedNode:
     daemonset: Obj | None = None
     in_sync: bool | None = None
     pods: Sequence[Obj] = field(default_factory=tuple)
+    current_revision: str | None = None
+    """The hash of the driver DaemonSet's newest revision."""
 
     @property
     def name(self) -> str:
@@ -149,6 +151,7 @@ def build_nodes(
             continue
         daemonset: Obj | None = None
         in_sync: bool | None = None
+        current: str | None = None
         if driver is not None:
             owner = controller_of(driver)
             daemonset = by_uid.get(str(owner.get("uid"))) if owner else None
@@ -158,5 +161,5 @@ def build_nodes(
                 current = hashes.get(uid_of(daemonset))
                 pod_hash = (dig(driver, "metadata", "labels") or {}).get(REVISION_HASH_LABEL)
                 in_sync = None if current is None else pod_hash == current
-        out.append(ManagedNode(node, state, driver, daemonset, in_sync, tuple(on_node)))
+        out.append(ManagedNode(node, state, driver, daemonset, in_sync, tuple(on_node), current))
     return out

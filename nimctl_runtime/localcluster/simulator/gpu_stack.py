@@ -7,7 +7,10 @@ waiting for the previous one through files under ``/run/nvidia/validations``
 
 - the driver pod (``app.kubernetes.io/component=nvidia-driver``) gets ready
   ``DRIVER_INSTALL_SECONDS`` after it starts (the install), or never on a node
-  annotated ``localcluster.nimctl.io/driver-install: fail``; a node annotated
+  annotated ``localcluster.nimctl.io/driver-install: fail``; a driver pod whose
+  version is listed in the node's ``localcluster.nimctl.io/driver-fail-versions``
+  (comma-separated) crash-loops, as a driver that cannot load ("driver is in
+  use") does; a node annotated
   ``localcluster.nimctl.io/host-driver: "true"`` has a driver already;
 - validation gates open in order and the pods behind a closed gate wait in
   ``Init``: ``driver-validation`` until the driver is ready, ``toolkit-validation``
@@ -69,6 +72,7 @@ HOST_DRIVER_VERSION_ANNOTATION: Final = PREFIX + "host-driver-version"
 DRIVER_INSTALL_ANNOTATION: Final = PREFIX + "driver-install"
 DRIVER_INSTALL_SECONDS_ANNOTATION: Final = PREFIX + "driver-install-seconds"
 DRIVER_INSTALL_SECONDS: Final = 2.0
+DRIVER_FAIL_VERSIONS_ANNOTATION: Final = PREFIX + "driver-fail-versions"
 GATE_MARKER: Final = "localcluster.nimctl.io/validation-gate-closed"
 
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
@@ -217,8 +221,11 @@ class GPUStack:
         annotations = dict(meta.get("annotations") or {})
         node_annotations = _annotations(node)
         if labels_of(pod).get(COMPONENT_LABEL) == DRIVER_COMPONENT:
+            failing = str(node_annotations.get(DRIVER_FAIL_VERSIONS_ANNOTATION) or "").split(",")
             if node_annotations.get(DRIVER_INSTALL_ANNOTATION) == "fail":
                 annotations.setdefault(SIMULATE_ANNOTATION, "never-ready")
+            elif driver_version(pod, node) in {v.strip() for v in failing if v.strip()}:
+                annotations.setdefault(SIMULATE_ANNOTATION, "crash-loop")
             else:
                 seconds = node_annotations.get(
                     DRIVER_INSTALL_SECONDS_ANNOTATION, str(DRIVER_INSTALL_SECONDS)

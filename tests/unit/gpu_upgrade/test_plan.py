@@ -152,6 +152,12 @@ TRANSITIONS: list[tuple[str, str, dict[str, Any], list[Obj], dict[str, Any], str
      [driver_pod("n1", NEW)], {}, c.DONE),
     ("failed, still failing: stays", c.FAILED, {"cordoned": True},
      [driver_pod("n1", NEW, ready=False, restarts=20)], {}, c.FAILED),
+    ("failed, a newer driver revision was published -> required", c.FAILED,
+     {"cordoned": True, "annotations": {c.FAILED_REVISION_ANNOTATION: "brokenhash"}},
+     [driver_pod("n1", OLD, ready=False, restarts=20)], {}, c.REQUIRED),
+    ("failed, the revision that failed is still current: stays", c.FAILED,
+     {"cordoned": True, "annotations": {c.FAILED_REVISION_ANNOTATION: NEW}},
+     [driver_pod("n1", OLD, ready=False, restarts=20)], {}, c.FAILED),
     ("failed, retry requested -> required", c.FAILED,
      {"cordoned": True, "annotations": {c.UPGRADE_REQUESTED_ANNOTATION: "true"}},
      [driver_pod("n1", OLD)], {}, c.REQUIRED),
@@ -292,6 +298,15 @@ def test_pod_restart_deletes_the_old_driver_pod_once() -> None:
     assert out.pod_actions == [PodAction("delete", NS, "nvidia-driver-daemonset-n1", "n1")]
     _, out = state_after(c.POD_RESTART_REQUIRED, [driver_pod("n1", OLD, deleting=True)])
     assert out.pod_actions == []
+
+
+def test_failure_records_the_revision_that_failed() -> None:
+    got, out = state_after(
+        c.POD_RESTART_REQUIRED, [driver_pod("n1", NEW, ready=False, restarts=11)]
+    )
+    assert got == c.FAILED
+    assert out.patches["n1"].annotations[c.FAILED_REVISION_ANNOTATION] == NEW
+    assert "not ready after 11 restarts" in out.waiting["n1"]
 
 
 def test_restart_only_cordons_without_draining() -> None:
