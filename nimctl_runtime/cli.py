@@ -68,6 +68,13 @@ def _add_operator_flags(p: argparse.ArgumentParser) -> None:
         help="serve admission webhooks (also ENABLE_WEBHOOKS=true)",
     )
     p.add_argument("--watch-namespace", default=os.environ.get("WATCH_NAMESPACE", ""))
+    p.add_argument(
+        "--max-concurrent-reconciles",
+        type=int,
+        default=DEFAULT_MAX_CONCURRENT_RECONCILES,
+        help="reconciles each controller runs at once (default %(default)s: the API server, "
+        "not the operator's CPU, is what a reconcile waits on)",
+    )
     # Each group of controllers can be turned off on its own (the chart's
     # nim.enabled / nemo.enabled / gpu.enabled values).
     for group, flag, what in CONTROLLER_GROUP_FLAGS:
@@ -75,6 +82,8 @@ def _add_operator_flags(p: argparse.ArgumentParser) -> None:
             flag, dest=f"disable_{group}", action="store_true", help=f"do not run the {what}"
         )
 
+
+DEFAULT_MAX_CONCURRENT_RECONCILES = 16
 
 CONTROLLER_GROUP_FLAGS = (
     ("nim", "--disable-nim-controllers", "NIMService/NIMCache/NIMPipeline/NIMBuild controllers"),
@@ -171,7 +180,7 @@ async def compose_operator(
     *,
     model_query: Any = "http",
     webhook_server: Any = None,
-    max_concurrent_reconciles: int = 4,
+    max_concurrent_reconciles: int | None = None,
     controller_groups: tuple[str, ...] = ("nim", "nemo", "gpu"),
     **manager_overrides: Any,
 ) -> Manager:
@@ -203,7 +212,9 @@ async def compose_operator(
         SetupOptions(
             capabilities=capabilities,
             operator_version=OPERATOR_VERSION,
-            max_concurrent_reconciles=max_concurrent_reconciles,
+            max_concurrent_reconciles=max_concurrent_reconciles
+            or getattr(args, "max_concurrent_reconciles", None)
+            or DEFAULT_MAX_CONCURRENT_RECONCILES,
             model_query=query,
         ),
         groups=tuple(g for g in controller_groups if g in enabled_controller_groups(args)),
