@@ -14,8 +14,9 @@ rule for here counts as existing.
 
 Built-in rules make NVIDIA's NIM images behave as the NIM Operator expects: the
 ``cat .../model_manifest.yaml`` probe prints a model manifest and keeps
-running, and the caching commands (``download-to-cache``,
-``create-model-store``, ``huggingface-cli download``) print progress and exit 0.
+running, the caching commands (``download-to-cache``, ``create-model-store``,
+``huggingface-cli download``) print progress and exit 0, and a NIM itself prints
+a start-up log naming the model its image serves (``registries.served_model``).
 """
 
 from __future__ import annotations
@@ -113,6 +114,26 @@ BUILDABLE_MODEL_MANIFEST = """\
     tp: '1'
 """
 
+# What a NIM prints while it starts. ``{model}``, ``{version}`` and ``{image}`` are
+# filled in from the container's image when the logs are read.
+NIM_STARTUP_LOG = """\
+===========================================
+== NVIDIA Inference Microservice: {model} ==
+===========================================
+
+NIM version: {version}
+Image: {image}
+
+INFO nim.launch: Checking NGC_API_KEY and the model cache at /model-store
+INFO nim.profiles: Detected 1 compatible profile(s) for the visible GPUs
+INFO nim.profiles: Selected profile 3bb4e8fe78e5 (vllm-bf16-tp1)
+INFO nim.model: Loading model {model} from /model-store
+INFO nim.model: Model {model} loaded
+INFO nim.server: Serving /v1/models, /v1/chat/completions, /v1/completions, /v1/health/ready
+INFO uvicorn: Application startup complete.
+INFO uvicorn: Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)
+"""
+
 CACHE_LOG = """\
 INFO Fetching contents for profile
 INFO Downloading model files to /model-store
@@ -181,7 +202,18 @@ def builtin_rules() -> list[CatalogRule]:
             CatalogRule(image, ContainerBehavior(logs, exit_code, run_seconds), command)
             for image, command, logs, exit_code, run_seconds in NEMO_RULES
         ),
+        CatalogRule("nvcr.io/nim/*", ContainerBehavior(logs=NIM_STARTUP_LOG)),
     ]
+
+
+def render_logs(logs: str, image: str, model: str) -> str:
+    """Fill ``{model}``, ``{version}`` and ``{image}`` in a catalog entry's logs."""
+    version = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else "latest"
+    return (
+        logs.replace("{model}", model or strip_tag(image).split("/", 2)[-1])
+        .replace("{version}", version)
+        .replace("{image}", image)
+    )
 
 
 class ImageCatalog:

@@ -28,7 +28,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nimctl_runtime.localcluster.catalog import RUN_FOREVER, ContainerBehavior, ImageCatalog
+from nimctl_runtime.localcluster.catalog import (
+    ContainerBehavior,
+    ImageCatalog,
+    render_logs,
+)
 from nimctl_runtime.quantity import parse_quantity
 
 SIMULATE_ANNOTATION = "localcluster.nimctl.io/simulate"
@@ -108,9 +112,10 @@ def container_behavior(
     behavior = catalog.resolve(
         str(container.get("image", "")), container.get("command") or (), container.get("args") or ()
     )
-    if init and behavior is RUN_FOREVER:
-        # Unknown init containers finish at once: otherwise no pod with an
-        # uncatalogued init container could ever start.
+    if init and behavior.exit_code is None:
+        # Init containers the catalog has no ending for finish at once: otherwise no
+        # pod with such an init container (a NIM image running a setup command, say)
+        # could ever start.
         behavior = ContainerBehavior(exit_code=0)
     if mode == "fail":
         return ContainerBehavior(logs=behavior.logs, exit_code=1, run_seconds=0.0)
@@ -526,8 +531,20 @@ def container_logs(
     for init, key in ((False, "containers"), (True, "initContainers")):
         for c in spec.get(key) or []:
             if c.get("name") == container:
-                return container_behavior(pod, c, catalog, init=init).logs
+                image = str(c.get("image", ""))
+                logs = container_behavior(pod, c, catalog, init=init).logs
+                return render_logs(logs, image, _model_of(c, image))
     return ""
+
+
+def _model_of(container: Mapping[str, Any], image: str) -> str:
+    """The model a NIM container serves: NIM_MODEL_NAME for the multi-LLM NIM, else its image's."""
+    from nimctl_runtime.localcluster.registries import served_model
+
+    for env in container.get("env") or []:
+        if env.get("name") in ("NIM_MODEL_NAME", "NIM_SERVED_MODEL_NAME") and env.get("value"):
+            return str(env["value"])
+    return served_model(image)
 
 
 def is_pod_ready(pod: Mapping[str, Any]) -> bool:
