@@ -9,12 +9,15 @@ them. Readiness comes from the LeaderWorkerSet's ``Available`` condition.
 from __future__ import annotations
 
 import base64
+import hashlib
 from typing import Any
 
 import pytest
 
 from nimctl_runtime.cli import DEMO_NAME, apply_objects
+from nimctl_runtime.localcluster.extensions import extensions_of
 from tests.integration.controllers.harness import wait_for
+from tests.integration.controllers.test_nim_controllers import EXAMPLES_DIR, example_objects
 from tests.integration.platforms.conftest import (
     Env,
     annotate,
@@ -130,3 +133,85 @@ async def test_compute_domain_status_is_copied(env: Env, mode: str) -> None:
     assert [c["state"] for c in claims] == ["allocated,reserved"] * 2
     poke = annotate(env.admin, LWS, "LeaderWorkerSet", f"{DEMO_NAME}-lws", ns)
     assert await env.idle_reconcile_writes(ns, poke) == []
+
+
+def _tp8_manifest(model: str, image: str) -> str:
+    """A model manifest with a TensorRT-LLM tp8/pp2 profile (what a 2-node group runs)."""
+    digest = hashlib.sha256(model.encode()).hexdigest()
+    return (
+        f"{digest}:\n"
+        f"  model: {model}\n"
+        "  release: 1.8.4\n"
+        "  tags:\n"
+        "    feat_lora: 'false'\n"
+        "    gpu: H100\n"
+        "    gpu_device: 2330:10de\n"
+        "    llm_engine: tensorrt_llm\n"
+        "    pp: '2'\n"
+        "    precision: fp8\n"
+        "    profile: throughput\n"
+        "    tp: '8'\n"
+        f"  container_url: {image}\n"
+        "  workspace: !workspace\n"
+        "    components:\n"
+        "      - dst: trtllm_engine\n"
+        "        src:\n"
+        f"          repo_id: ngc://nim/{model}:h100x8-pp2-fp8-throughput\n"
+    )
+
+
+def _publish_tp8_manifests(env: Env) -> None:
+    """The samples' NIM images list a tp8 profile in their model manifest, as NGC's do."""
+    catalog = extensions_of(env.cluster).catalog
+    for model, image in (
+        ("deepseek-ai/deepseek-r1", "nvcr.io/nim/deepseek-ai/deepseek-r1:1.7.3"),
+        ("meta/llama-3.1-405b-instruct", "nvcr.io/nim/meta/llama-3.1-405b-instruct:1.8.4"),
+    ):
+        catalog.set(
+            image.rsplit(":", 1)[0],
+            logs=_tp8_manifest(model, image),
+            command="model_manifest.yaml",
+        )
+
+
+async def _advertise_rdma(env: Env) -> None:
+    """What NVIDIA's Network Operator (RDMA shared device plugin) adds to GPU nodes."""
+    for node in (await env.admin.list("v1", "Node"))["items"]:
+        capacity = node["status"].get("capacity") or {}
+        if "nvidia.com/gpu" not in capacity or "rdma/rdma_shared_device_a" in capacity:
+            continue
+        extra = {"rdma/rdma_shared_device_a": "63"}
+        await env.admin.patch(
+            "v1",
+            "Node",
+            node["metadata"]["name"],
+            {"status": {"capacity": extra, "allocatable": extra}},
+            subresource="status",
+        )
+
+
+@pytest.mark.parametrize(
+    "example", ["nimservice-multinode-mpi.yaml", "nimservice-multinode-ray.yaml"]
+)
+async def test_nvidia_multinode_samples_reach_ready_unchanged(env: Env, example: str) -> None:
+    await _advertise_rdma(env)
+    _publish_tp8_manifests(env)
+    ns = "px-" + example.removeprefix("nimservice-multinode-").removesuffix(".yaml")
+    objs = example_objects(EXAMPLES_DIR / example, ns)
+    await apply_objects(env.admin, objs)
+    svc = next(o for o in objs if o["kind"] == "NIMService")
+    name = svc["metadata"]["name"]
+    st = await ready(env.admin, ns, name)
+    message = next(c["message"] for c in st["conditions"] if c["type"] == "Ready")
+    assert message == f'leaderworkerset "{name}-lws" is ready'
+    lws = await env.admin.get(LWS, "LeaderWorkerSet", f"{name}-lws", ns)
+    size = svc["spec"]["multiNode"]["parallelism"]["pipeline"]
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == size
+    mpi = "mpi" in svc["spec"]["multiNode"]
+    assert await exists(env.admin, "v1", "Secret", f"{name}-ssh-pk", ns) is mpi
+    assert await exists(env.admin, "v1", "ConfigMap", f"{name}-mpi-config", ns) is mpi
+    pods = (await env.admin.list("v1", "Pod", ns))["items"]
+    group = [p for p in pods if p["metadata"]["name"].startswith(f"{name}-lws")]
+    assert len(group) == size
+    assert all(p["status"].get("phase") == "Running" for p in group)
+    assert len({p["spec"]["nodeName"] for p in group}) == size, "one node per pipeline stage"
