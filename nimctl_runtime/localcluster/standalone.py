@@ -1,7 +1,8 @@
 """``nimctl localcluster``: run the in-process API server as its own process.
 
 Writes the admin kubeconfig where ``--kubeconfig`` says, prints how to use it
-and serves until SIGINT or SIGTERM.
+and serves until SIGINT or SIGTERM. One process per state directory (the
+kubeconfig's): a second one is refused (``statedir.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import signal
 import sys
 from pathlib import Path
 
+from . import statedir
 from .cluster import LocalCluster
 
 
@@ -48,9 +50,17 @@ async def serve(
 
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``nimctl localcluster`` (see ``nimctl_runtime.cli``)."""
+    kubeconfig = Path(os.path.abspath(args.kubeconfig))
     try:
-        return asyncio.run(serve(args, Path(os.path.abspath(args.kubeconfig))))
+        lock = statedir.claim(kubeconfig.parent, "nimctl localcluster")
+    except statedir.StateDirBusy as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    try:
+        return asyncio.run(serve(args, kubeconfig))
     except (OSError, ValueError) as exc:
         # a busy port, an unwritable kubeconfig path, a bad --profile: one clear line
         print(f"nimctl localcluster: cannot start: {exc}", file=sys.stderr)
         return 1
+    finally:
+        lock.close()
