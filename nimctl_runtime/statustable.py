@@ -1,4 +1,4 @@
-"""A live status table for terminals: one row per object, redrawn in place.
+"""A live status table: one row per object, redrawn in place on a terminal.
 
 Used by ``nimctl local --demo`` to show NIMCache/NIMService progress (state,
 conditions, replicas). Pure formatting plus a tiny redraw helper; it knows
@@ -68,24 +68,48 @@ def render_table(rows: Sequence[Row]) -> str:
 
 
 class LiveTable:
-    """Redraws a table in place on a TTY; on other streams prints it when it changed."""
+    """Redraws a table in place on a TTY; elsewhere prints one line per changed row.
+
+    Output that is not a terminal (a pipe, a CI log, ``| tee``) cannot be redrawn,
+    and reprinting the whole table on every change buries the news. There the
+    header is printed once and then each row whose cells changed, as one aligned
+    line (``kubectl get -w`` style).
+    """
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self._last = ""
         self._lines = 0
+        self._rows: dict[tuple[str, str], Row] = {}
+        self._widths = [len(h) for h in HEADERS]
 
     def update(self, rows: Sequence[Row]) -> bool:
         """Show ``rows``; returns True when the text changed."""
         text = render_table(rows)
         if text == self._last:
             return False
-        if self.out.isatty() and self._lines:
-            self.out.write(f"\x1b[{self._lines}F\x1b[J")
-        self.out.write(text)
-        if not self.out.isatty():
-            self.out.write("\n")
+        if self.out.isatty():
+            if self._lines:
+                self.out.write(f"\x1b[{self._lines}F\x1b[J")
+            self.out.write(text)
+        else:
+            self._write_changes(rows)
         self.out.flush()
         self._last = text
         self._lines = text.count("\n")
         return True
+
+    def _write_changes(self, rows: Sequence[Row]) -> None:
+        # Columns only ever widen, so later lines stay aligned with earlier ones.
+        for line in (HEADERS, *(r.cells() for r in rows)):
+            self._widths = [max(w, len(c)) for w, c in zip(self._widths, line, strict=True)]
+        if not self._rows:
+            self.out.write(self._line(HEADERS))
+        for row in rows:
+            if self._rows.get((row.kind, row.name)) != row:
+                self.out.write(self._line(row.cells()))
+                self._rows[(row.kind, row.name)] = row
+
+    def _line(self, cells: Sequence[str]) -> str:
+        padded = (c.ljust(w) for c, w in zip(cells, self._widths, strict=True))
+        return "   ".join(padded).rstrip() + "\n"
