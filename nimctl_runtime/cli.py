@@ -466,6 +466,9 @@ async def _run_local(
         cluster.write_kubeconfig(kubeconfig)
         async with Client(str(kubeconfig)) as client:
             await install_crds(client)
+            from nimctl_runtime.localcluster.addons import install_ecosystem
+
+            await install_ecosystem(client)  # LWS, KServe, Gateway API, ... for NVIDIA's samples
             server = None
             if webhook is not None:
                 from nimctl_runtime.webhook import WebhookServer

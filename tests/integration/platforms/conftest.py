@@ -1,9 +1,9 @@
 """One localcluster with the optional CRDs a NIMService may own, and the operator, per module.
 
-The optional CRDs (LeaderWorkerSet, InferencePool, Gateway routes,
-ComputeDomain) and the simulated KServe (its CRD, ``inferenceservice-config``
-with ``defaultDeploymentMode: Standard``) are installed before the operator
-starts, so discovery sees them; a test that needs a CRD installed late makes its own cluster. The
+What ``nimctl local`` installs (``localcluster.addons.install_ecosystem``:
+LeaderWorkerSet, InferencePool, Gateway routes, ServiceMonitor, ComputeDomain
+and the simulated KServe with ``defaultDeploymentMode: Standard``) is
+installed before the operator starts, so discovery sees it; a test that needs a CRD installed late makes its own cluster. The
 operator runs as user ``nimctl-operator`` so the audit log tells its writes
 from the test's.
 """
@@ -20,11 +20,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from nimctl_runtime.cli import DEMO_NAME, apply_objects, demo_objects
+from nimctl_runtime.cli import DEMO_NAME, demo_objects
 from nimctl_runtime.client import Client, NotFound
+from nimctl_runtime.localcluster.addons import install_ecosystem
 from nimctl_runtime.localcluster.extensions import extensions_of
-from nimctl_runtime.localcluster.simulator.kserve import API_VERSION as KSERVE_API_VERSION
-from nimctl_runtime.localcluster.simulator.kserve import kserve_objects
 from tests.integration.controllers.harness import (
     API,
     Operator,
@@ -124,9 +123,9 @@ class Env:
 async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
     tmp: Path = tmp_path_factory.mktemp("platforms")
     async with cluster_with_crds(tmp, profile="many-nodes") as (cluster, admin):
-        await install_optional_crds(admin, OPTIONAL_CRDS)
-        await apply_objects(admin, kserve_objects(KSERVE_DEFAULT_MODE))
-        await wait_for(_served(admin, KSERVE_API_VERSION, "InferenceService"))
+        # What `nimctl local` installs next to the nimctl CRDs.
+        served = await install_ecosystem(admin, kserve_mode=KSERVE_DEFAULT_MODE)
+        assert {k for *_, k in OPTIONAL_CRDS} | {"InferenceService"} <= set(served)
         kubeconfig = cluster.write_kubeconfig(tmp / "operator.kubeconfig", user=OPERATOR_USER)
         operator = await start_operator(kubeconfig)
         try:
