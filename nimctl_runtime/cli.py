@@ -455,9 +455,9 @@ async def _run_local(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(getattr(signal, signame), stop.set)
     gpu_operator = bool(getattr(args, "gpu_operator", False))
-    if gpu_operator:
-        # Operands go to the GPU Operator's usual namespace (the chart sets it in a cluster).
-        os.environ.setdefault("OPERATOR_NAMESPACE", "gpu-operator")
+    # Operands go to the GPU Operator's usual namespace (the chart sets it in a
+    # cluster), so a ClusterPolicy applied to any local cluster is served.
+    os.environ.setdefault("OPERATOR_NAMESPACE", "gpu-operator")
     async with LocalCluster(
         port=args.port,
         profile="gpu-bare" if gpu_operator else None,
