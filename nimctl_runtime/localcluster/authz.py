@@ -20,7 +20,9 @@ ClusterRoles, RoleBindings and ClusterRoleBindings:
   ``pods is forbidden: User "u" cannot list resource "pods" in API group "" in
   the namespace "ns"``;
 * SubjectAccessReview, SelfSubjectAccessReview and SelfSubjectRulesReview are
-  answered from the same rules, so ``kubectl auth can-i`` tells the truth;
+  answered from the same rules, so ``kubectl auth can-i`` tells the truth, and
+  TokenReview from the cluster's tokens (what a metrics endpoint's
+  authentication filter asks);
 * privilege escalation is prevented as in Kubernetes: writing a Role or
   ClusterRole needs every permission it grants (or ``escalate``), writing a
   binding needs every permission of the role it references (or ``bind``).
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +45,7 @@ from aiohttp import web
 from nimctl_runtime.labels import Selector, SelectorParseError
 
 from . import errors
+from .codec import decode_body, json_response
 from .errors import StatusError
 from .hooks import AdmissionAttributes, Handler, RequestInfo
 
@@ -332,8 +335,14 @@ def _rule_text(rule: Mapping[str, Any]) -> str:
 class RBACAuthorizer:
     """Authorizes localcluster's requests against the stored RBAC objects."""
 
-    def __init__(self, storage: Any, max_decisions: int = 200_000) -> None:
+    def __init__(
+        self,
+        storage: Any,
+        max_decisions: int = 200_000,
+        user_for_token: Callable[[str], tuple[str, tuple[str, ...]] | None] | None = None,
+    ) -> None:
         self.storage = storage
+        self.user_for_token = user_for_token
         self._policy: Policy | None = None
         # Every decision about a user outside system:masters, in order: the audit
         # log's requests plus the checks no request shows (escalation checks).
@@ -389,13 +398,38 @@ class RBACAuthorizer:
             and info.resource
             in ("selfsubjectaccessreviews", "subjectaccessreviews", "selfsubjectrulesreviews")
         ):
-            from .handlers import decode_body, json_response
-
             body = decode_body(await request.read(), request.headers.get("Content-Type", ""))
             if not isinstance(body, dict):
                 raise errors.bad_request(f"the body must be a {info.resource} object")
             return json_response(self.review(info, body), 201)
+        if (
+            info.is_resource_request
+            and info.verb == "create"
+            and info.api_group == "authentication.k8s.io"
+            and info.resource == "tokenreviews"
+            and self.user_for_token is not None
+        ):
+            body = decode_body(await request.read(), request.headers.get("Content-Type", ""))
+            if not isinstance(body, dict):
+                raise errors.bad_request("the body must be a TokenReview object")
+            return json_response(self.token_review(body), 201)
         return await handler(request)
+
+    def token_review(self, body: Obj) -> Obj:
+        """A TokenReview answered from the tokens the cluster issued."""
+        assert self.user_for_token is not None
+        token = str((body.get("spec") or {}).get("token", ""))
+        out = {**body, "apiVersion": "authentication.k8s.io/v1", "metadata": {}}
+        found = self.user_for_token(token) if token else None
+        if found is None:
+            out["status"] = {"authenticated": False, "error": "invalid bearer token"}
+        else:
+            user, groups = found
+            out["status"] = {
+                "authenticated": True,
+                "user": {"username": user, "groups": list(groups)},
+            }
+        return out
 
     # ---------------------------------------------------------------- access reviews
 
@@ -539,17 +573,19 @@ class RBACAuthorizer:
     def _may(
         self, attrs: AdmissionAttributes, verb: str, resource: str, namespace: str, name: str
     ) -> bool:
-        return self.authorize(
-            Attributes(
-                user=attrs.user,
-                groups=tuple(attrs.groups),
-                verb=verb,
-                api_group=RBAC_GROUP,
-                resource=resource,
-                namespace=namespace,
-                name=name,
-            )
+        """The escalate/bind shortcut; a refusal is no denial (the rules are checked next)."""
+        check = Attributes(
+            user=attrs.user,
+            groups=tuple(attrs.groups),
+            verb=verb,
+            api_group=RBAC_GROUP,
+            resource=resource,
+            namespace=namespace,
+            name=name,
         )
+        if not self.policy.allows(check):
+            return False
+        return self.authorize(check)
 
     def _covered(self, attrs: AdmissionAttributes, rule: Obj, namespace: str) -> bool:
         """Whether the writer holds every permission of *rule* (rbac validation.Covers)."""
@@ -577,7 +613,7 @@ def enable_rbac(cluster: Any) -> RBACAuthorizer:
     existing = getattr(cluster, "authorizer", None)
     if isinstance(existing, RBACAuthorizer):
         return existing
-    authorizer = RBACAuthorizer(cluster.storage)
+    authorizer = RBACAuthorizer(cluster.storage, user_for_token=cluster.user_for_token)
     cluster.request_hooks.append(authorizer.hook)
     cluster.admission_plugins.append(authorizer)
     cluster.authorizer = authorizer

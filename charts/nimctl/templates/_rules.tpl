@@ -12,93 +12,243 @@ used is missing, nothing granted goes unused (exceptions are marked
 "exception:" and documented in docs/install.md).
 */}}
 
+{{- define "nimctl.rules.operator" -}}
+# The /metrics endpoint authenticates and authorizes its callers by asking the
+# API server (TokenReview, SubjectAccessReview), as controller-runtime's filter.
+- group: authentication.k8s.io
+  resources: [tokenreviews]
+  verbs: [create]
+- group: authorization.k8s.io
+  resources: [subjectaccessreviews]
+  verbs: [create]
+# Events about the custom resources (every controller records them).
+- group: ""
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}
+
 {{- define "nimctl.rules.nim" -}}
-# NIMService and NIMCache: reconciled (cache), finalizers and status patched.
+# NIMService, NIMCache, NIMPipeline, NIMBuild: reconciled from the cache, status
+# patched; NIMCache and NIMPipeline carry a finalizer.
 - group: apps.nvidia.com
-  resources: [nimservices, nimcaches]
+  resources: [nimservices, nimbuilds]
+  verbs: [list, watch]
+- group: apps.nvidia.com
+  resources: [nimcaches, nimpipelines]
   verbs: [list, watch, patch]
 - group: apps.nvidia.com
-  resources: [nimservices/status, nimcaches/status]
+  resources: [nimservices/status, nimcaches/status, nimpipelines/status, nimbuilds/status]
   verbs: [patch]
-# exception: only used on clusters with the OwnerReferencesPermissionEnforcement
-# admission plugin (OpenShift): owner references that block deletion.
+# exception: only clusters with the OwnerReferencesPermissionEnforcement
+# admission plugin (OpenShift) check it, for the owner references we set.
 - group: apps.nvidia.com
-  resources: [nimservices/finalizers, nimcaches/finalizers]
+  resources: [nimservices/finalizers, nimcaches/finalizers, nimpipelines/finalizers, nimbuilds/finalizers]
   verbs: [update]
-# Objects the NIMService and NIMCache controllers create, update and prune.
+# Owned objects: created, updated when their render changes, pruned; read from
+# the API server only when a write raced the cache.
+- group: apps.nvidia.com
+  resources: [nimservices]
+  verbs: [get, create, update, delete]
 - group: apps
   resources: [deployments]
-  verbs: [list, watch, create, update, delete]
+  verbs: [get, list, watch, create, update, delete]
 - group: ""
-  resources: [services, serviceaccounts]
-  verbs: [list, watch, create, update, delete]
-- group: ""
-  resources: [persistentvolumeclaims]
+  resources: [services, serviceaccounts, persistentvolumeclaims]
   verbs: [get, list, watch, create, update, delete]
 - group: ""
   resources: [pods]
-  verbs: [list, watch, create, delete]
+  verbs: [get, list, watch, create, delete]
 - group: ""
   resources: [pods/log]
   verbs: [get]
+- group: ""
+  resources: [configmaps, secrets]
+  verbs: [get, list, watch, create, update, delete]
 - group: batch
   resources: [jobs]
-  verbs: [list, watch, create, update, delete]
+  verbs: [get, list, watch, create, update, delete]
 - group: autoscaling
   resources: [horizontalpodautoscalers]
-  verbs: [list, watch, create, update, delete]
+  verbs: [get, list, watch, create, update, delete]
 - group: networking.k8s.io
   resources: [ingresses]
-  verbs: [list, watch, create, update, delete]
+  verbs: [get, list, watch, create, update, delete]
 - group: rbac.authorization.k8s.io
   resources: [roles, rolebindings]
-  verbs: [list, watch, create, update, delete]
-# The Roles above grant the NIM pods' ServiceAccounts the use of these OpenShift
-# SecurityContextConstraints; Kubernetes lets us write such a Role only if we
-# hold the permission ourselves (no escalate verb needed).
+  verbs: [get, list, watch, create, update, delete]
+# The NIM pods' Roles grant the use of these OpenShift SecurityContextConstraints;
+# Kubernetes lets us write such a Role only if we hold the permission ourselves.
 - group: security.openshift.io
   resources: [securitycontextconstraints]
   names: [nonroot, anyuid, hostmount-anyuid]
   verbs: [use]
-# Facts the controllers read: GPU nodes, NIMCache profile ConfigMaps.
-- group: ""
-  resources: [nodes]
-  verbs: [list, watch]
-- group: ""
-  resources: [configmaps]
-  verbs: [get, list, watch]
-- group: ""
-  resources: [events]
-  verbs: [create, patch]
 # Optional APIs, only when served.
 - group: gateway.networking.k8s.io
   resources: [httproutes]
-  verbs: [list, watch, create, update, delete]
+  verbs: [get, list, watch, create, update, delete]
   api: gateway.networking.k8s.io/v1/HTTPRoute
 - group: gateway.networking.k8s.io
   resources: [grpcroutes]
-  verbs: [list, watch, create, update, delete]
+  verbs: [get, list, watch, create, update, delete]
   api: gateway.networking.k8s.io/v1/GRPCRoute
 - group: leaderworkerset.x-k8s.io
   resources: [leaderworkersets]
-  verbs: [list, watch, create, update, delete]
+  verbs: [get, list, watch, create, update, delete]
   api: leaderworkerset.x-k8s.io/v1/LeaderWorkerSet
 - group: monitoring.coreos.com
   resources: [servicemonitors]
-  verbs: [list, watch, create, update, delete]
+  verbs: [get, list, watch, create, update, delete]
   api: monitoring.coreos.com/v1/ServiceMonitor
 - group: serving.kserve.io
   resources: [inferenceservices]
-  verbs: [list, watch, create, update, delete]
+  verbs: [get, list, watch, create, update, delete]
   api: serving.kserve.io/v1beta1/InferenceService
+- group: inference.networking.k8s.io
+  resources: [inferencepools]
+  verbs: [get, list, watch, create, update, delete]
+  api: inference.networking.k8s.io/v1/InferencePool
+- group: resource.k8s.io
+  resources: [resourceclaimtemplates]
+  verbs: [get, list, watch, create, update, delete]
+  api: resource.k8s.io/v1/ResourceClaimTemplate
+# DRA: the claims a NIMService's pods were allocated, for its status.
+- group: resource.k8s.io
+  resources: [resourceclaims]
+  verbs: [list, watch]
+  api: resource.k8s.io/v1/ResourceClaim
+- group: resource.nvidia.com
+  resources: [computedomains]
+  verbs: [get, list, watch, create, update, delete]
+  api: resource.nvidia.com/v1beta1/ComputeDomain
 {{- end -}}
 
 {{- define "nimctl.rules.nemo" -}}
-[]
+# The five NeMo microservices: reconciled, status patched.
+- group: apps.nvidia.com
+  resources: [nemocustomizers, nemodatastores, nemoentitystores, nemoevaluators, nemoguardrails]
+  verbs: [list, watch]
+- group: apps.nvidia.com
+  resources: [nemocustomizers/status, nemodatastores/status, nemoentitystores/status, nemoevaluators/status, nemoguardrails/status]
+  verbs: [patch]
+# exception: see the NIM finalizers.
+- group: apps.nvidia.com
+  resources: [nemocustomizers/finalizers, nemodatastores/finalizers, nemoentitystores/finalizers, nemoevaluators/finalizers, nemoguardrails/finalizers]
+  verbs: [update]
+# What they own (their DSN/URI Secrets and config ConfigMaps included).
+- group: ""
+  resources: [serviceaccounts, services, configmaps, secrets, persistentvolumeclaims]
+  verbs: [get, list, watch, create, update, delete]
+- group: rbac.authorization.k8s.io
+  resources: [roles, rolebindings]
+  verbs: [get, list, watch, create, update, delete]
+- group: apps
+  resources: [deployments]
+  verbs: [get, list, watch, create, update, delete]
+- group: networking.k8s.io
+  resources: [ingresses]
+  verbs: [get, list, watch, create, update, delete]
+- group: autoscaling
+  resources: [horizontalpodautoscalers]
+  verbs: [get, list, watch, create, update, delete]
+# The Customizer's Role lets its training jobs run (Kubernetes Jobs, Volcano,
+# NeMo training CRs); we must hold what it grants to write it.
+- group: batch
+  resources: [jobs]
+  verbs: [get, list, watch, create, update, patch, delete]
+- group: batch
+  resources: [jobs/status]
+  verbs: [get, list, watch]
+- group: batch.volcano.sh
+  resources: [jobs]
+  verbs: [get, list, watch, create, update, patch, delete]
+- group: batch.volcano.sh
+  resources: [jobs/status]
+  verbs: [get, list, watch]
+- group: scheduling.volcano.sh
+  resources: [podgroups, queues, queues/status]
+  verbs: [get, list, watch]
+- group: scheduling.incubator.k8s.io
+  resources: [podgroups, queues, queues/status]
+  verbs: [get, list, watch]
+- group: nodeinfo.volcano.sh
+  resources: [numatopologies]
+  verbs: [get, list, watch]
+- group: nvidia.com
+  resources: [nemotrainingjobs, nemotrainingjobs/status, nemoentityhandlers]
+  verbs: [get, list, watch, create, update, patch, delete]
+- group: ""
+  resources: [pods]
+  verbs: [get, list, watch, create, delete]
+- group: ""
+  resources: [events]
+  verbs: [get, list, watch]
+- group: gateway.networking.k8s.io
+  resources: [httproutes]
+  verbs: [get, list, watch, create, update, delete]
+  api: gateway.networking.k8s.io/v1/HTTPRoute
+- group: monitoring.coreos.com
+  resources: [servicemonitors]
+  verbs: [get, list, watch, create, update, delete]
+  api: monitoring.coreos.com/v1/ServiceMonitor
 {{- end -}}
 
 {{- define "nimctl.rules.gpu" -}}
-[]
+# ClusterPolicy: reconciled, status patched.
+- group: nvidia.com
+  resources: [clusterpolicies]
+  verbs: [list, watch]
+- group: nvidia.com
+  resources: [clusterpolicies/status]
+  verbs: [patch]
+# exception: see the NIM finalizers.
+- group: nvidia.com
+  resources: [clusterpolicies/finalizers]
+  verbs: [update]
+# Node labelling (gpu.present, deploy.* labels) and the node facts.
+- group: ""
+  resources: [nodes]
+  verbs: [get, list, watch, patch, update]
+- group: ""
+  resources: [namespaces]
+  verbs: [list, watch]
+# The operand states in the operator's namespace and their cluster-scoped RBAC.
+- group: apps
+  resources: [daemonsets]
+  verbs: [get, list, watch, create, update, delete]
+- group: apps
+  resources: [controllerrevisions]
+  verbs: [get, list, watch]
+- group: ""
+  resources: [serviceaccounts, services, configmaps]
+  verbs: [get, list, watch, create, update, delete]
+- group: rbac.authorization.k8s.io
+  resources: [roles, rolebindings, clusterroles, clusterrolebindings]
+  verbs: [get, list, watch, create, update, delete]
+- group: node.k8s.io
+  resources: [runtimeclasses]
+  verbs: [get, list, watch, create, update, delete]
+# The operands' Roles and ClusterRoles grant these; Kubernetes lets us write
+# them only if we hold them ourselves (no escalate verb needed).
+- group: ""
+  resources: [pods]
+  verbs: [get, list, watch, create, delete]
+- group: ""
+  resources: [pods/eviction]
+  verbs: [create]
+- group: ""
+  resources: [secrets]
+  verbs: [get, list, watch]
+- group: nfd.k8s-sigs.io
+  resources: [nodefeatures]
+  verbs: [get, list, watch, create, update]
+- group: security.openshift.io
+  resources: [securitycontextconstraints]
+  names: [hostmount-anyuid, privileged, nvidia-dcgm-exporter, nvidia-node-status-exporter, nvidia-sandbox-device-plugin, nvidia-kata-sandbox-device-plugin]
+  verbs: [use]
+- group: monitoring.coreos.com
+  resources: [servicemonitors]
+  verbs: [get, list, watch, create, update, delete]
+  api: monitoring.coreos.com/v1/ServiceMonitor
 {{- end -}}
 
 {{/* Leader election, in the release namespace only (role.yaml). */}}

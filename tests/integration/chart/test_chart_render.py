@@ -29,7 +29,7 @@ def args_of(objects: list[dict[str, Any]]) -> list[str]:
 
 
 def rules_of(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return list(find(objects, "ClusterRole")["rules"])
+    return list(find(objects, "ClusterRole", "nimctl")["rules"])
 
 
 def granted(objects: list[dict[str, Any]]) -> set[tuple[str, str]]:

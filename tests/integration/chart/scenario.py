@@ -1,0 +1,353 @@
+"""The chart installed on a LocalCluster with RBAC enforced, and the operator's whole
+life on the docs examples: NIM (create, Ready, update, prune, delete), the five
+NeMo services, a NIMPipeline, and the default ClusterPolicy (ready, one operand
+switched off, deleted). The RBAC tests run this under the chart's ClusterRole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import copy
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from nimctl_runtime.client import AlreadyExists, ApiError, Client, NotFound
+from nimctl_runtime.localcluster import LocalCluster
+from nimctl_runtime.localcluster.authz import RBACAuthorizer, enable_rbac
+from nimctl_runtime.localcluster.extensions import extensions_of
+from tests.integration.chart.helm import render, require_helm
+from tests.integration.chart.install import (
+    OperatorPod,
+    free_port,
+    install,
+    served_api_versions,
+    start_operator_pod,
+)
+
+API = "apps.nvidia.com/v1alpha1"
+NS = "nimctl-system"
+EXAMPLES_DIR = Path(__file__).resolve().parents[3] / "docs" / "examples"
+NIM_EXAMPLES = (
+    "nim-minimal.yaml",
+    "nimservice-autoscaling.yaml",
+    "nimservice-router-ingress.yaml",
+    "nimservice-full.yaml",
+)
+NEMO_EXAMPLES = (
+    "nemo-customizer.yaml",
+    "nemo-datastore.yaml",
+    "nemo-entitystore.yaml",
+    "nemo-evaluator.yaml",
+    "nemo-guardrail.yaml",
+)
+STORAGE_CLASS: dict[str, Any] = {
+    "apiVersion": "storage.k8s.io/v1",
+    "kind": "StorageClass",
+    "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+    "provisioner": "localcluster.nimctl.io/hostpath",
+    "volumeBindingMode": "Immediate",
+}
+TIMEOUT = 150.0  # two shared cores: generous, never asserted on
+
+
+@dataclass
+class Installed:
+    cluster: LocalCluster
+    admin: Client
+    authorizer: RBACAuthorizer
+    objects: list[dict[str, Any]]
+    operator: OperatorPod
+    metrics_port: int
+    root: Path
+
+
+async def start_installed(
+    tmp: Path, values: dict[str, Any] | None = None, *, rules: Callable[[list[Any]], list[Any]] | None = None
+) -> Installed:
+    """A cluster with RBAC on, the chart installed (``rules`` may edit the ClusterRole's
+    rules before it is created), and the operator running as its pod."""
+    require_helm()
+    # Two 8-GPU nodes: room for every example, few DaemonSet pods to simulate.
+    cluster = LocalCluster(workdir=tmp / "cluster", profile="gpu-operator")
+    # Simulated kubelets at 10x: probe delays and image pulls do not dominate the run.
+    cluster.simulator_options = {"speed": 10}  # type: ignore[attr-defined]
+    await cluster.start()
+    admin = Client(str(cluster.kubeconfig_path))
+    with contextlib.suppress(AlreadyExists):
+        await admin.create(STORAGE_CLASS)
+    for node in (await admin.list("v1", "Node"))["items"]:  # what Node Feature Discovery adds
+        if (node["metadata"].get("labels") or {}).get("nvidia.com/gpu.present") == "true":
+            labels = {"feature.node.kubernetes.io/pci-10de.present": "true"}
+            await admin.patch("v1", "Node", node["metadata"]["name"], {"metadata": {"labels": labels}})
+    authorizer = enable_rbac(cluster)
+    ports = {"metrics": free_port(), "health": free_port(), "webhook": free_port()}
+    overrides = copy.deepcopy(values or {})
+    overrides.setdefault("operator", {})["ports"] = ports
+    objects = render(overrides, namespace=NS, api_versions=await served_api_versions(admin))
+    if rules is not None:
+        role = next(o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "nimctl")
+        role["rules"] = rules(role["rules"])
+    await install(admin, NS, copy.deepcopy(objects))
+    extensions_of(cluster).webhooks.register_service(
+        NS, "nimctl-webhook-service", "127.0.0.1", ports["webhook"]
+    )
+    operator = await start_operator_pod(cluster, admin, objects, tmp / "pod")
+    await asyncio.wait_for(operator.manager.elected.wait(), 60)
+    return Installed(cluster, admin, authorizer, objects, operator, ports["metrics"], tmp)
+
+
+async def stop_installed(env: Installed) -> None:
+    await env.operator.shutdown()
+    await env.admin.close()
+    await env.cluster.stop()
+
+
+async def poll(check: Callable[[], Awaitable[Any]], what: str, timeout: float = TIMEOUT) -> Any:
+    """Call *check* until it returns something truthy; fail saying *what* and the last value."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    last: Any = None
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            last = await check()
+        except NotFound as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{what}: not within {timeout}s; last seen {last!r}"[:3000])
+
+
+async def state_of(admin: Client, api_version: str, kind: str, name: str, namespace: str | None, want: set[str]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+
+    async def check() -> dict[str, Any] | None:
+        obj = await admin.get(api_version, kind, name, namespace)
+        seen["status"] = obj.get("status")
+        return obj if (obj.get("status") or {}).get("state") in want else None
+
+    try:
+        result: dict[str, Any] = await poll(check, f"{kind} {namespace}/{name} {want}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; status {seen.get('status')!r}"[:3000]) from None
+    return result
+
+
+async def gone(admin: Client, api_version: str, kind: str, name: str, namespace: str | None) -> None:
+    async def check() -> bool:
+        try:
+            await admin.get(api_version, kind, name, namespace)
+        except NotFound:
+            return True
+        return False
+
+    await poll(check, f"{kind} {namespace}/{name} deleted")
+
+
+# -- the docs examples, moved to a namespace, with what they assume ---------------------
+
+
+def _secret_refs(value: Any, names: set[str]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in ("authSecret", "pullSecret", "secretName") and isinstance(v, str):
+                names.add(v)
+            elif k == "pullSecrets" and isinstance(v, list):
+                names.update(str(s) for s in v)
+            else:
+                _secret_refs(v, names)
+    elif isinstance(value, list):
+        for v in value:
+            _secret_refs(v, names)
+
+
+SECRET_KEYS = ("NGC_API_KEY", "HF_TOKEN", "password", "token", "accessKey", "secretKey")
+
+
+def prerequisite(kind: str, name: str, namespace: str) -> dict[str, Any]:
+    """A Secret, ConfigMap or PVC an example names but does not create."""
+    meta = {"name": name, "namespace": namespace}
+    if kind == "Secret":
+        # One Secret serves as the NGC API key, a database password and an nvcr.io
+        # image pull secret (the simulator refuses pulls without one).
+        values = dict.fromkeys(SECRET_KEYS, "simulated")
+        values[".dockerconfigjson"] = '{"auths": {"nvcr.io": {"auth": "c2ltdWxhdGVk"}}}'
+        data = {k: base64.b64encode(v.encode()).decode() for k, v in values.items()}
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "kubernetes.io/dockerconfigjson", "data": data}
+    if kind == "ConfigMap":
+        data = {"config.yaml": "models: []\n", "training": "{}\n", "models": "{}\n", "ca.crt": ""}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": meta,
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "10Gi"}}},
+    }
+
+
+def example(name: str, namespace: str) -> list[dict[str, Any]]:
+    """The example's objects in *namespace*, preceded by the namespace and the Secrets it names."""
+    docs = [d for d in YAML(typ="safe", pure=True).load_all((EXAMPLES_DIR / name).read_text()) if d]
+    secrets: set[str] = set()
+    for d in docs:
+        if d["kind"] != "ClusterPolicy":
+            d["metadata"]["namespace"] = namespace
+        _secret_refs(d.get("spec"), secrets)
+    out = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}]
+    out += [prerequisite("Secret", s, namespace) for s in sorted(secrets)]
+    out.append(prerequisite("ConfigMap", "corporate-ca", namespace))
+    return out + docs
+
+
+async def create_all(admin: Client, objects: list[dict[str, Any]]) -> None:
+    for obj in objects:
+        with contextlib.suppress(AlreadyExists):
+            await admin.create(obj)
+
+
+MISSING = re.compile(r"(Secret|ConfigMap|PersistentVolumeClaim) ([a-z0-9.-]+) not found")
+
+
+async def provide_missing(admin: Client, obj: dict[str, Any]) -> None:
+    """Create what the object's conditions say is missing (NeMo reports them by name)."""
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        found = MISSING.search(cond.get("message") or "")
+        if found:
+            with contextlib.suppress(ApiError):
+                await admin.create(prerequisite(found.group(1), found.group(2), obj["metadata"]["namespace"]))
+
+
+# -- the exercises ---------------------------------------------------------------------
+
+
+def _one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    return next(o for o in objects if o["kind"] == kind)
+
+
+async def exercise_nim(admin: Client, prefix: str) -> None:
+    """NIMCaches and NIMServices: Ready, updated (Service/Deployment/Role), pruned, deleted."""
+    applied = {name: example(name, f"{prefix}-{i}") for i, name in enumerate(NIM_EXAMPLES)}
+    for objects in applied.values():
+        await create_all(admin, objects)
+    for objects in applied.values():
+        for obj in objects:
+            if obj["kind"] in ("NIMCache", "NIMService"):
+                meta = obj["metadata"]
+                await state_of(admin, API, obj["kind"], meta["name"], meta["namespace"], {"Ready"})
+    minimal = _one(applied["nim-minimal.yaml"], "NIMService")["metadata"]
+    scaled = _one(applied["nimservice-autoscaling.yaml"], "NIMService")["metadata"]
+    routed = _one(applied["nimservice-router-ingress.yaml"], "NIMService")["metadata"]
+    full = _one(applied["nimservice-full.yaml"], "NIMService")["metadata"]
+    await admin.patch(API, "NIMService", minimal["name"], {"spec": {"expose": {"service": {"port": 8080}}}}, namespace=minimal["namespace"])
+    await admin.patch(API, "NIMService", scaled["name"], {"spec": {"scale": {"enabled": False}}}, namespace=scaled["namespace"])
+    await admin.patch(API, "NIMService", routed["name"], {"spec": {"router": None, "expose": {"router": None, "ingress": None}}}, namespace=routed["namespace"])
+    await admin.patch(API, "NIMService", full["name"], {"spec": {"proxy": None}}, namespace=full["namespace"])
+
+    async def port_updated() -> bool:
+        svc = await admin.get("v1", "Service", minimal["name"], minimal["namespace"])
+        return any(p.get("port") == 8080 for p in svc["spec"]["ports"])
+
+    async def scc_changed() -> bool:
+        role = await admin.get("rbac.authorization.k8s.io/v1", "Role", full["name"], full["namespace"])
+        return bool(role["rules"][0].get("resourceNames") == ["hostmount-anyuid"])
+
+    await poll(port_updated, "the NIMService's Service moved to port 8080")
+    await poll(scc_changed, "the NIMService's Role dropped the proxy's SCC")
+    await gone(admin, "autoscaling/v2", "HorizontalPodAutoscaler", scaled["name"], scaled["namespace"])
+    for objects in applied.values():
+        for obj in objects:
+            if obj["kind"] in ("NIMService", "NIMCache"):
+                await admin.delete(API, obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"])
+    for objects in applied.values():
+        for obj in objects:
+            if obj["kind"] in ("NIMService", "NIMCache"):
+                await gone(admin, API, obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"])
+
+
+async def exercise_nemo(admin: Client, namespace: str) -> None:
+    """The five NeMo services, their missing Secrets/ConfigMaps/PVCs provided, up to their
+    Deployments; then deleted."""
+    crs: list[dict[str, Any]] = []
+    for name in NEMO_EXAMPLES:
+        objects = example(name, namespace)
+        await create_all(admin, objects)
+        crs += [o for o in objects if o["kind"].startswith("Nemo")]
+
+    async def all_deployed() -> bool:
+        done = True
+        for cr in crs:
+            live = await admin.get(API, cr["kind"], cr["metadata"]["name"], namespace)
+            await provide_missing(admin, live)
+            try:
+                await admin.get("apps/v1", "Deployment", cr["metadata"]["name"], namespace)
+            except NotFound:
+                done = False
+        return done
+
+    await poll(all_deployed, "every NeMo service has its Deployment")
+    for cr in crs:
+        await admin.delete(API, cr["kind"], cr["metadata"]["name"], namespace)
+    for cr in crs:
+        await gone(admin, API, cr["kind"], cr["metadata"]["name"], namespace)
+
+
+async def exercise_gpu(admin: Client) -> None:
+    """The default ClusterPolicy to ready, its DCGM exporter switched off (pruned), deleted."""
+    policy = _one(example("clusterpolicy-defaults.yaml", "unused"), "ClusterPolicy")
+    await admin.create(policy)
+    name = policy["metadata"]["name"]
+    await state_of(admin, "nvidia.com/v1", "ClusterPolicy", name, None, {"ready"})
+
+    async def exporters() -> list[str]:
+        items = (await admin.list("apps/v1", "DaemonSet"))["items"]
+        return [d["metadata"]["name"] for d in items if "dcgm-exporter" in d["metadata"]["name"]]
+
+    await poll(exporters, "the ClusterPolicy's DCGM exporter DaemonSet")
+    await admin.patch("nvidia.com/v1", "ClusterPolicy", name, {"spec": {"dcgmExporter": {"enabled": False}}})
+
+    async def pruned() -> bool:
+        return not await exporters()
+
+    await poll(pruned, "the DCGM exporter pruned")
+    await admin.delete("nvidia.com/v1", "ClusterPolicy", name)
+    await gone(admin, "nvidia.com/v1", "ClusterPolicy", name, None)
+
+
+async def exercise_pipeline(admin: Client, namespace: str) -> None:
+    """The RAG NIMPipeline: Ready, one service switched off (its NIMService deleted), one
+    changed (its NIMService updated), deleted."""
+    objects = example("nimpipeline-rag.yaml", namespace)
+    await create_all(admin, objects)
+    pipeline = _one(objects, "NIMPipeline")
+    name = pipeline["metadata"]["name"]
+    await state_of(admin, API, "NIMPipeline", name, namespace, {"Ready"})
+    services = copy.deepcopy(pipeline["spec"]["services"])
+    dropped = services[-1]["name"]
+    services[-1]["enabled"] = False
+    services[0]["spec"]["replicas"] = 2
+    await admin.patch(API, "NIMPipeline", name, {"spec": {"services": services}}, namespace=namespace)
+    await gone(admin, API, "NIMService", dropped, namespace)
+
+    async def updated() -> bool:
+        svc = await admin.get(API, "NIMService", services[0]["name"], namespace)
+        return bool(svc["spec"].get("replicas") == 2)
+
+    await poll(updated, "the pipeline's NIMService updated to 2 replicas")
+    await admin.delete(API, "NIMPipeline", name, namespace)
+    await gone(admin, API, "NIMPipeline", name, namespace)
+
+
+async def exercise_all(env: Installed) -> None:
+    await asyncio.gather(
+        exercise_nim(env.admin, "nim"),
+        exercise_nemo(env.admin, "nemo"),
+        exercise_gpu(env.admin),
+        exercise_pipeline(env.admin, "pipeline"),
+    )
