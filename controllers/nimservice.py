@@ -22,6 +22,7 @@ words (nim-operator.md §2):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -36,8 +37,17 @@ from nimctl_runtime.cache.cache import ByObject, Cache
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
 from nimctl_runtime.logsetup import get_logger
-from nimctl_runtime.meta import dig, name_of, namespace_of, set_condition, uid_of
-from nimctl_runtime.reconcile import Request
+from nimctl_runtime.meta import (
+    OWNER_UID_INDEX,
+    controller_of,
+    dig,
+    name_of,
+    namespace_of,
+    owner_uid_index,
+    set_condition,
+    uid_of,
+)
+from nimctl_runtime.reconcile import Request, Result
 from platforms.capabilities import (
     COMPUTE_DOMAIN,
     GVK,
@@ -50,6 +60,7 @@ from platforms.nimservice import (
     API_VERSION,
     KIND,
     NOT_READY_REQUEUE,
+    OPTIONAL_OWNED,
     NIMServiceContract,
     platform_of,
 )
@@ -80,6 +91,7 @@ __all__ = [
     "detect_orchestrator",
     "dra_watches",
     "http_model_query",
+    "late_owner_watch",
     "nimcache_name_index",
     "spec_changed",
 ]
@@ -492,8 +504,64 @@ async def _get(
         return None
 
 
+Discover = Callable[[], Awaitable[Capabilities]]
+"""Asks the API server which optional kinds it serves now."""
+WatchOwned = Callable[[GVK], Awaitable[None]]
+"""Starts watching a kind installed after start for objects a NIMService controls."""
+
+
+def late_owner_watch(cache: Cache, enqueue: Callable[[Request], None]) -> WatchOwned:
+    """``watch_owned`` for a running controller: the owner index, then an informer handler
+    that enqueues the controlling NIMService of every object of the kind."""
+
+    async def watch(gvk: GVK) -> None:
+        api_version, kind = gvk
+        with contextlib.suppress(ValueError):  # the index may exist already
+            cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
+        informer = await cache.get_informer(api_version, kind)
+
+        def handle(obj: Any) -> None:
+            obj = getattr(obj, "obj", obj)  # a DeletedFinalStateUnknown carries the object
+            ref = controller_of(obj) if isinstance(obj, Mapping) else None
+            if ref and ref.get("kind") == KIND and ref.get("apiVersion") == API_VERSION:
+                enqueue(Request(namespace_of(obj), str(ref.get("name", ""))))
+
+        def on_update(old: Any, new: Any) -> None:
+            handle(new)
+
+        informer.add_event_handler(handle, on_update, handle)
+
+    return watch
+
+
+def crd_gvks(crd: Mapping[str, Any]) -> list[GVK]:
+    """``(apiVersion, kind)`` of each version a CustomResourceDefinition serves."""
+    spec = crd.get("spec") or {}
+    kind = str((spec.get("names") or {}).get("kind", ""))
+    return [
+        (f"{spec.get('group')}/{v.get('name')}", kind)
+        for v in spec.get("versions") or ()
+        if v.get("served", True)
+    ]
+
+
+def crd_established(crd: Mapping[str, Any]) -> bool:
+    for cond in dig(crd, "status", "conditions", default=[]) or []:
+        if cond.get("type") == "Established":
+            return bool(cond.get("status") == "True")
+    return False
+
+
 class NIMServiceReconciler(KindReconciler[Obj, RenderContext]):
-    """The skeleton running NIMService's contract (see ``NIMServiceKind``)."""
+    """The skeleton running NIMService's contract (see ``NIMServiceKind``).
+
+    Optional kinds are discovered while running, not only at start:
+    ``crd_changed`` (the map function of a CustomResourceDefinition watch)
+    notices an optional kind appearing or going, the next pass asks discovery
+    again, starts watching a newly served kind (``watch_owned``; NVIDIA
+    registers its InferenceService watch lazily too) and wakes every
+    NIMService, so one waiting for, say, the LeaderWorkerSet CRD goes on.
+    """
 
     def __init__(
         self,
@@ -508,16 +576,19 @@ class NIMServiceReconciler(KindReconciler[Obj, RenderContext]):
         operator_version: str = "",
         use_finalizer: bool = True,
         orchestrator: str | None = None,
+        discover: Discover | None = None,
+        watch_owned: WatchOwned | None = None,
     ) -> None:
         caps = capabilities or Capabilities.nothing()
+        kind = NIMServiceKind(
+            capabilities=caps,
+            model_query=model_query,
+            model_query_timeout=model_query_timeout,
+            operator_version=operator_version,
+            orchestrator=orchestrator,
+        )
         super().__init__(
-            kind=NIMServiceKind(
-                capabilities=caps,
-                model_query=model_query,
-                model_query_timeout=model_query_timeout,
-                operator_version=operator_version,
-                orchestrator=orchestrator,
-            ),
+            kind=kind,
             cache=cache,
             client=client,
             api_reader=api_reader,
@@ -525,3 +596,42 @@ class NIMServiceReconciler(KindReconciler[Obj, RenderContext]):
             capabilities=caps,
             use_finalizer=use_finalizer,
         )
+        self.nimservice_kind = kind
+        self.discover = discover
+        self.watch_owned = watch_owned
+        self._capabilities_stale = False
+        self._watched: set[GVK] = set(OPTIONAL_OWNED) & set(caps.gvks)
+
+    async def crd_changed(self, crd: Obj) -> list[Request]:
+        """CRD watch: an optional kind came or went -> rediscover, wake every NIMService."""
+        changed = [
+            gvk
+            for gvk in crd_gvks(crd)
+            if gvk in OPTIONAL_OWNED
+            and (crd_established(crd) and not dig(crd, "metadata", "deletionTimestamp"))
+            != self.capabilities.has(gvk)
+        ]
+        if not changed:
+            return []
+        self._capabilities_stale = True
+        services = await self.cache.list(API_VERSION, KIND)
+        return [Request(namespace_of(s), name_of(s)) for s in services]
+
+    async def refresh_capabilities(self) -> None:
+        """Ask discovery again; start watching optional kinds served since the last time."""
+        self._capabilities_stale = False
+        if self.discover is None:
+            return
+        caps = await self.discover()
+        self.capabilities = caps
+        self.nimservice_kind.capabilities = caps
+        for gvk in OPTIONAL_OWNED:
+            if caps.has(gvk) and gvk not in self._watched and self.watch_owned is not None:
+                await self.watch_owned(gvk)
+                self._watched.add(gvk)
+                self._log.info("watching a kind installed after start", kind=gvk[1])
+
+    async def reconcile(self, request: Request) -> Result:
+        if self._capabilities_stale:
+            await self.refresh_capabilities()
+        return await super().reconcile(request)

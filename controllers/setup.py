@@ -16,6 +16,7 @@ one ``CONTROLLERS`` entry.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -80,6 +81,7 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
         capabilities=options.capabilities,
         model_query=options.model_query,
         operator_version=options.operator_version,
+        discover=functools.partial(discover_capabilities, client),
     )
 
     async def nimservices_of(nimcache: dict[str, Any]) -> list[Request]:
@@ -107,7 +109,10 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
     )
     for (api_version, kind), users in nimservice_ctrl.dra_watches(cache, options.capabilities):
         builder.watches(api_version, kind, users)
-    builder.complete(reconciler)
+    # Optional CRDs installed (or removed) while running: rediscover, watch, wake.
+    builder.watches("apiextensions.k8s.io/v1", "CustomResourceDefinition", reconciler.crd_changed)
+    controller = builder.complete(reconciler)
+    reconciler.watch_owned = nimservice_ctrl.late_owner_watch(cache, controller.enqueue)
 
 
 def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> None:

@@ -55,6 +55,7 @@ __all__ = [
     "dra_details",
     "inference_service_readiness",
     "leader_worker_set_readiness",
+    "missing_kinds",
     "platform_of",
 ]
 
@@ -150,6 +151,27 @@ def inference_service_readiness(isvc: Obj | None, name: str) -> tuple[str, bool]
     return str(cond.get("message") or ""), cond.get("status") == "True"
 
 
+def missing_kinds(cr: Obj, capabilities: Capabilities) -> list[tuple[GVK, str]]:
+    """Optional kinds the spec needs that the cluster does not serve, with the field needing each.
+
+    Routes and ServiceMonitors are left out when their CRD is missing (as
+    NVIDIA does); these cannot be: without them the NIM does not run.
+    """
+    spec = cr.get("spec") or {}
+    needs: list[tuple[GVK, str]] = []
+    if platform_of(cr) == "kserve":
+        needs.append((INFERENCE_SERVICE, "spec.inferencePlatform"))
+    else:
+        pipeline = int(dig(spec, "multiNode", "parallelism", "pipeline", default=1) or 1)
+        if spec.get("multiNode") and pipeline > 1:
+            needs.append((LEADER_WORKER_SET, "spec.multiNode"))
+            if dig(spec, "multiNode", "computeDomain"):
+                needs.append((COMPUTE_DOMAIN, "spec.multiNode.computeDomain"))
+    if any((r or {}).get("claimCreationSpec") for r in spec.get("draResources") or []):
+        needs.append((RESOURCE_CLAIM_TEMPLATE, "spec.draResources"))
+    return [(gvk, field) for gvk, field in needs if not capabilities.has(gvk)]
+
+
 def dra_details(cr: Obj, facts: RenderContext) -> dict[str, Any]:
     """``draResourceStatuses`` and ``computeDomainStatus`` where the spec uses them."""
     spec = cr.get("spec") or {}
@@ -180,6 +202,16 @@ class NIMServiceContract:
         return BUILTIN_OWNED + tuple(g for g in OPTIONAL_OWNED if capabilities.has(g))
 
     def render(self, cr: Obj, facts: RenderContext) -> list[dict[str, Any]]:
+        missing = missing_kinds(cr, facts.capabilities)
+        if missing:
+            # Waiting, not failed: the operator watches CRDs and goes on once installed.
+            words = "; ".join(
+                f"{field} needs the {kind} API ({api_version}), which is not installed"
+                for (api_version, kind), field in missing
+            )
+            raise Blocked(
+                Readiness(STATE_NOT_READY, REASON_NOT_READY, f"{words}: waiting for its CRD")
+            )
         if facts.nimcache_blocked is not None:
             # NVIDIA creates RBAC, Service, routes, HPA, monitor and EPP objects
             # before it looks at the NIMCache; the rest waits for the cache.
