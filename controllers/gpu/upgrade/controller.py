@@ -188,6 +188,8 @@ class UpgradeReconciler:
         await self._set_condition(cp_obj, condition(decided, reports))
 
     async def _set_condition(self, cp_obj: Obj, wanted: dict[str, Any]) -> None:
+        if not dig(cp_obj, "status", "state"):
+            return  # the ClusterPolicy controller writes the first status (state is required)
         current = list(dig(cp_obj, "status", "conditions") or [])
         merged = merged_conditions(current, wanted)
         if merged is None:

@@ -22,7 +22,10 @@ Where we deliberately differ from NVIDIA (docs/differences.md):
   revision than the one that failed (a fixed driver was published), or when
   annotated ``nvidia.com/gpu-driver-upgrade-requested=true``; NVIDIA leaves it
   failed until its old driver pod happens to be in sync;
-- drain and pod-deletion timers live in node annotations, not in memory.
+- drain and pod-deletion timers live in node annotations, not in memory;
+- a drain does not send an eviction its PodDisruptionBudget's status says
+  would be refused (429), and asks no PDB for more disruptions in one pass
+  than it allows; the pod is retried when the budget allows it.
 """
 
 from __future__ import annotations
@@ -130,15 +133,13 @@ def _names(pods: Iterable[Obj], limit: int = 5) -> str:
     return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
-def _pdb_blocking(pod: Obj, pdbs: Iterable[Obj]) -> Obj | None:
-    """A PodDisruptionBudget of the pod's namespace that selects it and allows no disruption."""
+def _pdb_of(pod: Obj, pdbs: Iterable[Obj]) -> Obj | None:
+    """The PodDisruptionBudget of the pod's namespace that selects it, if any."""
     labels = dig(pod, "metadata", "labels") or {}
     for pdb in pdbs:
         if namespace_of(pdb) != namespace_of(pod):
             continue
-        if not Selector.from_label_selector(dig(pdb, "spec", "selector")).matches(labels):
-            continue
-        if int(dig(pdb, "status", "disruptionsAllowed") or 0) <= 0:
+        if Selector.from_label_selector(dig(pdb, "spec", "selector")).matches(labels):
             return pdb
     return None
 
@@ -154,6 +155,10 @@ class _Pass:
         self.gpu_claims = gpu_claims
         self.out = Plan()
         self.slots = 0
+        self.budgets = {
+            f"{namespace_of(p)}/{name_of(p)}": int(dig(p, "status", "disruptionsAllowed") or 0)
+            for p in pdbs
+        }
 
     # -- outputs ---------------------------------------------------------------------
 
@@ -332,19 +337,27 @@ class _Pass:
         start = self.start_timer(m, c.DRAIN_START_ANNOTATION)
         timeout = policy.drain_timeout
         blocked: dict[str, str] = {}
+        evict: list[Obj] = []
         for p in candidates:
-            pdb = _pdb_blocking(p, self.pdbs) if not finished(p) else None
+            if dig(p, "metadata", "deletionTimestamp"):
+                continue
+            pdb = _pdb_of(p, self.pdbs) if not finished(p) else None
             if pdb is not None:
-                blocked[pod_key(p)] = f"{namespace_of(pdb)}/{name_of(pdb)}"
+                key = f"{namespace_of(pdb)}/{name_of(pdb)}"
+                if self.budgets.get(key, 0) <= 0:
+                    # The API server would answer 429: wait for the budget (kubectl's 5 s).
+                    blocked[pod_key(p)] = key
+                    continue
+                self.budgets[key] -= 1
+            evict.append(p)
         if timeout > 0 and self.now - start >= timeout:
             self.annotate(m, c.DRAIN_START_ANNOTATION, None)
             self.move(m, c.FAILED)
             detail = self._drain_detail(candidates, blocked)
             self.wait(m, f"drain timed out after {timeout}s: {detail}")
             return
-        for p in candidates:
-            if not dig(p, "metadata", "deletionTimestamp"):
-                self.pod_action("evict", p, m)
+        for p in evict:
+            self.pod_action("evict", p, m)
         message = f"draining: {self._drain_detail(candidates, blocked)}"
         if timeout > 0:
             message += f"; fails at {_rfc3339(start + timeout)}"

@@ -4,9 +4,9 @@ As NVIDIA's (gpu-operator.md §4.4) it runs one worker over one request for
 the whole cluster and requeues every 2 minutes. It wakes on: a ClusterPolicy
 created, deleted or with a new generation; a Node whose upgrade state, skip
 label, upgrade annotations, cordon or readiness changed; a driver DaemonSet
-with a new generation; and, beyond NVIDIA, an operand pod of the operator
-namespace (driver, validator) created, deleted or changing readiness or
-revision, so a node moves on as soon as its driver is up instead of at the
+with a new generation, or a new ControllerRevision; and, beyond NVIDIA, an
+operand pod of the operator namespace (driver, validator) created, deleted or
+changing readiness or revision, so a node moves on as soon as its driver is up instead of at the
 next 2-minute tick.
 
 ``OPERATOR_NAMESPACE`` is required (``setup_gpu`` logs when it is missing).
@@ -125,4 +125,8 @@ def setup_driver_upgrade(manager: Manager, client: Client, options: SetupOptions
     controller.watch("v1", "Node", to_singleton, node_upgrade_facts_changed())
     controller.watch("apps/v1", "DaemonSet", to_singleton, GenerationChangedPredicate())
     controller.watch("v1", "Pod", to_singleton, Funcs(update=_pod_changed))
+    # A new driver revision is what makes pods out of sync; it is created after the
+    # DaemonSet's generation changed, so that event alone can come too early.
+    controller.watch("apps/v1", "ControllerRevision", to_singleton,
+                     Funcs(update=lambda e: False))  # fmt: skip
     manager.add(controller)

@@ -286,11 +286,23 @@ def test_drain_evicts_and_names_the_blocking_pdb() -> None:
             workload("db-1", "n1", labels={"app": "db"})]  # fmt: skip
     policy = replace(POLICY, drain_enabled=True)
     out = run([node("n1", c.DRAIN_REQUIRED)], pods, policy, pdbs=[pdb("web", {"app": "web"}, 0)])
-    assert {a.name for a in out.pod_actions if a.verb == "evict"} == {"web-1", "db-1"}
+    assert [a.name for a in out.pod_actions] == ["db-1"], "no eviction the PDB would refuse"
     message = out.waiting["n1"]
     assert "eviction of default/web-1 blocked by PodDisruptionBudget default/web" in message
     assert "evicting default/db-1" in message
     assert out.requeue_after is not None
+
+
+def test_drain_asks_a_pdb_for_no_more_than_it_allows() -> None:
+    pods = [driver_pod("n1", OLD)] + [
+        workload(f"web-{i}", "n1", labels={"app": "web"}) for i in range(3)
+    ]
+    policy = replace(POLICY, drain_enabled=True)
+    out = run([node("n1", c.DRAIN_REQUIRED)], pods, policy, pdbs=[pdb("web", {"app": "web"}, 2)])
+    assert [a.name for a in out.pod_actions] == ["web-0", "web-1"]
+    assert (
+        "eviction of default/web-2 blocked by PodDisruptionBudget default/web" in out.waiting["n1"]
+    )
 
 
 def test_pod_restart_deletes_the_old_driver_pod_once() -> None:
