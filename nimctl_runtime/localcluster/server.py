@@ -26,6 +26,7 @@ from .errors import StatusError
 from .handlers import RequestContext, ResourceHandlers
 from .hooks import Handler, RequestInfo
 from .host import APIServerHost
+from .protobuf_http import protobuf_responses
 from .store import encode
 from .watch import WatchServer
 
@@ -122,7 +123,9 @@ class ApiServer:
         self._openapi_generation = -1
 
     def make_app(self, client_max_size: int) -> web.Application:
-        app = web.Application(client_max_size=client_max_size, middlewares=[self._errors])
+        app = web.Application(
+            client_max_size=client_max_size, middlewares=[protobuf_responses, self._errors]
+        )
         app.router.add_route("*", "/{tail:.*}", self.dispatch)
         return app
 
