@@ -20,9 +20,10 @@ becomes and when it is ready; the skeleton creates, updates by hash
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast
 
 from pydantic import ValidationError
 
@@ -36,15 +37,17 @@ from api.nvidia.v1.clusterpolicy import (
     ClusterPolicy,
 )
 from controllers.gpu import metrics
+from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL
 from controllers.gpu.config import GPUConfig
 from controllers.gpu.contract import API_VERSION, KIND, ClusterPolicyContract, PolicyFacts
+from controllers.plan import Action, key
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
-from nimctl_runtime.meta import dig, name_of, set_condition
+from nimctl_runtime.meta import dig, name_of, namespace_of, set_condition
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness, ReconcileError
-from platforms.gpu import ClusterFacts
+from platforms.gpu import ORPHAN, ClusterFacts
 from platforms.gpu.facts import (
     GPU_PRESENT_LABEL,
     PROMETHEUS_RULE,
@@ -124,6 +127,7 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         self, *, config: GPUConfig, capabilities: Capabilities, api_reader: KeyReader
     ) -> None:
         self.contract = ClusterPolicyContract()
+        self.orphan_drivers = False
         self.config = config
         self.capabilities = capabilities
         self.api_reader = api_reader
@@ -141,6 +145,8 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
             ) from None
 
     async def gather(self, cr: ClusterPolicy, obj: Obj, reader: Reader) -> PolicyFacts:
+        # Read by the reconciler's prune (one worker: this pass's policy decides).
+        self.orphan_drivers = bool(cr.spec.driver.use_nvidia_driver_crd)
         policies = await reader.list(API_VERSION, KIND)
         active = active_policy(policies)
         if active is not None and active != name_of(obj):
@@ -245,5 +251,50 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         return ("Warning", REASON_RECONCILE_FAILED, message)
 
 
+class _OrphanDeleter(Protocol):
+    async def delete(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+    ) -> Any: ...
+
+
+def _is_driver_daemonset(obj: Mapping[str, Any]) -> bool:
+    labels = dig(obj, "metadata", "labels") or {}
+    return obj.get("kind") == "DaemonSet" and labels.get(DRIVER_COMPONENT_LABEL) == DRIVER_COMPONENT
+
+
 class ClusterPolicyReconciler(KindReconciler[ClusterPolicy, PolicyFacts]):
-    """The skeleton running ``ClusterPolicyKind`` (no finalizer: owner references clean up)."""
+    """The skeleton running ``ClusterPolicyKind`` (no finalizer: owner references clean up).
+
+    Once NVIDIADriver objects own the drivers (``driver.useNvidiaDriverCRD``), the
+    ClusterPolicy's driver DaemonSets are deleted orphaning their pods, as NVIDIA
+    does: the drivers keep running on the nodes until NVIDIADriver's replace them.
+    """
+
+    kind: ClusterPolicyKind
+
+    async def _execute(
+        self, action: Action, namespace: str, *args: Any, **kwargs: Any
+    ) -> tuple[Obj, str] | None:
+        if (
+            action.verb == "delete"
+            and self.kind.orphan_drivers
+            and _is_driver_daemonset(action.obj)
+        ):
+            api_version, kind, name = key(action.obj)
+            deleter = cast(_OrphanDeleter, self.client)
+            with contextlib.suppress(NotFound):
+                await deleter.delete(
+                    api_version,
+                    kind,
+                    name,
+                    namespace_of(action.obj) or namespace or None,
+                    propagation_policy=ORPHAN,
+                )
+            return None
+        return await super()._execute(action, namespace, *args, **kwargs)

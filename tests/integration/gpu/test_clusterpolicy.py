@@ -319,6 +319,31 @@ async def test_host_driver_then_precompiled(tmp_path: Path) -> None:
             selector = ds["spec"]["template"]["spec"]["nodeSelector"]
             assert selector[kernel] in name
 
+        # NVIDIADriver takes over the drivers: the driver DaemonSets go, their pods stay.
+        async def driver_pods() -> list[str]:
+            items = (
+                await env.admin.list(
+                    "v1", "Pod", NS, label_selector="app.kubernetes.io/component=nvidia-driver"
+                )
+            )["items"]
+            return sorted(p["metadata"]["name"] for p in items)
+
+        await wait_for(driver_pods, timeout=30)
+        running = await driver_pods()
+        await env.admin.patch(
+            CP,
+            "ClusterPolicy",
+            "cluster-policy",
+            {"spec": {"driver": {"useNvidiaDriverCRD": True}}},
+        )
+
+        async def no_driver_daemonsets() -> bool:
+            return not [d for d in await env.daemonsets() if d.startswith("nvidia-driver")]
+
+        await wait_for(no_driver_daemonsets, timeout=30)
+        await quiet(env.operator.client, 1.0)
+        assert await driver_pods() == running
+
         # Deleting the ClusterPolicy removes its objects through owner references.
         await env.admin.delete(CP, "ClusterPolicy", "cluster-policy")
 
