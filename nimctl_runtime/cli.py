@@ -67,6 +67,13 @@ def _add_operator_flags(p: argparse.ArgumentParser) -> None:
         default=_env_flag("ENABLE_WEBHOOKS"),
         help="serve admission webhooks (also ENABLE_WEBHOOKS=true)",
     )
+    p.add_argument(
+        "--disable-defaulting",
+        action="store_true",
+        default=_env_flag("DISABLE_DEFAULTING"),
+        help="with webhooks: do not write the NIMService/NIMCache defaults the CRD cannot "
+        "express into the spec (also DISABLE_DEFAULTING=true)",
+    )
     p.add_argument("--watch-namespace", default=os.environ.get("WATCH_NAMESPACE", ""))
     p.add_argument(
         "--max-concurrent-reconciles",
@@ -108,12 +115,26 @@ def _cmd_local(args: argparse.Namespace) -> int:
     if args.demo and args.log_level == "info":
         # Keep the live table readable: only warnings and errors unless asked otherwise.
         configure_logging(args.log_format, "warning")
+    from nimctl_runtime.localcluster import statedir
+
     kubeconfig = Path(args.kubeconfig).absolute()
-    kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-    webhook: LocalWebhook | None = None
-    if args.enable_webhooks:
-        webhook = prepare_local_webhook(kubeconfig.parent / "webhook-certs")
-    return asyncio.run(_run_local(args, kubeconfig, webhook))
+    try:
+        # one nimctl local per state directory: a second would take over the first
+        # one's kubeconfig and webhook certificates and break it
+        lock = statedir.claim(kubeconfig.parent, "nimctl local")
+    except statedir.StateDirBusy as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    try:
+        webhook: LocalWebhook | None = None
+        if args.enable_webhooks:
+            webhook = prepare_local_webhook(kubeconfig.parent / "webhook-certs")
+        return asyncio.run(_run_local(args, kubeconfig, webhook))
+    except OSError as exc:  # a busy --port, an unwritable directory: one line
+        print(f"nimctl local: cannot start: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        lock.close()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,11 +165,11 @@ def prepare_local_webhook(cert_dir: Path) -> LocalWebhook:
 
 
 async def register_local_webhook(
-    client: Client, webhook: LocalWebhook, *, wait_seconds: float = 20
+    client: Client, webhook: LocalWebhook, *, wait_seconds: float = 20, defaulting: bool = True
 ) -> None:
     """Once the webhook server listens, tell the API server to call it."""
     from nimctl_runtime.client import AlreadyExists
-    from webhooks.setup import validating_webhook_configuration
+    from webhooks.setup import mutating_webhook_configuration, validating_webhook_configuration
 
     async with asyncio.timeout(wait_seconds):
         while True:
@@ -162,6 +183,9 @@ async def register_local_webhook(
     config = validating_webhook_configuration(webhook.ca_pem, url=webhook.url)
     with contextlib.suppress(AlreadyExists):
         await client.create(config)
+    if defaulting:
+        with contextlib.suppress(AlreadyExists):
+            await client.create(mutating_webhook_configuration(webhook.ca_pem, url=webhook.url))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -227,7 +251,8 @@ async def compose_operator(
         server = webhook_server or WebhookServer(
             cert_dir=args.webhook_cert_dir or DEFAULT_WEBHOOK_CERT_DIR, port=args.webhook_port
         )
-        register(server, ClientClusterFacts(client))
+        defaulting = not getattr(args, "disable_defaulting", False)
+        register(server, ClientClusterFacts(client), defaulting=defaulting)
         manager.add(server)
         manager.add_readyz_check("webhook", server.started_checker())
     return manager
@@ -407,12 +432,13 @@ def _first_nim_commands() -> list[str]:
     """Commands that work as printed from any directory (QA: a relative path and a
     missing namespace made the old hint fail)."""
     return [
+        "export NGC_API_KEY=nvapi-simulated  # any value here; your NGC API key on a real cluster",
         "kubectl create namespace nim-service",
         "kubectl -n nim-service create secret generic ngc-api-secret"
-        " --from-literal=NGC_API_KEY=<your NGC API key>",
+        ' --from-literal=NGC_API_KEY="$NGC_API_KEY"',
         "kubectl -n nim-service create secret docker-registry ngc-secret"
         " --docker-server=nvcr.io --docker-username='$oauthtoken'"
-        " --docker-password=<your NGC API key>",
+        ' --docker-password="$NGC_API_KEY"',
         f"kubectl apply -f {_example_path('nim-minimal.yaml')}",
         "kubectl -n nim-service get nimcache,nimservice",
     ]
@@ -481,7 +507,9 @@ async def _run_local(
             )
             manager_task = asyncio.create_task(manager.start(stop), name="manager")
             if webhook is not None:
-                await register_local_webhook(client, webhook)
+                await register_local_webhook(
+                    client, webhook, defaulting=not getattr(args, "disable_defaulting", False)
+                )
             sys.stdout.write(_usage(kubeconfig, args.demo))
             sys.stdout.flush()
             demo_task: asyncio.Task[None] | None = None

@@ -66,3 +66,25 @@ def test_a_busy_port_is_one_line(tmp_path: Path) -> None:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("nimctl localcluster: cannot start: ")
     assert "address already in use" in lines[0]
+
+
+def test_second_nimctl_local_in_the_same_directory_is_refused(tmp_path: Path) -> None:
+    first = _nimctl("local", "--disable-webhooks", cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 90
+        while not (tmp_path / ".nimctl" / "kubeconfig").exists():
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline, "the first nimctl local never started"
+            time.sleep(0.1)
+        second = _nimctl("local", "--disable-webhooks", cwd=tmp_path)
+        _out, err = second.communicate(timeout=60)
+        assert second.returncode == 1
+        assert err.strip().splitlines() == [
+            f"nimctl local: {tmp_path / '.nimctl'} is in use by nimctl local (pid {first.pid}); "
+            "stop it first, or run this one from another directory or with --kubeconfig "
+            "pointing into another directory"
+        ]
+        assert first.poll() is None  # the first one is unharmed
+    finally:
+        first.terminate()
+        first.communicate(timeout=30)
