@@ -5,6 +5,11 @@
 ValidatingWebhookConfiguration (``failurePolicy: Fail``, ``sideEffects: None``,
 CREATE and UPDATE, ``admissionReviewVersions: [v1]``, NVIDIA's webhook names)
 for either a URL (``nimctl local``) or an in-cluster Service (the Helm chart).
+
+With ``defaulting`` (the operator passes it unless ``--disable-defaulting``) it
+also serves the NIMService and NIMCache defaulters (``webhooks.defaulting``)
+at ``/mutate-apps-nvidia-com-v1alpha1-<kind>``, described by
+:func:`mutating_webhook_configuration`.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import base64
 from typing import Any
 
 from nimctl_runtime.webhook import ValidatingHandler, WebhookServer, validate_path
+from nimctl_runtime.webhook.paths import mutate_path
+from webhooks.defaulting import NIMCACHE_DEFAULTS, NIMSERVICE_DEFAULTS, DefaultingWebhook
 from webhooks.facts import ClusterFacts
 from webhooks.nimcache import NIMCacheValidator
 from webhooks.nimpipeline import NIMPipelineValidator
@@ -20,16 +27,28 @@ from webhooks.nimservice import NIMServiceValidator
 
 GROUP, VERSION = "apps.nvidia.com", "v1alpha1"
 CONFIGURATION_NAME = "nimctl-validating-webhook-configuration"
+MUTATING_CONFIGURATION_NAME = "nimctl-mutating-webhook-configuration"
 # (webhook name, kind, plural)
 WEBHOOKS = (
     ("vnimservice-v1alpha1.kb.io", "NIMService", "nimservices"),
     ("vnimcache-v1alpha1.kb.io", "NIMCache", "nimcaches"),
     ("vnimpipeline-v1alpha1.kb.io", "NIMPipeline", "nimpipelines"),
 )
+MUTATING_WEBHOOKS = (
+    ("mnimservice-v1alpha1.kb.io", "NIMService", "nimservices"),
+    ("mnimcache-v1alpha1.kb.io", "NIMCache", "nimcaches"),
+)
 
 
-def register(server: WebhookServer, facts: ClusterFacts) -> None:
-    """Serve the NIMService and NIMCache validators on *server*."""
+def register(server: WebhookServer, facts: ClusterFacts, *, defaulting: bool = False) -> None:
+    """Serve the validators (and, with ``defaulting``, the defaulters) on *server*."""
+    if defaulting:
+        server.register(
+            mutate_path(GROUP, VERSION, "NIMService"), DefaultingWebhook(NIMSERVICE_DEFAULTS)
+        )
+        server.register(
+            mutate_path(GROUP, VERSION, "NIMCache"), DefaultingWebhook(NIMCACHE_DEFAULTS)
+        )
     server.register(
         validate_path(GROUP, VERSION, "NIMService"), ValidatingHandler(NIMServiceValidator(facts))
     )
@@ -39,6 +58,24 @@ def register(server: WebhookServer, facts: ClusterFacts) -> None:
     server.register(
         validate_path(GROUP, VERSION, "NIMPipeline"), ValidatingHandler(NIMPipelineValidator())
     )
+
+
+def mutating_webhook_configuration(
+    ca_pem: bytes,
+    *,
+    url: str | None = None,
+    service: tuple[str, str, int] | None = None,
+    timeout_seconds: int = 10,
+) -> dict[str, Any]:
+    """The MutatingWebhookConfiguration for the defaulters (same client forms as validating)."""
+    config = _configuration(
+        MUTATING_WEBHOOKS, mutate_path, ca_pem, url, service, timeout_seconds
+    )
+    for webhook in config["webhooks"]:
+        webhook["reinvocationPolicy"] = "Never"
+    config["kind"] = "MutatingWebhookConfiguration"
+    config["metadata"]["name"] = MUTATING_CONFIGURATION_NAME
+    return config
 
 
 def validating_webhook_configuration(
@@ -53,11 +90,22 @@ def validating_webhook_configuration(
     Pass ``url="https://127.0.0.1:9443"`` (the paths are appended) or
     ``service=(namespace, name, port)``.
     """
+    return _configuration(WEBHOOKS, validate_path, ca_pem, url, service, timeout_seconds)
+
+
+def _configuration(  # noqa: PLR0917 - the two public builders pass everything through
+    entries: tuple[tuple[str, str, str], ...],
+    path_of: Any,
+    ca_pem: bytes,
+    url: str | None,
+    service: tuple[str, str, int] | None,
+    timeout_seconds: int,
+) -> dict[str, Any]:
     if (url is None) == (service is None):
         raise ValueError("give exactly one of url or service")
     webhooks = []
-    for name, kind, plural in WEBHOOKS:
-        path = validate_path(GROUP, VERSION, kind)
+    for name, kind, plural in entries:
+        path = path_of(GROUP, VERSION, kind)
         client: dict[str, Any] = {"caBundle": base64.b64encode(ca_pem).decode()}
         if url is not None:
             client["url"] = url.rstrip("/") + path
