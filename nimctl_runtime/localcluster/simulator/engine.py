@@ -33,6 +33,7 @@ from nimctl_runtime.localcluster.simulator.deployment import (
     reconcile_deployment,
     reconcile_replicaset,
 )
+from nimctl_runtime.localcluster.simulator.disruption import pdb_selects, reconcile_pdb
 from nimctl_runtime.localcluster.simulator.gpu_stack import NODE_KEY, GPUStack
 from nimctl_runtime.localcluster.simulator.job import reconcile_job
 from nimctl_runtime.localcluster.simulator.kserve import reconcile_inferenceservice
@@ -113,6 +114,7 @@ WATCHED: dict[tuple[str, str], str] = {
     ("apps", "daemonsets"): "DaemonSet",
     ("apps", "controllerrevisions"): "ControllerRevision",
     ("batch", "jobs"): "Job",
+    ("policy", "poddisruptionbudgets"): "PodDisruptionBudget",
     ("storage.k8s.io", "storageclasses"): "StorageClass",
     ("autoscaling", "horizontalpodautoscalers"): "HorizontalPodAutoscaler",
     ("networking.k8s.io", "ingresses"): "Ingress",
@@ -141,6 +143,7 @@ CONTROLLERS: dict[str, Reconciler] = {
     "HorizontalPodAutoscaler": reconcile_hpa,
     "LeaderWorkerSet": reconcile_leaderworkerset,
     "InferenceService": reconcile_inferenceservice,
+    "PodDisruptionBudget": reconcile_pdb,
     # NVIDIA's DRA driver publishes each GPU node's devices; claims lose gone pods.
     "Node": dra.reconcile_node_slices,
     "ResourceClaim": dra.reconcile_resourceclaim,
@@ -420,6 +423,9 @@ class Simulator:
             for pvc in self.view.list("PersistentVolumeClaim"):
                 self._enqueue(("PersistentVolumeClaim", namespace_of(pvc), name_of(pvc)))
         if kind == "Pod":
+            for pdb in self.view.list("PodDisruptionBudget", namespace):
+                if pdb_selects(pdb, obj):
+                    self._enqueue(("PodDisruptionBudget", namespace, name_of(pdb)))
             for volume in (obj.get("spec") or {}).get("volumes") or []:
                 claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
                 if claim:  # a claim waiting on pvc-protection may now be free
