@@ -591,13 +591,45 @@ def _kubernetes_version(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+USER_DESCRIPTION = (
+    "nimctl serves NVIDIA's NIM Operator and GPU Operator APIs (NIMService, NIMCache,\n"
+    "NIMPipeline, NIMBuild, the NeMo services, ClusterPolicy): the manifests you write for\n"
+    "NVIDIA's operators work unchanged."
+)
+USER_EPILOG = """\
+Try it on your laptop (no cluster, no GPU needed):
+  nimctl local --demo            a simulated cluster; a NIM is cached and served until Ready
+
+Run it on a cluster:
+  nimctl crds | kubectl apply --server-side -f -
+  nimctl run                     uses your kubeconfig (or the in-cluster config)
+
+See what a manifest becomes:
+  nimctl render -f nimservice.yaml
+
+`nimctl COMMAND --help` lists each command's flags.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nimctl", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--log-format", choices=["json", "console"], default="json")
-    parser.add_argument("--log-level", default="info")
+    parser = argparse.ArgumentParser(
+        prog="nimctl",
+        description=USER_DESCRIPTION,
+        epilog=USER_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=["json", "console"],
+        default="json",
+        help="log lines as JSON or text",
+    )
+    parser.add_argument("--log-level", default="info", help="debug, info, warning or error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    lc = sub.add_parser("localcluster", help="run the in-process Kubernetes API server")
+    lc = sub.add_parser(
+        "localcluster", help="a simulated Kubernetes cluster on its own, for kubectl and your tools"
+    )
     lc.add_argument("--kubeconfig", default=".nimctl/kubeconfig", help="where to write it")
     lc.add_argument("--host", default="127.0.0.1")
     lc.add_argument("--port", type=int, default=0, help="0 picks a free port")
@@ -607,7 +639,9 @@ def build_parser() -> argparse.ArgumentParser:
     lc.add_argument("--kubernetes-version", type=_kubernetes_version, help=KUBERNETES_VERSION_HELP)
     lc.set_defaults(handler=_cmd_localcluster)
 
-    local = sub.add_parser("local", help="embedded cluster with the operator in it")
+    local = sub.add_parser(
+        "local", help="try it without a cluster: a simulated cluster with the operator in it"
+    )
     local.add_argument("--kubeconfig", default=".nimctl/kubeconfig", help="where to write it")
     local.add_argument("--port", type=int, default=0)
     local.add_argument(
@@ -642,16 +676,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     local.set_defaults(enable_webhooks=True)
 
-    run = sub.add_parser("run", help="run the operator against a cluster")
+    run = sub.add_parser(
+        "run", help="run the operator on a real cluster (kubeconfig or in-cluster)"
+    )
     run.add_argument("--kubeconfig", default=None)
     _add_operator_flags(run)
     run.set_defaults(handler=_cmd_run)
 
-    crds = sub.add_parser("crds", help="write the generated CRDs")
+    crds = sub.add_parser("crds", help="print the CRDs to install on a cluster before `run`")
     crds.add_argument("--output", default=None, help="directory (default: stdout)")
     crds.set_defaults(handler=_cmd_crds)
 
-    render = sub.add_parser("render", help="print what a CR would produce, offline")
+    render = sub.add_parser(
+        "render", help="show the Kubernetes objects a NIMService/NIMCache file becomes, offline"
+    )
     render.add_argument("-f", "--filename", required=True)
     render.add_argument("--cache", default=None, help="a NIMCache manifest to resolve against")
     render.add_argument("--nodes", default=None, help="Nodes a ClusterPolicy renders against")

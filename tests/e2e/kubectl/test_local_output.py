@@ -45,3 +45,13 @@ def test_piped_demo_table_prints_one_line_per_change() -> None:
         ["NIMService", service, "Ready"],
     ]
     assert "\x1b[" not in out.getvalue()  # no cursor movement in a log
+
+
+def test_help_speaks_to_users() -> None:
+    from nimctl_runtime.cli import build_parser
+
+    text = build_parser().format_help()
+    assert "composition root" not in text  # the developers' word for cli.py
+    assert "nimctl local --demo" in text and "nimctl crds | kubectl apply" in text
+    for command in ("localcluster", "local", "run", "crds", "render"):
+        assert f"    {command} " in text
