@@ -3,8 +3,8 @@ The operator's permissions, one list per controller group. The ClusterRole
 (clusterrole.yaml) merges the lists of the enabled groups into one rule per
 API group + resource (+ resourceNames), so every rule can be tested on its own.
 Each entry: group, resources, verbs, optional names (resourceNames) and
-optional api ("group/version/Kind": granted only when the cluster serves it, or
-always with rbac.optionalAPIs=all).
+optional api ("group/version/Kind": an optional API, granted always with the
+default rbac.optionalAPIs=all, only when served at install time with detect).
 
 tests/integration/chart checks these lists against what the controllers watch
 and write (their owned kinds) and against the audit log of a full run: nothing
@@ -82,7 +82,11 @@ used is missing, nothing granted goes unused (exceptions are marked
   resources: [securitycontextconstraints]
   names: [nonroot, anyuid, hostmount-anyuid]
   verbs: [use]
-# Optional APIs, only when served.
+# Optional APIs appear while the operator runs: it watches the CRDs, then the
+# new kinds (rbac.optionalAPIs=detect grants only those served at install).
+- group: apiextensions.k8s.io
+  resources: [customresourcedefinitions]
+  verbs: [list, watch]
 - group: gateway.networking.k8s.io
   resources: [httproutes]
   verbs: [get, list, watch, create, update, delete]

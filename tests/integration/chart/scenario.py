@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from ruamel.yaml import YAML
 
 from nimctl_runtime.client import AlreadyExists, ApiError, Client, NotFound
@@ -69,10 +70,14 @@ class Installed:
 
 
 async def start_installed(
-    tmp: Path, values: dict[str, Any] | None = None, *, rules: Callable[[list[Any]], list[Any]] | None = None
+    tmp: Path,
+    values: dict[str, Any] | None = None,
+    *,
+    edit: Callable[[list[dict[str, Any]]], None] | None = None,
+    wait_for_leader: bool = True,
 ) -> Installed:
-    """A cluster with RBAC on, the chart installed (``rules`` may edit the ClusterRole's
-    rules before it is created), and the operator running as its pod."""
+    """A cluster with RBAC on, the chart installed (``edit`` may change the rendered
+    objects first), and the operator running as its pod."""
     require_helm()
     # Two 8-GPU nodes: room for every example, few DaemonSet pods to simulate.
     cluster = LocalCluster(workdir=tmp / "cluster", profile="gpu-operator")
@@ -91,15 +96,15 @@ async def start_installed(
     overrides = copy.deepcopy(values or {})
     overrides.setdefault("operator", {})["ports"] = ports
     objects = render(overrides, namespace=NS, api_versions=await served_api_versions(admin))
-    if rules is not None:
-        role = next(o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "nimctl")
-        role["rules"] = rules(role["rules"])
+    if edit is not None:
+        edit(objects)
     await install(admin, NS, copy.deepcopy(objects))
     extensions_of(cluster).webhooks.register_service(
         NS, "nimctl-webhook-service", "127.0.0.1", ports["webhook"]
     )
     operator = await start_operator_pod(cluster, admin, objects, tmp / "pod")
-    await asyncio.wait_for(operator.manager.elected.wait(), 60)
+    if wait_for_leader:
+        await asyncio.wait_for(operator.manager.elected.wait(), 60)
     return Installed(cluster, admin, authorizer, objects, operator, ports["metrics"], tmp)
 
 
@@ -342,6 +347,26 @@ async def exercise_pipeline(admin: Client, namespace: str) -> None:
     await poll(updated, "the pipeline's NIMService updated to 2 replicas")
     await admin.delete(API, "NIMPipeline", name, namespace)
     await gone(admin, API, "NIMPipeline", name, namespace)
+
+
+async def scrape_metrics(env: Installed) -> int:
+    """GET /metrics as a caller bound to the chart's metrics-reader ClusterRole."""
+    from nimctl_runtime.localcluster.authz import service_account_user
+
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "prometheus-reads-nimctl-metrics"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nimctl-metrics-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
+    }
+    with contextlib.suppress(AlreadyExists):
+        await env.admin.create(binding)
+    token = env.cluster.token_for(service_account_user("monitoring", "prometheus"))
+    async with aiohttp.ClientSession() as http, http.get(
+        f"http://127.0.0.1:{env.metrics_port}/metrics", headers={"Authorization": f"Bearer {token}"}
+    ) as resp:
+        return resp.status
 
 
 async def exercise_all(env: Installed) -> None:

@@ -40,12 +40,24 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 # - get, update and delete on an owned kind: the skeleton reads the live object
 #   when a write raced the cache, updates what a render changes and prunes what it
 #   drops; the examples do not change or drop every kind (create is always used);
-# - writes of optional (discovered) kinds the examples do not use (DRA claim
-#   templates, KServe, Gateway API routes, ...): granted only where served;
+# - optional APIs (Gateway API routes, KServe, DRA claim templates, ...): granted
+#   up front so the operator can use one installed later; where served, they
+#   must be watched, writes need examples the docs do not all have;
 # - the status of a kind with no docs example yet (NIMBuild);
 # - the SecurityContextConstraints of GPU operands the default ClusterPolicy
 #   leaves off (node status exporter, sandbox device plugins).
 NO_EXAMPLE = {("apps.nvidia.com", "nimbuilds/status")}
+OPTIONAL_RESOURCES = {
+    ("gateway.networking.k8s.io", "httproutes"),
+    ("gateway.networking.k8s.io", "grpcroutes"),
+    ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+    ("monitoring.coreos.com", "servicemonitors"),
+    ("serving.kserve.io", "inferenceservices"),
+    ("inference.networking.k8s.io", "inferencepools"),
+    ("resource.k8s.io", "resourceclaimtemplates"),
+    ("resource.k8s.io", "resourceclaims"),
+    ("resource.nvidia.com", "computedomains"),
+}
 OPTIONAL_SCC = {"nvidia-node-status-exporter", "nvidia-sandbox-device-plugin", "nvidia-kata-sandbox-device-plugin"}
 
 
@@ -55,8 +67,9 @@ def is_exception(atom: tuple[str, str, str, str], owned: set[tuple[str, str]], o
         return verb == "update"
     if (group, resource) in NO_EXAMPLE or name in OPTIONAL_SCC:
         return True
-    if (group, resource) in optional and (group, resource) in owned:
-        return verb not in ("list", "watch")
+    if (group, resource) in OPTIONAL_RESOURCES:
+        # granted up front (rbac.optionalAPIs=all); watched only where served
+        return (group, resource) not in optional or verb not in ("list", "watch")
     return verb in ("get", "update", "delete") and (group, resource) in owned
 
 

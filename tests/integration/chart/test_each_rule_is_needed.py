@@ -1,0 +1,110 @@
+"""Every rule of the chart's ClusterRole and leader-election Role is needed: with any
+one of them removed, the operator (run as the chart's pod, on the same examples)
+is refused something that rule grants, with a 403 or an escalation refusal.
+
+Documented exceptions (docs/install.md): the */finalizers rules (only the
+OwnerReferencesPermissionEnforcement admission plugin checks them) and the
+status of NIMBuild, which has no docs example yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nimctl_runtime.localcluster.authz import rule_allows
+from tests.integration.chart.helm import render, require_helm
+from tests.integration.chart.install import served_api_versions
+from tests.integration.chart.scenario import (
+    Installed,
+    exercise_all,
+    scrape_metrics,
+    start_installed,
+    stop_installed,
+)
+
+EXEMPT = ("/finalizers", "nimbuilds/status")
+ROLES = ("nimctl", "nimctl-leader-election")
+
+
+def _rules(objects: list[dict[str, Any]]) -> list[tuple[str, int, dict[str, Any]]]:
+    out = []
+    for obj in objects:
+        if obj["kind"] in ("ClusterRole", "Role") and obj["metadata"]["name"] in ROLES:
+            for i, rule in enumerate(obj["rules"]):
+                if not any(r.endswith(EXEMPT) for r in rule.get("resources", [])):
+                    out.append((obj["metadata"]["name"], i, rule))
+    return out
+
+
+def _without(role: str, index: int) -> Any:
+    def edit(objects: list[dict[str, Any]]) -> None:
+        for obj in objects:
+            if obj["kind"] in ("ClusterRole", "Role") and obj["metadata"]["name"] == role:
+                del obj["rules"][index]
+
+    return edit
+
+
+async def _refused(env: Installed, rule: dict[str, Any], timeout: float) -> str | None:
+    """Run the examples until the operator is refused something *rule* grants."""
+    user = env.operator.user
+
+    async def watch() -> str:
+        while True:
+            for attrs, allowed in env.authorizer.decisions(user):
+                if not allowed and rule_allows(rule, attrs):
+                    where = attrs.namespace or "cluster"
+                    sub = f"/{attrs.subresource}" if attrs.subresource else ""
+                    return f"{attrs.verb} {attrs.resource}{sub} {attrs.name} ({where})"
+            await asyncio.sleep(0.1)
+
+    async def drive() -> None:
+        with contextlib.suppress(Exception):
+            await scrape_metrics(env)
+        with contextlib.suppress(Exception):
+            await exercise_all(env)
+        await asyncio.sleep(timeout)
+
+    watcher = asyncio.create_task(watch())
+    driver = asyncio.create_task(drive())
+    done, _ = await asyncio.wait({watcher, driver}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    for task in (watcher, driver):
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+    return watcher.result() if watcher in done and not watcher.cancelled() else None
+
+
+@pytest.mark.timeout(3600)
+async def test_removing_any_rule_gets_the_operator_refused(tmp_path: Path) -> None:
+    require_helm()
+    probe = await start_installed(tmp_path / "probe", wait_for_leader=False)
+    try:
+        api_versions = await served_api_versions(probe.admin)
+    finally:
+        await stop_installed(probe)
+    objects = render({}, namespace="nimctl-system", api_versions=api_versions)
+    rules = _rules(objects)
+    assert len(rules) > 20, rules
+    not_needed = []
+    figures = []
+    for n, (role, index, rule) in enumerate(rules):
+        started = time.monotonic()
+        env = await start_installed(tmp_path / f"r{n}", edit=_without(role, index), wait_for_leader=False)
+        try:
+            refusal = await _refused(env, copy.deepcopy(rule), timeout=120)
+        finally:
+            await stop_installed(env)
+        figures.append((time.monotonic() - started, rule.get("resources"), refusal))
+        if refusal is None:
+            not_needed.append((role, rule))
+    for seconds, resources, refusal in figures:
+        print(f"{seconds:6.1f}s  without {resources}: refused {refusal}")
+    assert not_needed == [], f"rules nothing was refused without: {not_needed}"
