@@ -15,7 +15,9 @@ becomes and when it is ready; the skeleton creates, updates by hash
   ``Ready`` and ``Error`` as NVIDIA's ``SetConditionsReady`` /
   ``SetConditionsError`` write them, only when something changed;
 - ServiceAccounts are created and never updated (§2.3); nothing is kept on
-  prune: a disabled state's objects are deleted.
+  prune: a disabled state's objects are deleted;
+- with ``psa.enabled`` the operator namespace is labelled
+  ``pod-security.kubernetes.io/{enforce,audit,warn}=privileged`` (§2.6).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
 from nimctl_runtime.meta import dig, name_of, namespace_of, set_condition
+from nimctl_runtime.reconcile import Request, Result
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness, ReconcileError
 from platforms.gpu import ORPHAN, ClusterFacts
@@ -58,6 +61,9 @@ from platforms.gpu.facts import (
 Obj = dict[str, Any]
 
 RECORDER_NAME = "clusterpolicy-controller"
+PSA_LABELS: Mapping[str, str] = {
+    f"pod-security.kubernetes.io/{mode}": "privileged" for mode in ("enforce", "audit", "warn")
+}
 REASON_IGNORED = "Ignored"
 
 __all__ = [
@@ -128,6 +134,7 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
     ) -> None:
         self.contract = ClusterPolicyContract()
         self.orphan_drivers = False
+        self.psa_enabled = False
         self.config = config
         self.capabilities = capabilities
         self.api_reader = api_reader
@@ -145,8 +152,9 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
             ) from None
 
     async def gather(self, cr: ClusterPolicy, obj: Obj, reader: Reader) -> PolicyFacts:
-        # Read by the reconciler's prune (one worker: this pass's policy decides).
+        # Read by the reconciler (one worker: this pass's policy decides).
         self.orphan_drivers = bool(cr.spec.driver.use_nvidia_driver_crd)
+        self.psa_enabled = False
         policies = await reader.list(API_VERSION, KIND)
         active = active_policy(policies)
         if active is not None and active != name_of(obj):
@@ -160,6 +168,7 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
                     ),
                 )
             )
+        self.psa_enabled = cr.spec.psa.is_enabled()
         namespace = self.config.operator_namespace
         nodes = await reader.list("v1", "Node")
         crds = [g for g in (SERVICE_MONITOR, PROMETHEUS_RULE) if self.capabilities.has(g)]
@@ -277,6 +286,26 @@ class ClusterPolicyReconciler(KindReconciler[ClusterPolicy, PolicyFacts]):
     """
 
     kind: ClusterPolicyKind
+
+    async def reconcile(self, request: Request) -> Result:
+        result = await super().reconcile(request)
+        if self.kind.psa_enabled:
+            await self._label_namespace_privileged()
+        return result
+
+    async def _label_namespace_privileged(self) -> None:
+        """``psa.enabled``: the operator namespace admits privileged pods (the operands are)."""
+        namespace = self.kind.config.operator_namespace
+        try:
+            ns = await self.api_reader.get("v1", "Namespace", namespace)
+        except NotFound:
+            return
+        labels = dig(ns, "metadata", "labels") or {}
+        if all(labels.get(k) == v for k, v in PSA_LABELS.items()):
+            return
+        await self.client.patch(
+            "v1", "Namespace", namespace, {"metadata": {"labels": dict(PSA_LABELS)}}
+        )
 
     async def _execute(
         self, action: Action, namespace: str, *args: Any, **kwargs: Any

@@ -259,10 +259,23 @@ async def test_sample_policy_brings_bare_gpu_nodes_up(tmp_path: Path) -> None:
 
 async def test_nfd_labels_missing_and_no_gpu_nodes(tmp_path: Path) -> None:
     async with running_env(tmp_path, "no-gpu") as env:
-        await env.admin.create(sample())
+        policy = sample()
+        policy["spec"]["psa"] = {"enabled": True}
+        await env.admin.create(policy)
         ready = await env.wait_state("ready", timeout=30)
         assert condition(ready, "Ready")["reason"] == "NoGPUNodes"
         assert await env.daemonsets() == []
+
+        # psa.enabled: the operator namespace admits the privileged operands.
+        async def privileged() -> bool:
+            ns = await env.admin.get("v1", "Namespace", NS)
+            labels = ns["metadata"].get("labels") or {}
+            return all(
+                labels.get(f"pod-security.kubernetes.io/{m}") == "privileged"
+                for m in ("enforce", "audit", "warn")
+            )
+
+        await wait_for(privileged, timeout=30)
         for node in (await env.admin.list("v1", "Node"))["items"]:
             strip = {k: None for k in node["metadata"]["labels"] if k.startswith("feature.node.")}
             await env.admin.patch(
