@@ -22,6 +22,7 @@ in ``PolicyFacts``, gathered from the cache by ``controllers.gpu.clusterpolicy``
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -122,10 +123,20 @@ class ClusterPolicyContract:
         crds = frozenset(g for g in (SERVICE_MONITOR, PROMETHEUS_RULE) if capabilities.has(g))
         return tuple(gpu_owned_kinds(ClusterFacts(operator_namespace="", crds=crds)))
 
+    def __init__(self) -> None:
+        # The states of the last (policy, facts) pair: a pass renders, then judges
+        # readiness over the same states, so they are rendered once.
+        self._last: tuple[ClusterPolicy, PolicyFacts, list[StateRender]] | None = None
+
     def states(self, cr: ClusterPolicy, facts: PolicyFacts) -> list[StateRender]:
         """Every state, in order; a spec that cannot be rendered is a ReconcileFailed error."""
+        last = self._last
+        if last is not None and last[0] is cr and last[1] is facts:
+            return last[2]
         try:
-            return render_states(cr, facts.cluster)
+            states = render_states(cr, facts.cluster)
+            self._last = (cr, facts, states)
+            return states
         except RenderError as err:
             state = err.state or "clusterpolicy"
             raise ReconcileError(
@@ -133,7 +144,12 @@ class ClusterPolicyContract:
             ) from None
 
     def render(self, cr: ClusterPolicy, facts: PolicyFacts) -> list[Obj]:
-        return [obj for state in self.states(cr, facts) if state.enabled for obj in state.objects]
+        return [
+            copy.deepcopy(obj)
+            for state in self.states(cr, facts)
+            if state.enabled
+            for obj in state.objects
+        ]
 
     def readiness(self, cr: ClusterPolicy, facts: PolicyFacts, observed: Observed) -> Readiness:
         not_ready: list[str] = []
