@@ -3,7 +3,8 @@ produce, offline. A ClusterPolicy renders against the Nodes of ``--nodes``
 (``platforms.gpu.cli``).
 
 Reads NIMService, NIMPipeline, NIMCache and NeMo manifests (several per file, ``-``
-for stdin) and prints, as a YAML stream, what the operator would create for
+for stdin; other kinds in the file, a ConfigMap say, are passed through
+unchanged) and prints, as a YAML stream, what the operator would create for
 them on the standalone platform (or on KServe for ``inferencePlatform:
 kserve``, as an InferenceService in the mode its annotation names, else
 ``Standard``). Nothing is contacted: a NIMCache that a
@@ -22,7 +23,7 @@ from typing import Any, TextIO
 
 from ruamel.yaml import YAML
 
-from api.serialize import LoadError, load_all
+from api.serialize import LoadError, load
 from platforms.gpu import cli as gpu_cli
 from platforms.gpu.errors import RenderError as GPURenderError
 from platforms.nemo.common import RenderFailed as NemoRenderFailed
@@ -47,6 +48,14 @@ def main(
         docs = _read(filename)
         if not docs:
             raise _CliError(f"{filename}: no objects found (the file is empty)")
+        if not any(is_nimctl_kind(d) for d in docs):
+            kinds = ", ".join(sorted({str(d.get("kind")) for d in docs}))
+            first = docs[0]
+            raise _CliError(
+                f"{filename}: no kind {str(first.get('kind'))!r} in nimctl's APIs; the file holds "
+                f"only {kinds}, which nimctl render passes through next to a NIMService, "
+                "NIMCache, NIMPipeline, NIMBuild, NeMo or ClusterPolicy manifest"
+            )
         # A cache given with --cache wins over one of the same name in the file.
         caches = {
             dig(d, "metadata", "name"): d
@@ -55,6 +64,12 @@ def main(
         }
         objects: list[dict[str, Any]] = []
         for doc in docs:
+            if not is_nimctl_kind(doc):
+                # a ConfigMap or Secret next to the CRs: kept as written, not rendered
+                objects.append(doc)
+                kind, name = doc.get("kind"), dig(doc, "metadata", "name", default="<unnamed>")
+                print(f"note: {filename}: {kind} {name} passed through unchanged", file=sys.stderr)
+                continue
             if doc.get("kind") == "ClusterPolicy":
                 objects.extend(_render_cluster_policy(doc, nodes, filename))
                 continue
@@ -81,12 +96,26 @@ def _read(filename: str) -> list[dict[str, Any]]:
     except OSError as err:
         raise _CliError(f"{filename}: {err.strerror or err}") from None
     try:
-        models = load_all(text)
-    except LoadError as err:
-        raise _CliError(f"{filename}: {err}") from None
+        raw = [d for d in YAML(typ="safe", pure=True).load_all(text) if d is not None]
     except Exception as err:  # YAML syntax errors carry their own line/column
         raise _CliError(f"{filename}: not valid YAML: {err}") from None
-    return [as_dict(m) for m in models]
+    out: list[dict[str, Any]] = []
+    for doc in raw:
+        if isinstance(doc, dict) and doc.get("kind") and not is_nimctl_kind(doc):
+            out.append(doc)
+            continue
+        try:
+            out.append(as_dict(load(doc)))
+        except LoadError as err:
+            raise _CliError(f"{filename}: {err}") from None
+    return out
+
+
+def is_nimctl_kind(doc: Mapping[str, Any]) -> bool:
+    """Whether *doc* is one of the kinds nimctl serves (by API group), or has no apiVersion."""
+    api_version = str(doc.get("apiVersion") or "")
+    group = api_version.split("/", maxsplit=1)[0]
+    return not api_version or group in ("apps.nvidia.com", "nvidia.com")
 
 
 def _ready(cache: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
+
+import pytest
 
 from nimctl_runtime.statustable import LiveTable, Row
 
@@ -55,3 +58,27 @@ def test_help_speaks_to_users() -> None:
     assert "nimctl local --demo" in text and "nimctl crds | kubectl apply" in text
     for command in ("localcluster", "local", "run", "crds", "render"):
         assert f"    {command} " in text
+
+
+def test_render_passes_other_kinds_through(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from platforms.cli import main
+
+    manifest = tmp_path / "nim.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: nim}\n"
+        "data: {a: '1'}\n---\n"
+        "apiVersion: apps.nvidia.com/v1alpha1\nkind: NIMService\n"
+        "metadata: {name: llm, namespace: nim}\n"
+        "spec:\n  image: {repository: nvcr.io/nim/meta/llama-3.1-8b-instruct, tag: '1.3.3'}\n"
+        "  authSecret: ngc-api-secret\n  storage: {emptyDir: {}}\n"
+        "  expose: {service: {port: 8000}}\n"
+    )
+    assert main(str(manifest), None) == 0
+    captured = capsys.readouterr()
+    kinds = [
+        line.split(": ", 1)[1] for line in captured.out.splitlines() if line.startswith("kind:")
+    ]
+    assert kinds[0] == "ConfigMap" and "Deployment" in kinds  # passed through, then rendered
+    assert "ConfigMap settings passed through unchanged" in captured.err
