@@ -90,6 +90,7 @@ OPTIONAL_OWNED: tuple[GVK, ...] = (
 """CRD-provided kinds a NIMService may own, where the cluster serves them."""
 
 Obj = Mapping[str, Any]
+KSERVE_EARLY_KINDS = ("ServiceAccount", "Role", "RoleBinding")
 
 
 def platform_of(nimservice: Obj) -> str:
@@ -215,9 +216,9 @@ class NIMServiceContract:
         if facts.nimcache_blocked is not None:
             # NVIDIA creates RBAC, Service, routes, HPA, monitor and EPP objects
             # before it looks at the NIMCache; the rest waits for the cache.
-            early = []
-            if platform_of(cr) != "kserve":
-                early = standalone.render_before_storage(cr, facts)
+            early = standalone.render_before_storage(cr, facts)
+            if platform_of(cr) == "kserve":  # KServe makes only the RBAC before the cache
+                early = [o for o in early if o["kind"] in KSERVE_EARLY_KINDS]
             raise Blocked(facts.nimcache_blocked, early)
         if platform_of(cr) == "kserve":
             return kserve.render(

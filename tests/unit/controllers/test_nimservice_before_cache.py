@@ -73,3 +73,13 @@ async def test_a_missing_cache_still_gets_rbac_and_service() -> None:
     assert status(api)["state"] == "Failed"
     created = sorted(k for v, k, _ in api.writes if v == "create")
     assert created == ["Role", "RoleBinding", "Service", "ServiceAccount"]
+
+
+async def test_kserve_makes_only_its_rbac_before_the_cache() -> None:
+    api = FakeAPI()
+    api.put(nimcache("InProgress"))
+    api.put(nimservice(inferencePlatform="kserve"))
+    r, _ = make(api, Capabilities.everything())
+    await r.reconcile(REQ)
+    created = sorted(k for v, k, _ in api.writes if v == "create")
+    assert created == ["Role", "RoleBinding", "ServiceAccount"]
