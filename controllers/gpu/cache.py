@@ -49,6 +49,7 @@ KEPT_NFD_LABELS: Final = frozenset(
     )
 )
 KEPT_ANNOTATIONS: Final = frozenset({"nvidia.com/gpu-driver-upgrade-enabled"})
+KEPT_POD_LABELS: Final = frozenset({"app", DRIVER_COMPONENT_LABEL, "controller-revision-hash"})
 KEPT_LABEL_PREFIX: Final = "nvidia.com/gpu.deploy."
 KEPT_NVIDIA_LABELS: Final = frozenset(
     {
@@ -85,9 +86,7 @@ def trim_node(node: Obj) -> Obj:
     if other_nfd is not None and not any(k.startswith(NFD_LABEL_PREFIX) for k in kept):
         kept[other_nfd] = labels[other_nfd]
     out_meta: Obj = {
-        k: meta[k]
-        for k in ("name", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
-        if k in meta
+        k: meta[k] for k in ("name", "resourceVersion", "deletionTimestamp") if k in meta
     }
     out_meta["labels"] = kept
     annotations = {
@@ -108,31 +107,31 @@ def trim_node(node: Obj) -> Obj:
 
 
 def trim_driver_pod(pod: Obj) -> Obj:
-    """What the OnDelete readiness check reads of a driver pod."""
+    """What the OnDelete readiness check reads of a driver pod: its DaemonSet's selector
+    labels (``app``, the component) and revision hash, its controller, phase and readiness."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k in KEPT_POD_LABELS}
+    owners = [
+        {k: ref[k] for k in ("kind", "name", "uid", "controller") if k in ref}
+        for ref in meta.get("ownerReferences") or []
+        if ref.get("controller")
+    ]
+    out_meta: Obj = {
+        k: meta[k]
+        for k in ("name", "namespace", "resourceVersion", "deletionTimestamp")
+        if k in meta
+    }
+    out_meta["labels"] = labels
+    out_meta["ownerReferences"] = owners
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            k: meta[k]
-            for k in (
-                "name",
-                "namespace",
-                "uid",
-                "resourceVersion",
-                "labels",
-                "ownerReferences",
-                "deletionTimestamp",
-            )
-            if k in meta
-        },
-        "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
+        "metadata": out_meta,
         "status": {
             "phase": status.get("phase"),
             "containerStatuses": [
-                {"name": s.get("name"), "ready": bool(s.get("ready"))}
-                for s in status.get("containerStatuses") or []
+                {"ready": bool(s.get("ready"))} for s in status.get("containerStatuses") or []
             ],
         },
     }

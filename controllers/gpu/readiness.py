@@ -102,14 +102,10 @@ def daemonset_ready(
         if updated == desired and available == desired:
             return True, ""
         return False, "pods not updated or not available"
+    # NVIDIA lists by the selector, then keeps the pods this DaemonSet owns: the
+    # owner UID alone says the same (and survives the cache's label trimming).
     uid = uid_of(daemonset)
-    selector: Mapping[str, str] = dig(daemonset, "spec", "selector", "matchLabels") or {}
-    owned = [
-        p
-        for p in pods
-        if _owned_by(p, uid)
-        and all((dig(p, "metadata", "labels") or {}).get(k) == v for k, v in selector.items())
-    ]
+    owned = [p for p in pods if _owned_by(p, uid)]
     if not owned:
         return False, "no pods"
     current = newest_revision_hash(daemonset, revisions)

@@ -288,3 +288,19 @@ def test_pods_of_a_replaced_driver_daemonset_keep_the_driver_state_not_ready() -
     assert "states not ready: [state-driver]" in stale.message
     assert "removed driver DaemonSet" in stale.message
     assert contract.readiness(cp, facts, observed).state == "ready"
+
+
+def test_trimmed_driver_pods_still_answer_the_on_delete_check() -> None:
+    from controllers.gpu.cache import trim_driver_pod
+
+    full = pod("a", "bbb")
+    full["metadata"]["labels"].update({"helm.sh/chart": "gpu-operator", "extra": "x" * 500})
+    full["metadata"]["ownerReferences"][0].update({"apiVersion": "apps/v1", "kind": "DaemonSet"})
+    full["spec"] = {"containers": [{"name": "c", "image": "driver", "env": [{"name": "X"}] * 50}]}
+    trimmed = trim_driver_pod(full)
+    assert "extra" not in trimmed["metadata"]["labels"]
+    assert "spec" not in trimmed
+    d = ds("OnDelete", desiredNumberScheduled=1)
+    assert daemonset_ready(d, pods=[trimmed], revisions=REVISIONS) == (True, "")
+    stale = trim_driver_pod(pod("b", "aaa"))
+    assert daemonset_ready(d, pods=[stale], revisions=REVISIONS)[0] is False
