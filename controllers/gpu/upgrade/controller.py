@@ -1,8 +1,10 @@
 """The driver upgrade reconciler (gpu-operator.md §4.4): one request for the whole cluster.
 
 Each pass: resolve the active ClusterPolicy; with upgrades off (no
-``upgradePolicy``, ``autoUpgrade: false``, sandbox workloads, driver disabled or
-handed to NVIDIADriver) remove the state labels; otherwise read the snapshot
+``upgradePolicy``, ``autoUpgrade: false``, sandbox workloads, driver disabled)
+remove the state labels; with the drivers handed to NVIDIADriver
+(``useNvidiaDriverCRD``) leave them to NVIDIADriver's per-CR path (not
+implemented yet: nothing is touched); otherwise read the snapshot
 (cache, plus the pods of the few nodes that wait for jobs, delete GPU pods or
 drain, and the PodDisruptionBudgets while a node drains), ``plan`` one pass,
 ``execute`` it, report (node Events, the ClusterPolicy's ``DriverUpgrade``
@@ -54,7 +56,6 @@ def _upgrades_on(cp: ClusterPolicy) -> bool:
         and policy is not None
         and policy.auto_upgrade
         and not sandbox
-        and not spec.driver.use_nvidia_driver_crd
     )
 
 
@@ -102,6 +103,9 @@ class UpgradeReconciler:
             cp = ClusterPolicy.model_validate(cp_obj)
         except ValueError:
             return Result()  # the ClusterPolicy controller reports the invalid spec
+        if cp.spec.driver.use_nvidia_driver_crd:
+            metrics.observe_disabled()
+            return Result()
         if not _upgrades_on(cp) or cp.spec.driver.upgrade_policy is None:
             await self._write_patches(clear_states(nodes))
             metrics.observe_disabled()
