@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from api.nvidia.v1.clusterpolicy import (
     CONDITION_ERROR,
     CONDITION_READY,
+    REASON_IGNORED,
     REASON_RECONCILE_FAILED,
     STATE_IGNORED,
     STATE_NOT_READY,
@@ -64,7 +65,6 @@ RECORDER_NAME = "clusterpolicy-controller"
 PSA_LABELS: Mapping[str, str] = {
     f"pod-security.kubernetes.io/{mode}": "privileged" for mode in ("enforce", "audit", "warn")
 }
-REASON_IGNORED = "Ignored"
 
 __all__ = [
     "RECORDER_NAME",

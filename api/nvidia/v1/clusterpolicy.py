@@ -32,6 +32,7 @@ __all__ = [
     "CONDITION_READY",
     "REASON_CONFLICTING_NODE_SELECTOR",
     "REASON_DRIVER_NOT_READY",
+    "REASON_IGNORED",
     "REASON_NFD_LABELS_MISSING",
     "REASON_NO_GPU_NODES",
     "REASON_OPERAND_NOT_READY",
@@ -86,6 +87,8 @@ REASON_NO_GPU_NODES: Final = "NoGPUNodes"
 REASON_OPERAND_NOT_READY: Final = "OperandNotReady"
 REASON_DRIVER_NOT_READY: Final = "DriverNotReady"
 REASON_CONFLICTING_NODE_SELECTOR: Final = "ConflictingNodeSelector"
+REASON_IGNORED: Final = "Ignored"
+"""Event reason (nimctl): this ClusterPolicy is not the active one (the oldest is)."""
 
 IMAGE_NAME_PATTERN: Final = r"[a-zA-Z0-9\-]+"
 ImageName = Annotated[str, Field(pattern=IMAGE_NAME_PATTERN)]
