@@ -116,7 +116,9 @@ async def controllers_of(env: Installed) -> list[Any]:
     manager = Manager(client)
     added: list[Any] = []
     manager.add = added.append  # type: ignore[method-assign]
-    setup_controllers(manager, client, SetupOptions(capabilities=await discover_capabilities(client)))
+    capabilities = await discover_capabilities(client)
+    options = SetupOptions(capabilities=capabilities, extra={"environ": dict(env.operator.env)})
+    setup_controllers(manager, client, options)
     return [c for c in added if hasattr(c, "watches")]
 
 
