@@ -52,7 +52,7 @@ Obj = dict[str, Any]
 
 FINALIZER = api_nc.FINALIZER
 RECORDER_NAME = "nimcache-controller"
-REASON_RECONCILE_FAILED = "ReconcileFailed"
+REASON_RECONCILE_FAILED = api_nc.REASON_RECONCILE_FAILED
 
 PodLogReader = Callable[[str, str, str], Awaitable[str]]
 """``(namespace, pod, container) -> log text``."""

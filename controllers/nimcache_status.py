@@ -14,25 +14,67 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from api.apps.v1alpha1.nimcache import (
+    CONDITION_JOB_COMPLETED as COND_JOB_COMPLETED,
+)
+from api.apps.v1alpha1.nimcache import (
+    CONDITION_JOB_CREATED as COND_JOB_CREATED,
+)
+from api.apps.v1alpha1.nimcache import (
+    CONDITION_JOB_PENDING as COND_JOB_PENDING,
+)
+from api.apps.v1alpha1.nimcache import (
+    CONDITION_PVC_CREATED as COND_PVC_CREATED,
+)
+from api.apps.v1alpha1.nimcache import (
+    CONDITION_RECONCILE_FAILED as COND_RECONCILE_FAILED,
+)
+from api.apps.v1alpha1.nimcache import (
+    REASON_JOB_COMPLETED,
+    REASON_JOB_CREATED,
+    REASON_JOB_FAILED,
+    REASON_JOB_PENDING,
+    REASON_JOB_RUNNING,
+    REASON_PVC_CREATED,
+    REASON_RECONCILE_FAILED,
+    REASON_RECONCILED,
+    STATE_FAILED,
+    STATE_IN_PROGRESS,
+    STATE_NOT_READY,
+    STATE_PENDING,
+    STATE_PVC_CREATED,
+    STATE_READY,
+    STATE_STARTED,
+    TYPE_MODEL_FREE,
+    TYPE_NATIVE,
+)
 from nimctl_runtime.meta import find_condition, set_condition
 
-STATE_NOT_READY = "NotReady"
-STATE_PVC_CREATED = "PVC-Created"
-STATE_STARTED = "Started"
-STATE_READY = "Ready"
-STATE_IN_PROGRESS = "InProgress"
-STATE_PENDING = "Pending"
-STATE_FAILED = "Failed"
+__all__ = [
+    "COND_JOB_COMPLETED",
+    "COND_JOB_CREATED",
+    "COND_JOB_PENDING",
+    "COND_PVC_CREATED",
+    "COND_RECONCILE_FAILED",
+    "STATE_FAILED",
+    "STATE_IN_PROGRESS",
+    "STATE_NOT_READY",
+    "STATE_PENDING",
+    "STATE_PVC_CREATED",
+    "STATE_READY",
+    "STATE_STARTED",
+    "TYPE_MODEL_FREE",
+    "TYPE_NATIVE",
+    "JobCounts",
+    "job_created",
+    "job_observed",
+    "pvc_created",
+    "reconcile_failed",
+    "reconciled",
+    "state_event",
+]
 
-TYPE_MODEL_FREE = "model-free"
-TYPE_NATIVE = "native"
-
-COND_JOB_CREATED = "NIM_CACHE_JOB_CREATED"
-COND_JOB_COMPLETED = "NIM_CACHE_JOB_COMPLETED"
-COND_JOB_PENDING = "NIM_CACHE_JOB_PENDING"
-COND_PVC_CREATED = "NIM_CACHE_PVC_CREATED"
-COND_RECONCILE_FAILED = "NIM_CACHE_RECONCILE_FAILED"
-
+# NVIDIA's condition messages (nim-operator.md §3.2): what users read in status.
 MSG_PVC_CREATED = "The PVC has been created for caching NIM model"
 MSG_JOB_CREATED = "The Job to cache NIM has been created"
 MSG_JOB_COMPLETED = "The Job to cache NIM has successfully completed"
@@ -76,7 +118,12 @@ def pvc_created(status: Mapping[str, Any] | None, *, now: str | None = None) -> 
     """The operator just created the cache's PVC."""
     out = _copy(status)
     out["conditions"] = set_condition(
-        out.get("conditions"), COND_PVC_CREATED, "True", "PVCCreated", MSG_PVC_CREATED, now=now
+        out.get("conditions"),
+        COND_PVC_CREATED,
+        "True",
+        REASON_PVC_CREATED,
+        MSG_PVC_CREATED,
+        now=now,
     )
     out["state"] = STATE_PVC_CREATED
     return out
@@ -86,7 +133,12 @@ def job_created(status: Mapping[str, Any] | None, *, now: str | None = None) -> 
     """The caching Job was just created."""
     out = _copy(status)
     out["conditions"] = set_condition(
-        out.get("conditions"), COND_JOB_CREATED, "True", "JobCreated", MSG_JOB_CREATED, now=now
+        out.get("conditions"),
+        COND_JOB_CREATED,
+        "True",
+        REASON_JOB_CREATED,
+        MSG_JOB_CREATED,
+        now=now,
     )
     out["state"] = STATE_STARTED
     out["profiles"] = []
@@ -112,7 +164,7 @@ def job_observed(
     if job.succeeded > 0:
         if state != STATE_READY:
             out["conditions"] = set_condition(
-                conds, COND_JOB_COMPLETED, "True", "JobCompleted", MSG_JOB_COMPLETED, now=now
+                conds, COND_JOB_COMPLETED, "True", REASON_JOB_COMPLETED, MSG_JOB_COMPLETED, now=now
             )
             out["state"] = STATE_READY
             out["pvc"] = pvc_name
@@ -120,19 +172,19 @@ def job_observed(
     elif job.gave_up:
         if state != STATE_FAILED:
             out["conditions"] = set_condition(
-                conds, COND_JOB_COMPLETED, "False", "JobFailed", MSG_JOB_FAILED, now=now
+                conds, COND_JOB_COMPLETED, "False", REASON_JOB_FAILED, MSG_JOB_FAILED, now=now
             )
             out["state"] = STATE_FAILED
             out["profiles"] = []
     elif job.active > 0:
         if state != STATE_IN_PROGRESS:
             out["conditions"] = set_condition(
-                conds, COND_JOB_PENDING, "False", "JobRunning", MSG_JOB_RUNNING, now=now
+                conds, COND_JOB_PENDING, "False", REASON_JOB_RUNNING, MSG_JOB_RUNNING, now=now
             )
             out["state"] = STATE_IN_PROGRESS
     elif state not in (STATE_READY, STATE_PENDING):
         out["conditions"] = set_condition(
-            conds, COND_JOB_PENDING, "True", "JobPending", MSG_JOB_PENDING, now=now
+            conds, COND_JOB_PENDING, "True", REASON_JOB_PENDING, MSG_JOB_PENDING, now=now
         )
         out["state"] = STATE_PENDING
     return out
@@ -144,7 +196,12 @@ def reconcile_failed(
     """Any reconcile error: NotReady with the error text."""
     out = _copy(status)
     out["conditions"] = set_condition(
-        out.get("conditions"), COND_RECONCILE_FAILED, "True", "ReconcileFailed", message, now=now
+        out.get("conditions"),
+        COND_RECONCILE_FAILED,
+        "True",
+        REASON_RECONCILE_FAILED,
+        message,
+        now=now,
     )
     out["state"] = STATE_NOT_READY
     return out
@@ -155,7 +212,7 @@ def reconciled(status: Mapping[str, Any] | None, *, now: str | None = None) -> d
     out = _copy(status)
     if find_condition(out.get("conditions"), COND_RECONCILE_FAILED) is not None:
         out["conditions"] = set_condition(
-            out.get("conditions"), COND_RECONCILE_FAILED, "False", "Reconciled", "", now=now
+            out.get("conditions"), COND_RECONCILE_FAILED, "False", REASON_RECONCILED, "", now=now
         )
     return out
 
