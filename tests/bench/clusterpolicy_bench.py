@@ -16,8 +16,9 @@ size, printed figures:
   node (tracemalloc over ``nimctl_runtime/cache``), and their ratio (aim
   under 1.5).
 
-The operator runs only the GPU lifecycle controllers (``--disable-nim-controllers
---disable-nemo-controllers``), as a GPU-only deployment would.
+The operator runs only the ClusterPolicy and node-labelling controllers (the
+driver upgrade controller of the same ``gpu`` group is left out: its cache and
+writes are its own).
 """
 
 from __future__ import annotations
@@ -127,12 +128,27 @@ def _writes_by_kind(writes: list[tuple[str, str]]) -> dict[str, int]:
 
 
 async def _start_gpu_operator(kubeconfig: Path) -> Operator:
-    """The operator with only the GPU lifecycle controllers (a GPU-only deployment)."""
+    """An operator running only the ClusterPolicy and node-labelling controllers.
+
+    Every controller group is off in the composition; the two controllers are
+    added on their own, so the figures are theirs (the driver upgrade
+    controller, also in the ``gpu`` group, has its own cache and writes).
+    """
+    from controllers.gpu.setup import setup_gpu
+    from controllers.setup import SetupOptions, discover_capabilities
+
     client = CountingClient(str(kubeconfig))
     args = build_parser().parse_args(
-        ["local", "--disable-webhooks", "--disable-nim-controllers", "--disable-nemo-controllers"]
+        [
+            "local",
+            "--disable-webhooks",
+            "--disable-nim-controllers",
+            "--disable-nemo-controllers",
+            "--disable-gpu-lifecycle",
+        ]
     )
     manager = await compose_operator(client, args, model_query=None, leader_election=False)
+    setup_gpu(manager, client, SetupOptions(capabilities=await discover_capabilities(client)))
     stop = asyncio.Event()
     task = asyncio.create_task(manager.start(stop))
     return Operator(client=client, manager=manager, stop=stop, task=task)
