@@ -10,6 +10,8 @@ reason when the package is missing.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -87,7 +89,12 @@ def _install_rank(obj: dict[str, Any]) -> int:
 
 def chart_crds() -> list[dict[str, Any]]:
     """The CRDs under charts/nimctl/crds, as ``helm install`` creates them first."""
-    yaml = YAML(typ="safe", pure=True)
+    return copy.deepcopy(_parsed_crds())
+
+
+@functools.cache
+def _parsed_crds() -> list[dict[str, Any]]:
+    yaml = YAML(typ="safe", pure=True)  # 1.7 MB of YAML: parse once per test run
     out = []
     for path in sorted((CHART / "crds").glob("*.yaml")):
         out.extend(d for d in yaml.load_all(path.read_text()) if d)
