@@ -6,8 +6,8 @@ created, deleted or with a new generation; a Node whose upgrade state, skip
 label, upgrade annotations, cordon or readiness changed; a driver DaemonSet
 with a new generation, or a new ControllerRevision; and, beyond NVIDIA, an
 operand pod of the operator namespace (driver, validator) created, deleted or
-changing readiness or revision, so a node moves on as soon as its driver is up instead of at the
-next 2-minute tick.
+changing readiness, restarts or revision, so a node moves on as soon as its
+driver is up (or fails) instead of at the next 2-minute tick.
 
 ``OPERATOR_NAMESPACE`` is required (``setup_gpu`` logs when it is missing).
 ``NIMCTL_DRIVER_UPGRADE_STALL_SECONDS`` (environment) sets after how long a
@@ -65,12 +65,15 @@ def node_upgrade_facts_changed() -> Funcs:
 
 
 def _pod_facts(pod: Mapping[str, Any]) -> tuple[Any, ...]:
-    statuses = dig(pod, "status", "containerStatuses") or []
+    statuses = [
+        *(dig(pod, "status", "initContainerStatuses") or []),
+        *(dig(pod, "status", "containerStatuses") or []),
+    ]
     return (
         dig(pod, "metadata", "labels", c.REVISION_HASH_LABEL),
         bool(dig(pod, "metadata", "deletionTimestamp")),
         dig(pod, "status", "phase"),
-        tuple(bool(s.get("ready")) for s in statuses),
+        tuple((bool(s.get("ready")), s.get("restartCount")) for s in statuses),
     )
 
 
