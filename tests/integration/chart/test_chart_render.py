@@ -174,18 +174,31 @@ def test_optional_api_rules_follow_what_the_cluster_serves() -> None:
         assert optional in everything
 
 
-def test_webhooks_match_what_the_operator_serves() -> None:
+@pytest.mark.parametrize("kind", ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"])
+def test_webhook_configurations_match_what_the_operator_serves(kind: str) -> None:
+    from webhooks.setup import mutating_webhook_configuration, validating_webhook_configuration
+
+    build = validating_webhook_configuration if kind.startswith("Validating") else mutating_webhook_configuration
+    chart = find(render(), kind)
+    ours = build(b"ca", service=(NS, "nimctl-webhook-service", 443))
+    for hook in (*chart["webhooks"], *ours["webhooks"]):
+        hook["clientConfig"].pop("caBundle", None)
+    assert chart["webhooks"] == ours["webhooks"]
+
+
+def test_defaulting_can_be_turned_off() -> None:
+    objects = render({"operator": {"admissionController": {"defaulting": False}}})
+    assert not [o for o in objects if o["kind"] == "MutatingWebhookConfiguration"]
+    assert "--disable-defaulting" in args_of(objects)
+    assert "--disable-defaulting" not in args_of(render())
+
+
+def test_webhook_names_and_service() -> None:
     from nimctl_runtime.webhook.paths import validate_path
-    from webhooks.setup import GROUP, VERSION, WEBHOOKS, validating_webhook_configuration
+    from webhooks.setup import GROUP, VERSION, WEBHOOKS
 
     objects = render()
     chart = find(objects, "ValidatingWebhookConfiguration")
-    ours = validating_webhook_configuration(b"ca", service=(NS, "nimctl-webhook-service", 443))
-    strip = ("caBundle",)
-    for hook in (*chart["webhooks"], *ours["webhooks"]):
-        for key in strip:
-            hook["clientConfig"].pop(key, None)
-    assert chart["webhooks"] == ours["webhooks"]
     assert [h["name"] for h in chart["webhooks"]] == [w[0] for w in WEBHOOKS]
     assert chart["webhooks"][0]["clientConfig"]["service"]["path"] == validate_path(GROUP, VERSION, "NIMService")
     service = find(objects, "Service", "nimctl-webhook-service")
