@@ -154,7 +154,9 @@ class ClusterPolicyContract:
     def readiness(self, cr: ClusterPolicy, facts: PolicyFacts, observed: Observed) -> Readiness:
         not_ready: list[str] = []
         details: list[str] = []
-        for state in self.states(cr, facts):
+        states = self.states(cr, facts)
+        self._last = None  # the pass is over: do not keep its facts (every node's labels)
+        for state in states:
             if not state.enabled:
                 continue
             for obj in state.objects:
