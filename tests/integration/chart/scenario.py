@@ -108,8 +108,14 @@ async def start_installed(
     return Installed(cluster, admin, authorizer, objects, operator, ports["metrics"], tmp)
 
 
-async def stop_installed(env: Installed) -> None:
-    await env.operator.shutdown()
+async def stop_installed(env: Installed, *, graceful: bool = True) -> None:
+    if graceful:
+        await env.operator.shutdown()
+    else:  # the removal test: a refused operator may sit in backoff; do not wait for it
+        env.operator.task.cancel()
+        with contextlib.suppress(BaseException):
+            await env.operator.task
+        await env.operator.client.close()
     await env.admin.close()
     await env.cluster.stop()
 

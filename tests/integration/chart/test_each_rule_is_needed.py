@@ -101,7 +101,7 @@ async def test_removing_any_rule_gets_the_operator_refused(tmp_path: Path) -> No
         try:
             refusal = await _refused(env, copy.deepcopy(rule), timeout=120)
         finally:
-            await stop_installed(env)
+            await stop_installed(env, graceful=False)
         figures.append((time.monotonic() - started, rule.get("resources"), refusal))
         if refusal is None:
             not_needed.append((role, rule))
