@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
+import json
 import os
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from nimctl_runtime.cli import (
     build_parser,
@@ -29,6 +31,7 @@ from nimctl_runtime.cli import (
     register_local_webhook,
 )
 from nimctl_runtime.client import ApiError, Client, NotFound
+from nimctl_runtime.client.errors import from_status
 from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.manager import Manager
 from nimctl_runtime.webhook import WebhookServer
@@ -86,12 +89,15 @@ async def fuzz_cluster(workdir: Path) -> AsyncIterator[FuzzCluster]:
                     await asyncio.wait_for(task, 60)
 
 
-def _prepared(mutant: Mutant, index: int) -> tuple[dict[str, Any], str]:
-    """The mutant with a name and namespace of its own (unless those were mutated)."""
-    obj = copy.deepcopy(mutant.obj)
+def _prepared(mutant: Mutant, index: int) -> tuple[bytes, str]:
+    """The mutant's JSON body, with a name and namespace of its own (unless those were
+    mutated). Only the top level and metadata are copied: a mutant can hold millions of
+    nodes, and the runner shares the event loop with the API server it tests."""
+    obj = dict(mutant.obj)
     namespace = f"fz-{index}"
     meta = obj.get("metadata")
     if isinstance(meta, dict):
+        meta = obj["metadata"] = dict(meta)
         name = meta.get("name")
         if name == NAME:
             meta["name"] = f"m-{index}"
@@ -99,7 +105,7 @@ def _prepared(mutant: Mutant, index: int) -> tuple[dict[str, Any], str]:
             meta["name"] = f"{name}-{index}"  # cluster-scoped: keep bad names unique
         if meta.get("namespace") == NAMESPACE:
             meta["namespace"] = namespace
-    return obj, namespace
+    return json.dumps(obj).encode(), namespace
 
 
 async def _collection(admin: Client, mutant: Mutant, namespace: str) -> tuple[str, bool]:
@@ -121,8 +127,42 @@ def _refusal(exc: ApiError) -> tuple[str, str]:
     return "other", text
 
 
+async def _post(env: FuzzCluster, path: str, body: bytes) -> dict[str, Any]:
+    """POST *body* as kubectl would (its own connection); ApiError for an error Status."""
+    cluster = env.cluster
+    headers = {
+        "Authorization": f"Bearer {cluster.token_for('admin')}",
+        "Content-Type": "application/json",
+    }
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            cluster.url + path,
+            data=body,
+            headers=headers,
+            ssl=cluster.client_ssl_context(),
+            timeout=aiohttp.ClientTimeout(total=60),
+        ) as r,
+    ):
+        payload = await r.read()
+        status = r.status
+    try:
+        decoded = json.loads(payload) if payload else {}
+    except ValueError:
+        decoded = None
+    if status >= 400:
+        raise from_status(
+            status,
+            decoded if isinstance(decoded, dict) else None,
+            fallback_message=payload[:300].decode(errors="replace"),
+        )
+    if not isinstance(decoded, dict):
+        raise ApiError(status, "NotJSON", f"answer is not a JSON object: {payload[:200]!r}")
+    return decoded
+
+
 async def send(env: FuzzCluster, mutant: Mutant, index: int, tally: Tally, wait: float) -> None:
-    obj, namespace = _prepared(mutant, index)
+    body, namespace = await asyncio.to_thread(_prepared, mutant, index)
     admin = env.admin
     path, namespaced = await _collection(admin, mutant, namespace)
     if namespaced:
@@ -131,7 +171,10 @@ async def send(env: FuzzCluster, mutant: Mutant, index: int, tally: Tally, wait:
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
             )
     try:
-        created = await admin.request("POST", path, body=obj, request_timeout=60)
+        created = await _post(env, path, body)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        tally.add("other", f"{mutant.describe()}: no answer ({type(exc).__name__}: {exc})")
+        return
     except ApiError as exc:
         category, text = _refusal(exc)
         tally.add(category, f"{mutant.describe()}: {text[:300]}")

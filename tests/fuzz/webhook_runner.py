@@ -80,7 +80,7 @@ async def send(
     try:
         async with session.post(
             url,
-            data=review_body(mutant, uid),
+            data=await asyncio.to_thread(review_body, mutant, uid),
             headers={"Content-Type": "application/json"},
             ssl=client_ssl_context(webhook.ca_pem),
             timeout=aiohttp.ClientTimeout(total=30),
