@@ -472,7 +472,7 @@ def _usage(kubeconfig: Path, demo: str | None) -> str:
 async def _run_local(
     args: argparse.Namespace, kubeconfig: Path, webhook: LocalWebhook | None = None
 ) -> int:
-    from nimctl_runtime.client import Client
+    from nimctl_runtime.client import AlreadyExists, Client
     from nimctl_runtime.localcluster import LocalCluster
 
     stop = asyncio.Event()
@@ -495,6 +495,14 @@ async def _run_local(
             from nimctl_runtime.localcluster.addons import install_ecosystem
 
             await install_ecosystem(client)  # LWS, KServe, Gateway API, ... for NVIDIA's samples
+            with contextlib.suppress(AlreadyExists):  # where a ClusterPolicy's operands go
+                await client.create(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {"name": os.environ["OPERATOR_NAMESPACE"]},
+                    }
+                )
             server = None
             if webhook is not None:
                 from nimctl_runtime.webhook import WebhookServer
