@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python -m tests.bench.fuzz_bench [--mutants 5000] [--batch 1000] [--wait 30]``
 
-The same seeded mutants as the CI suite (``tests/fuzz``), many more of them:
+The same seeded mutants as the CI suite (``tests/integration/fuzz``), many more of them:
 every mutant goes through the API of an in-process ``nimctl local`` (admission
 webhooks registered, every controller running; a fresh cluster per batch), and
 every NIMService/NIMCache mutant also straight to the admission webhook server.
@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 from nimctl_runtime.logsetup import configure_logging
-from tests.fuzz.api_runner import fuzz_api, fuzz_cluster
-from tests.fuzz.mutations import draw_mutants
-from tests.fuzz.outcomes import Tally
-from tests.fuzz.webhook_runner import fuzz_webhook
+from tests.integration.fuzz.api_runner import fuzz_api, fuzz_cluster
+from tests.integration.fuzz.mutations import draw_mutants
+from tests.integration.fuzz.outcomes import Tally
+from tests.integration.fuzz.webhook_runner import fuzz_webhook
 
 
 async def main(count: int, batch: int, wait: float) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from tests.fuzz.api_runner import NO_CONTROLLER, fuzz_api, fuzz_cluster
-from tests.fuzz.mutations import MUTATIONS, draw_mutants
-from tests.fuzz.samples import kinds
-from tests.fuzz.webhook_runner import WEBHOOK_KINDS, fuzz_webhook
+from tests.integration.fuzz.api_runner import NO_CONTROLLER, fuzz_api, fuzz_cluster
+from tests.integration.fuzz.mutations import MUTATIONS, draw_mutants
+from tests.integration.fuzz.samples import kinds
+from tests.integration.fuzz.webhook_runner import WEBHOOK_KINDS, fuzz_webhook
 
 
 def test_mutants_are_the_same_on_every_run_and_cover_every_kind_and_mutation() -> None:

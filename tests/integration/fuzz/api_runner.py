@@ -35,9 +35,9 @@ from nimctl_runtime.client.errors import from_status
 from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.manager import Manager
 from nimctl_runtime.webhook import WebhookServer
-from tests.fuzz.mutations import Mutant
-from tests.fuzz.outcomes import Tally, classify_status, crash_text, has_field_path
-from tests.fuzz.samples import CLUSTER_SCOPED, NAME, NAMESPACE
+from tests.integration.fuzz.mutations import Mutant
+from tests.integration.fuzz.outcomes import Tally, classify_status, crash_text, has_field_path
+from tests.integration.fuzz.samples import CLUSTER_SCOPED, NAME, NAMESPACE
 
 NO_CONTROLLER = "accepted (no controller serves this kind yet)"
 OPERATOR_NAMESPACE = "nimctl-system"

@@ -16,7 +16,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
 NAME = "fuzz-target"
 NAMESPACE = "fuzz-ns"
 

@@ -21,8 +21,8 @@ import aiohttp
 
 from nimctl_runtime.certs import client_ssl_context, generate_ca, generate_serving_cert
 from nimctl_runtime.webhook import WebhookServer, validate_path
-from tests.fuzz.mutations import Mutant
-from tests.fuzz.outcomes import Tally, crash_text, has_field_path
+from tests.integration.fuzz.mutations import Mutant
+from tests.integration.fuzz.outcomes import Tally, crash_text, has_field_path
 from webhooks.facts import StaticClusterFacts
 from webhooks.setup import register
 

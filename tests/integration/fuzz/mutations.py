@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.samples import Sample, samples
+from tests.integration.fuzz.samples import Sample, samples
 
 Path = tuple[str | int, ...]
 Draw = Callable[[st.SearchStrategy[Any]], Any]
