@@ -22,8 +22,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api.apps.v1alpha1.common import STATE_NOT_READY, STATE_READY
-from api.apps.v1alpha1.nimservice import REASON_NOT_READY, REASON_READY
+from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY, STATE_READY
+from api.apps.v1alpha1.nimservice import (
+    REASON_DRA_RESOURCES_UNSUPPORTED,
+    REASON_NOT_READY,
+    REASON_READY,
+)
 from nimctl_runtime.meta import dig, find_condition
 from platforms import kserve, standalone
 from platforms.capabilities import (
@@ -168,9 +172,13 @@ def missing_kinds(cr: Obj, capabilities: Capabilities) -> list[tuple[GVK, str]]:
             needs.append((LEADER_WORKER_SET, "spec.multiNode"))
             if dig(spec, "multiNode", "computeDomain"):
                 needs.append((COMPUTE_DOMAIN, "spec.multiNode.computeDomain"))
-    if any((r or {}).get("claimCreationSpec") for r in spec.get("draResources") or []):
-        needs.append((RESOURCE_CLAIM_TEMPLATE, "spec.draResources"))
     return [(gvk, field) for gvk, field in needs if not capabilities.has(gvk)]
+
+
+DRA_UNSUPPORTED = (
+    "spec.draResources is not supported by NIM-Operator on this cluster, please upgrade to "
+    "k8s version 'v1.34.0' or higher (resource.k8s.io/v1 is not served)"
+)
 
 
 def dra_details(cr: Obj, facts: RenderContext) -> dict[str, Any]:
@@ -203,6 +211,15 @@ class NIMServiceContract:
         return BUILTIN_OWNED + tuple(g for g in OPTIONAL_OWNED if capabilities.has(g))
 
     def render(self, cr: Obj, facts: RenderContext) -> list[dict[str, Any]]:
+        if dig(cr, "spec", "draResources") and not facts.capabilities.has(
+            RESOURCE_CLAIM_TEMPLATE
+        ):
+            # NVIDIA's step 0: DRA needs Kubernetes 1.34 (resource.k8s.io/v1).
+            raise Blocked(
+                Readiness(
+                    STATE_FAILED, REASON_DRA_RESOURCES_UNSUPPORTED, DRA_UNSUPPORTED, failed=True
+                )
+            )
         missing = missing_kinds(cr, facts.capabilities)
         if missing:
             # Waiting, not failed: the operator watches CRDs and goes on once installed.

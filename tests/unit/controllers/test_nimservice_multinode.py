@@ -117,3 +117,32 @@ def test_the_cache_holds_secrets_without_their_values() -> None:
         }
     )
     assert cached["data"] == {"private.key": ""}
+
+
+async def test_dra_without_resource_api_fails_as_nvidia_says() -> None:
+    api = FakeAPI()
+    api.put(nimcache())
+    api.put(nimservice(draResources=[{"resourceClaimTemplateName": "single-gpu"}]))
+    r, _ = make(api, Capabilities.nothing())
+    await r.reconcile(REQ)
+    obj = api.obj(API, "NIMService", "llm")
+    assert obj is not None
+    st = obj["status"]
+    failed = next(c for c in st["conditions"] if c["type"] == "Failed")
+    assert (st["state"], failed["reason"]) == ("Failed", "DRAResourcesUnsupported")
+    assert "v1.34.0" in failed["message"]
+    assert api.obj("apps/v1", "Deployment", "llm") is None
+
+
+async def test_multinode_without_lws_waits_naming_the_crd() -> None:
+    api = FakeAPI()
+    api.put(nimcache())
+    api.put(nimservice(multiNode=RAY))
+    r, _ = make(api, Capabilities.nothing())
+    result = await r.reconcile(REQ)
+    obj = api.obj(API, "NIMService", "llm")
+    assert obj is not None
+    ready = next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+    assert obj["status"]["state"] == "NotReady"
+    assert "LeaderWorkerSet API (leaderworkerset.x-k8s.io/v1)" in ready["message"]
+    assert result.requeue_after is None, "the CRD watch wakes it, no polling"
