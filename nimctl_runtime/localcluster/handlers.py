@@ -767,6 +767,7 @@ class ResourceHandlers:
             propagation_policy=opts.get("propagationPolicy"),
             preconditions=opts.get("preconditions"),
             dry_run=ctx.dry_run or bool(opts.get("_dry_run")),
+            grace_period_seconds=opts.get("gracePeriodSeconds"),
         )
         return self._versioned(info, deleted)
 

@@ -295,8 +295,13 @@ class Storage:
         propagation_policy: str | None = None,
         preconditions: Mapping[str, Any] | None = None,
         dry_run: bool = False,
+        grace_period_seconds: Any = None,
     ) -> Obj:
-        """Delete (or start deleting) an object; returns its last state."""
+        """Delete (or start deleting) an object; returns its last state.
+
+        A pod on a node is deleted gracefully (``strategy.pod_grace_period``): it
+        stays, Terminating, until deleted again with a grace period of 0.
+        """
         ns = namespace if info.namespaced else ""
         key = (info.group, info.resource, ns, name)
         entry = self._bucket(info).get((ns, name))
@@ -308,13 +313,21 @@ class Storage:
         finalizers, changed = strategy.deletion_finalizers(meta, propagation_policy)
         strategy.check_deletable(info, name)
         is_ns = info.resource == "namespaces" and not info.group
-        if not finalizers and not is_ns:
+        grace = strategy.pod_grace_period(info, obj, grace_period_seconds)
+        if not finalizers and not is_ns and not grace:
             if dry_run:
                 return obj
             return self._remove(key, entry, obj)
-        if meta.get("deletionTimestamp") and not changed:
+        current = meta.get("deletionGracePeriodSeconds")
+        shorter = bool(grace and current and grace < current)
+        if meta.get("deletionTimestamp") and not changed and not shorter:
+            if grace == 0 and current:
+                # the kubelet's final delete (or --force) while finalizers remain
+                meta["deletionGracePeriodSeconds"] = 0
+                if not dry_run:
+                    self._store(info, obj, MODIFIED, entry)
             return obj
-        strategy.mark_deleting(info, obj, finalizers)
+        strategy.mark_deleting(info, obj, finalizers, grace)
         if dry_run:
             return obj
         self._store(info, obj, MODIFIED, entry)
@@ -430,6 +443,7 @@ class Storage:
         *,
         propagation_policy: str | None = None,
         preconditions: Mapping[str, Any] | None = None,
+        grace_period_seconds: int | None = None,
     ) -> Obj:
         info = self.resolve(api_version, kind)
         return self.delete_object(
@@ -438,6 +452,7 @@ class Storage:
             name,
             propagation_policy=propagation_policy,
             preconditions=preconditions,
+            grace_period_seconds=grace_period_seconds,
         )
 
     def watch(

@@ -342,13 +342,41 @@ def prepare_for_update(info: ResourceInfo, obj: Obj, old: Obj, namespace: str) -
 
 
 def finished_deleting(info: ResourceInfo, obj: Mapping[str, Any]) -> bool:
-    """True when an object marked for deletion has no finalizers left (it can go)."""
+    """True when an object marked for deletion has no finalizers left (it can go).
+
+    A pod in its termination grace period stays until the kubelet deletes it with
+    a grace period of 0.
+    """
     meta = obj["metadata"]
     return bool(
         meta.get("deletionTimestamp")
         and not meta.get("finalizers")
         and not (info.resource == "namespaces" and (obj.get("spec") or {}).get("finalizers"))
+        and not (_is_pod(info) and meta.get("deletionGracePeriodSeconds"))
     )
+
+
+def _is_pod(info: ResourceInfo) -> bool:
+    return info.resource == "pods" and not info.group
+
+
+def pod_grace_period(info: ResourceInfo, obj: Mapping[str, Any], requested: Any) -> int:
+    """The termination grace period of a delete, as the pod strategy's CheckGracefulDelete.
+
+    0 (deleted at once) for everything but pods, for pods no kubelet runs (not bound
+    to a node) and for finished pods; else the request's ``gracePeriodSeconds`` or
+    the pod's ``terminationGracePeriodSeconds`` (30 by default).
+    """
+    if not _is_pod(info):
+        return 0
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+        return 0
+    value = requested if requested is not None else spec.get("terminationGracePeriodSeconds", 30)
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError) as exc:
+        raise errors.bad_request(f"gracePeriodSeconds must be an integer, not {value!r}") from exc
 
 
 # --------------------------------------------------------------------------- delete
@@ -410,13 +438,19 @@ def check_deletable(info: ResourceInfo, name: str) -> None:
         )
 
 
-def mark_deleting(info: ResourceInfo, obj: Obj, finalizers: list[str]) -> None:
-    """Set deletionTimestamp (once) and the finalizers; a Namespace turns Terminating."""
+def mark_deleting(info: ResourceInfo, obj: Obj, finalizers: list[str], grace: int = 0) -> None:
+    """Set deletionTimestamp (once) and the finalizers; a Namespace turns Terminating.
+
+    A pod deleted with a *grace* period gets ``deletionTimestamp`` that far in the
+    future and ``deletionGracePeriodSeconds``; a later, shorter grace shortens it.
+    """
     meta = obj["metadata"]
     if finalizers:
         meta["finalizers"] = finalizers
-    if not meta.get("deletionTimestamp"):
-        meta["deletionTimestamp"] = now_rfc3339()
-        meta["deletionGracePeriodSeconds"] = 0
+    current = meta.get("deletionGracePeriodSeconds")
+    if not meta.get("deletionTimestamp") or (grace and current and grace < current):
+        stamp = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=grace)
+        meta["deletionTimestamp"] = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+        meta["deletionGracePeriodSeconds"] = grace
     if info.resource == "namespaces" and not info.group:
         obj.setdefault("status", {})["phase"] = "Terminating"

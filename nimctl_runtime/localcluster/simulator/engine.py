@@ -40,6 +40,7 @@ from nimctl_runtime.localcluster.simulator.kserve import reconcile_inferenceserv
 from nimctl_runtime.localcluster.simulator.kubelet import (
     FAILURE_MODES,
     OPEN_GATE,
+    PRE_STOP_SECONDS,
     SIMULATE_ANNOTATION,
     ContainerGate,
     KubeletTiming,
@@ -222,6 +223,7 @@ class Simulator:
         self._gates: dict[str, dict[str, ContainerGate]] = {}
         self._node_images: dict[str, set[str]] = {}
         self._missing_pull_secrets: dict[str, list[str]] = {}
+        self._terminating: dict[str, float] = {}
         self.gpu_stack = GPUStack(self.view, self.catalog)
 
     # ---------------------------------------------------------------- lifecycle
@@ -584,7 +586,10 @@ class Simulator:
 
     async def _process_pod(self, namespace: str, name: str) -> None:
         pod = self.view.get("Pod", namespace, name)
-        if pod is None or is_deleting(pod):
+        if pod is None:
+            return
+        if is_deleting(pod):
+            self._terminate(pod)
             return
         spec = pod.get("spec") or {}
         node_name = spec.get("nodeName")
@@ -594,7 +599,10 @@ class Simulator:
         node = self.view.get("Node", "", str(node_name))
         if node is None:
             # PodGC: a pod bound to a node that no longer exists is deleted.
-            await self._execute(("Pod", namespace, name), [Delete("v1", "Pod", namespace, name)])
+            await self._execute(
+                ("Pod", namespace, name),
+                [Delete("v1", "Pod", namespace, name, grace_period_seconds=0)],  # force, as PodGC
+            )
             return
         if _evicted_by_taint(pod, node):
             # The taint manager: a NoExecute taint the pod does not tolerate evicts it.
@@ -635,6 +643,40 @@ class Simulator:
             updated["status"] = status
             await self._execute(key, [UpdateStatus(updated)])
             self._kubelet_events(pod, status)
+
+    def _terminate(self, pod: Obj) -> None:
+        """The kubelet's side of a graceful delete: stop the containers (preStop hooks
+        first), then delete the pod for good, at the latest when the grace period ends."""
+        grace = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds")
+        if not grace:
+            return  # already released; only finalizers hold the pod now
+        uid, now = uid_of(pod), self.clock.now()
+        started = self._terminating.get(uid)
+        containers = (pod.get("spec") or {}).get("containers") or []
+        if started is None:
+            started = self._terminating[uid] = now
+            for container in containers:
+                self._emit(
+                    pod, "Normal", "Killing", f"Stopping container {container.get('name', '')}"
+                )
+        hooks = any((c.get("lifecycle") or {}).get("preStop") for c in containers)
+        stop_after = min(
+            float(grace), self.timing.stop_seconds + (PRE_STOP_SECONDS if hooks else 0)
+        )
+        if now < started + stop_after:
+            self._after(started + stop_after - now, ("Pod", namespace_of(pod), name_of(pod)))
+            return
+        self._terminating.pop(uid, None)
+        self._write(
+            functools.partial(
+                self.storage.delete,
+                "v1",
+                "Pod",
+                name_of(pod),
+                namespace_of(pod),
+                grace_period_seconds=0,
+            )
+        )
 
     def _lookup(self, kind: str, namespace: str, name: str) -> Obj | None:
         try:
@@ -939,6 +981,7 @@ class Simulator:
                         action.name,
                         action.namespace or None,
                         propagation_policy=action.propagation_policy,
+                        grace_period_seconds=action.grace_period_seconds,
                     ),
                     key,
                 )

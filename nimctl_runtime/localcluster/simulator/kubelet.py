@@ -41,6 +41,7 @@ FAILURE_MODES = ("fail", "crash-loop", "never-ready", "image-pull-error")
 MAX_BACKOFF = 300.0
 BASE_BACKOFF = 10.0
 PULL_SECONDS = 0.5
+PRE_STOP_SECONDS = 0.5  # a preStop hook runs this long before SIGTERM
 CONFIG_RESYNC = 10.0
 
 Obj = dict[str, Any]
@@ -54,6 +55,7 @@ class KubeletTiming:
     start_delay: float = 0.1
     ready_delay: float = 0.2
     crash_run_seconds: float = 0.5
+    stop_seconds: float = 0.5  # containers exit this long after SIGTERM
 
 
 @dataclass(frozen=True)

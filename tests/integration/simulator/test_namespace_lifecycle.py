@@ -86,19 +86,16 @@ async def test_namespace_terminates_pods_first_and_refuses_new_content(
             }
         ]
 
-        def remaining() -> str:
+        def condition(type_: str) -> str:
             conds = store.get("v1", "Namespace", NS)["status"].get("conditions") or []
-            return next(
-                (
-                    c["message"]
-                    for c in conds
-                    if c["type"] == "NamespaceFinalizersRemaining" and c["status"] == "True"
-                ),
-                "",
-            )
+            return next((c["message"] for c in conds if c["type"] == type_), "")
 
-        message = await _until(remaining)
-        assert message == (
+        # the pods terminate gracefully first, then the rest goes; the held one stays
+        await _until(
+            lambda: condition("NamespaceContentRemaining")
+            == "Some resources are remaining: configmaps. has 1 resource instances"
+        )
+        assert condition("NamespaceFinalizersRemaining") == (
             "Some content in the namespace has finalizers remaining: example.com/hold in 1 "
             "resource instances"
         )

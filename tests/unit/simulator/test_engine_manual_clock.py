@@ -132,6 +132,14 @@ async def test_noexecute_taint_evicts_pods_that_do_not_tolerate_it() -> None:
         node["spec"]["taints"] = [{"key": "maintenance", "value": "now", "effect": "NoExecute"}]
         storage.update(node)
         assert await sim.wait_idle()
+        # the eviction is a graceful delete: Terminating until the kubelet stopped it
+        plain = storage.get("v1", "Pod", "plain", "default")
+        assert plain["metadata"]["deletionGracePeriodSeconds"] == 30
+        clock = sim.clock
+        assert isinstance(clock, ManualClock)
+        clock.advance(1.0)
+        await asyncio.sleep(0.01)
+        assert await sim.wait_idle()
         assert [p["metadata"]["name"] for p in storage.list("v1", "Pod", "default")] == ["tolerant"]
     finally:
         await sim.stop()
