@@ -86,6 +86,7 @@ _SUBRESOURCE_VERBS = {
     "log": ["get"],
     "binding": ["create"],
     "eviction": ["create"],
+    "proxy": ["create", "delete", "get", "patch", "update"],
 }
 
 

@@ -165,8 +165,8 @@ _HPA = "HorizontalPodAutoscaler"
 BUILTINS: tuple[ResourceInfo, ...] = (
     _b("v1", "namespaces", "Namespace", CLUSTER, "ns", "status", fields=("status.phase",)),
     _b("v1", "nodes", "Node", CLUSTER, "no", "status", fields=("spec.unschedulable",)),
-    _b("v1", "pods", "Pod", NS, "po", "status,log,eviction", "all", _POD_FIELDS),
-    _b("v1", "services", "Service", NS, "svc", "status", "all"),
+    _b("v1", "pods", "Pod", NS, "po", "status,log,eviction,proxy", "all", _POD_FIELDS),
+    _b("v1", "services", "Service", NS, "svc", "status,proxy", "all"),
     _b("v1", "endpoints", "Endpoints", NS, "ep"),
     _b("v1", "configmaps", "ConfigMap", NS, "cm"),
     _b("v1", "secrets", "Secret", NS, fields=("type",)),

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from nimctl_runtime.logsetup import get_logger
 
-from . import conversion, discovery, errors, eviction, openapi
+from . import conversion, discovery, errors, eviction, openapi, proxy
 from .codec import json_response, status_response
 from .errors import StatusError
 from .handlers import RequestContext, ResourceHandlers
@@ -209,7 +209,7 @@ class ApiServer:
                 info = RequestInfo(**{**info.__dict__, "subresource": ""})
         elif res.namespaced and info.name and not info.namespace:
             raise _not_found_path()
-        if info.subresource and info.subresource not in res.subresources:
+        if info.subresource and info.subresource.split("/", 1)[0] not in res.subresources:
             raise _not_found_path()
         convert = conversion.is_converted(res.group, res.resource)
         if convert:
@@ -239,6 +239,11 @@ class ApiServer:
         if method == "GET":
             if info.subresource == "log":
                 return await h.pod_log(ctx)
+            if info.subresource.split("/", 1)[0] == "proxy":
+                path = info.subresource.partition("/")[2]
+                return await proxy.serve(
+                    self.cluster, info.resource, info.namespace, info.name, path
+                )
             if info.name:
                 return await h.get(ctx)
             if info.verb == "watch":

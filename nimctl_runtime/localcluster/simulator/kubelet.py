@@ -535,18 +535,19 @@ def container_logs(
             if c.get("name") == container:
                 image = str(c.get("image", ""))
                 logs = container_behavior(pod, c, catalog, init=init).logs
-                return render_logs(logs, image, _model_of(c, image))
+                return render_logs(logs, image, served_model_of(c))
     return ""
 
 
-def _model_of(container: Mapping[str, Any], image: str) -> str:
-    """The model a NIM container serves: NIM_MODEL_NAME for the multi-LLM NIM, else its image's."""
+def served_model_of(container: Mapping[str, Any]) -> str:
+    """The model a NIM container serves: NIM_SERVED_MODEL_NAME or NIM_MODEL_NAME when set
+    (the multi-LLM NIM), else the one its image names; "" for other containers."""
     from nimctl_runtime.localcluster.registries import served_model
 
     for env in container.get("env") or []:
-        if env.get("name") in ("NIM_MODEL_NAME", "NIM_SERVED_MODEL_NAME") and env.get("value"):
+        if env.get("name") in ("NIM_SERVED_MODEL_NAME", "NIM_MODEL_NAME") and env.get("value"):
             return str(env["value"])
-    return served_model(image)
+    return served_model(str(container.get("image", "")))
 
 
 def is_pod_ready(pod: Mapping[str, Any]) -> bool:

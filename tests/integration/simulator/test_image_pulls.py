@@ -155,3 +155,48 @@ async def test_env_from_missing_secret_key_is_create_container_config_error(
     secret["data"]["NGC_API_KEY"] = base64.b64encode(b"nvapi-x").decode()
     store.update(secret)
     await _until(lambda: store.get("v1", "Pod", "cfg", "default")["status"]["phase"] == "Running")
+
+
+async def test_service_proxy_answers_like_the_nim_behind_it(fast: LocalCluster) -> None:
+    import shutil
+    import subprocess
+
+    store = fast.storage
+    store.create(_pull_secret("ngc-secret"))
+    image = "nvcr.io/nim/nvidia/nv-embedqa-e5-v5:1.5.0"
+    pod = _pod("embed", {"image": image}, imagePullSecrets=[{"name": "ngc-secret"}])
+    pod["metadata"]["labels"] = {"app": "embed"}
+    store.create(pod)
+    store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "embed", "namespace": "default"},
+            "spec": {"selector": {"app": "embed"}, "ports": [{"port": 8000}]},
+        }
+    )
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+
+    def raw(path: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [kubectl, "--kubeconfig", str(fast.kubeconfig_path), "get", "--raw", path],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+
+    base = "/api/v1/namespaces/default/services/embed:8000/proxy"
+    await _until(lambda: store.get("v1", "Pod", "embed", "default")["status"]["phase"] == "Running")
+    await asyncio.sleep(0.1)  # readiness after start
+    models = await asyncio.to_thread(raw, f"{base}/v1/models")
+    assert models.returncode == 0, models.stderr
+    body = json.loads(models.stdout)
+    assert [m["id"] for m in body["data"]] == ["nvidia/nv-embedqa-e5-v5"]
+    ready = await asyncio.to_thread(raw, f"{base}/v1/health/ready")
+    assert json.loads(ready.stdout)["message"] == "Service is ready."
+    store.delete("v1", "Pod", "embed", "default", grace_period_seconds=0)
+    gone = await asyncio.to_thread(raw, f"{base}/v1/models")
+    assert gone.returncode != 0 and "no endpoints available for service" in gone.stderr
