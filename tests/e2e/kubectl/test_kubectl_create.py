@@ -222,3 +222,22 @@ async def test_get_pvc_ingress_and_cronjob_columns_match_kubectl_on_a_real_clust
         "0",
         "<none>",
     ]
+
+
+async def test_apply_twice_explain_and_drain_dry_run(kc: Kubectl) -> None:
+    first = await kc.run("apply", "-f", "-", input=json.dumps(DEPLOYMENT))
+    assert first.stdout.strip() == "deployment.apps/llm created"
+    again = await kc.run("apply", "-f", "-", input=json.dumps(DEPLOYMENT))
+    assert again.stdout.strip() == "deployment.apps/llm unchanged"
+    explain = await kc.run("explain", "deployment.spec")
+    assert "FIELD: spec <DeploymentSpec>" in explain.stdout
+    assert "selector\t<LabelSelector> -required-" in explain.stdout
+    await kc.run("rollout", "status", "deployment/llm", "--timeout=60s")
+    node = json.loads((await kc.run("get", "pods", "-o", "json")).stdout)["items"][0]["spec"][
+        "nodeName"
+    ]
+    drain = await kc.run("drain", node, "--dry-run=server", "--ignore-daemonsets")
+    assert f"node/{node} cordoned (server dry run)" in drain.stdout
+    assert f"node/{node} drained (server dry run)" in drain.stdout
+    still = json.loads((await kc.run("get", "node", node, "-o", "json")).stdout)
+    assert not still["spec"].get("unschedulable")  # a dry run changes nothing
