@@ -22,11 +22,11 @@ from tests.unit.platforms.helpers import (
     nimservice,
 )
 
-MPI = {
+MPI: dict[str, Any] = {
     "replicas": 2,
     "multiNode": {"parallelism": {"pipeline": 3, "tensor": 4}, "mpi": {"mpiStartTimeout": 600}},
 }
-RAY = {
+RAY: dict[str, Any] = {
     "replicas": 1,
     "multiNode": {"parallelism": {"pipeline": 2, "tensor": 8}, "ray": {"rayPort": 6380}},
 }
