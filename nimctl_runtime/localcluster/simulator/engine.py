@@ -1040,6 +1040,9 @@ class Simulator:
         except StatusError as err:
             if err.code == 409 and err.reason == "Conflict" and key is not None:
                 self._after(0.05, key)
+            elif _namespace_terminating(err):
+                # expected while a namespace empties: controllers keep trying, as in Kubernetes
+                self._log.debug("simulator write refused", key=key, message=err.message)
             elif err.code not in (404, 409):
                 self._log.warning(
                     "simulator write failed", key=key, code=err.code, message=err.message
@@ -1098,6 +1101,11 @@ class Simulator:
             self._event_names[dedup] = (name_of(created), 1)
             if len(self._event_names) > 10000:
                 self._event_names.clear()
+
+
+def _namespace_terminating(err: StatusError) -> bool:
+    causes = (err.details or {}).get("causes") or []
+    return err.code == 403 and any(c.get("reason") == "NamespaceTerminating" for c in causes)
 
 
 def _evicted_by_taint(pod: Obj, node: Obj) -> bool:
