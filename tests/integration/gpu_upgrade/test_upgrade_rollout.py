@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from nimctl_runtime.client import Client
-from tests.integration.controllers.harness import wait_for
+from tests.integration.controllers.harness import quiet, wait_for
 from tests.integration.gpu_upgrade.env import IN_PROGRESS_EXCLUDED, UpgradeEnv, upgrade_env
 
 pytestmark = pytest.mark.timeout(300)
@@ -131,6 +131,7 @@ async def sampling(env: UpgradeEnv) -> AsyncIterator[Sampler]:
             await task
 
 
+@pytest.mark.timeout(480)
 async def test_rollout_through_the_states_within_the_slot_limits(tmp_path: Path) -> None:
     async with upgrade_env(tmp_path, 10, DRAIN_POLICY) as env:
         admin = env.admin
@@ -146,8 +147,11 @@ async def test_rollout_through_the_states_within_the_slot_limits(tmp_path: Path)
         async with sampling(env) as sampler:
             await env.set_driver_version(NEW_VERSION)
             upgraded = {f"gpu-node-{i}": "upgrade-done" for i in range(9)}
-            await env.wait_states({**upgraded, "gpu-node-9": "upgrade-required"}, timeout=200)
+            await env.wait_states({**upgraded, "gpu-node-9": "upgrade-required"}, timeout=360)
 
+        for name, state in (await env.states()).items():  # the samples end with the wait
+            if sampler.seen[name][-1] != state:
+                sampler.seen[name].append(state)
         assert sampler.max_in_progress <= 3, sampler.seen
         assert sampler.max_unavailable <= 3, "maxUnavailable 30% of 10"
         assert sampler.max_in_progress >= 2, "upgrades ran side by side"
@@ -155,17 +159,21 @@ async def test_rollout_through_the_states_within_the_slot_limits(tmp_path: Path)
                  "pod-deletion-required", "drain-required", "pod-restart-required",
                  "validation-required", "uncordon-required", "upgrade-done"]  # fmt: skip
         covered: set[str] = set()
-        for i in range(8):
+        drained: set[str] = set()
+        for i in range(9):
             node = f"gpu-node-{i}"
             events = [e["message"].rsplit(" -> ", 1)[1] for e in await env.node_events(node)
                       if e["reason"] == "DriverUpgradeState"]  # fmt: skip
             sampled = sampler.seen[node]
-            for path in (events, sampled):
+            assert sampled[-1] == "upgrade-done", (node, sampled)
+            for path in (events, sampled):  # Events are best-effort: the last may lag
                 tail = path[path.index("upgrade-required") :] if "upgrade-required" in path else []
                 assert tail, (node, path)
                 steps = [order.index(s) for s in tail]
-                assert steps == sorted(steps) and tail[-1] == "upgrade-done", (node, path)
+                assert steps == sorted(steps), f"{node} moved in NVIDIA's order: {path}"
                 covered.update(tail)
+                if "drain-required" in tail:
+                    drained.add(node)
         assert covered == set(order), f"every state of NVIDIA's order was visited: {covered}"
 
         nodes = {n["metadata"]["name"]: n for n in await env.nodes()}
@@ -178,8 +186,18 @@ async def test_rollout_through_the_states_within_the_slot_limits(tmp_path: Path)
         train = await wait_ready(admin, "train", 6)
         web = await wait_ready(admin, "web", 10)
         after = {p["metadata"]["name"] for p in train + web}
-        moved = [n for n, node in before.items() if node not in ("gpu-node-9",)]
-        assert moved and not set(moved) & after, "pods on upgraded nodes were evicted or deleted"
+        # GPU pods are deleted on every upgraded node; a node is drained (its other pods
+        # evicted) only when GPU pod deletion refused some (their emptyDir), as NVIDIA's.
+        gone = {n: node for n, node in before.items()
+                if node in drained or (n.startswith("train") and node != "gpu-node-9")}  # fmt: skip
+        survivors = {n: node for n, node in gone.items() if n in after}
+        assert gone and not survivors, (
+            f"pods on upgraded nodes were deleted or evicted: {survivors}"
+        )
+        idle = await quiet(env.operator.client, 3.0)
+        assert not [w for w in idle if "/nodes/" in w[1]], (
+            f"an idle cluster gets no node writes: {idle}"
+        )
 
 
 async def test_pdb_that_forbids_eviction_holds_the_drain_and_says_so(tmp_path: Path) -> None:
