@@ -224,6 +224,9 @@ async def start_extensions(cluster: Any) -> Extensions:
     if getattr(cluster, "simulator", True):
         options.setdefault("profile", getattr(cluster, "profile", None))
         options.setdefault("admission_plugins", cluster.admission_plugins)
+        version = getattr(cluster, "kubernetes_version", None)
+        if version:
+            options.setdefault("kubelet_version", f"v{version}")
         simulator = Simulator(storage, catalog=catalog, **options)
     audit = AuditLog()
     faults = FaultInjector(storage, simulator=simulator)

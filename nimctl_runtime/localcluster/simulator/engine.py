@@ -180,6 +180,7 @@ class Simulator:
         catalog: ImageCatalog | None = None,
         emit_events: bool = True,
         admission_plugins: list[Any] | None = None,
+        kubelet_version: str | None = None,
     ) -> None:
         self.storage = storage
         # The cluster's admission chain (shared list); creates made by the simulated
@@ -188,6 +189,8 @@ class Simulator:
             admission_plugins if admission_plugins is not None else []
         )
         self.profile = load_profile(profile)
+        # the version the nodes' kubelets report (the cluster's, when it set one)
+        self.kubelet_version = kubelet_version
         self.clock: Clock = clock or ScaledClock(speed)
         self.timing = timing or KubeletTiming()
         self.catalog = catalog or ImageCatalog()
@@ -245,6 +248,9 @@ class Simulator:
                     self._enqueue((kind, namespace_of(obj), name_of(obj)))
         stamp = rfc3339(self.clock.wall())
         for index, node in enumerate(build_nodes(self.profile)):
+            if self.kubelet_version:
+                info = node["status"]["nodeInfo"]
+                info["kubeletVersion"] = info["kubeProxyVersion"] = self.kubelet_version
             self._node_ordinals[name_of(node)] = index
             if self.view.get("Node", "", name_of(node)) is None:
                 node["status"]["conditions"] = node_conditions(stamp)

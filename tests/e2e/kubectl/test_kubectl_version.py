@@ -63,3 +63,12 @@ def test_a_bad_version_is_one_clear_error(tmp_path: Path) -> None:
             f"version localcluster can report: give one such as 1.34 or v1.35.2, from 1.26 to "
             f"1.{newest_schema_minor()}"
         )
+
+
+async def test_nodes_report_the_clusters_version(kubectl_binary: str, tmp_path: Path) -> None:
+    async with LocalCluster(kubernetes_version="1.35") as cluster:
+        home = tmp_path / "home"
+        home.mkdir()
+        out = await Kubectl(kubectl_binary, cluster.kubeconfig_path, home).run("get", "nodes")
+    rows = [line.split() for line in out.stdout.splitlines()[1:]]
+    assert rows and all(row[-1] == "v1.35.0" for row in rows)
