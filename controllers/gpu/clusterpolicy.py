@@ -291,6 +291,8 @@ class ClusterPolicyReconciler(KindReconciler[ClusterPolicy, PolicyFacts]):
         result = await super().reconcile(request)
         if self.kind.psa_enabled:
             await self._label_namespace_privileged()
+        if not await self.cache.list(API_VERSION, KIND):
+            metrics.reconciliation_status.set(metrics.STATUS_NO_POLICY)
         return result
 
     async def _label_namespace_privileged(self) -> None:

@@ -366,6 +366,13 @@ async def test_host_driver_then_precompiled(tmp_path: Path) -> None:
 
         await wait_for(all_gone, timeout=30)
 
+        async def metric_says_no_policy() -> bool:
+            from nimctl_runtime.metrics import REGISTRY
+
+            return REGISTRY.get_sample_value("gpu_operator_reconciliation_status") == -1
+
+        await wait_for(metric_says_no_policy, timeout=30)
+
 
 async def test_gpu_controllers_need_operator_namespace() -> None:
     from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
