@@ -1,9 +1,11 @@
 """Wiring of the GPU lifecycle controllers: the ClusterPolicy and node-labelling reconcilers.
 
 Both read from one cache of their own (``controllers.gpu.cache.gpu_cache``):
-the operator namespace only, trimmed Nodes, driver pods only. As NVIDIA's
-(gpu-operator.md §2.7, §3.2) each runs one worker with an exponential
-100 ms-3 s failure backoff. The watches, and where we filter more than NVIDIA:
+the operator namespace only, trimmed Nodes, driver pods only. Both back off
+exponentially from 100 ms to 3 s on failure, as NVIDIA's (gpu-operator.md §2.7,
+§3.2); the ClusterPolicy controller runs one worker (a singleton), node
+labelling four (a request is one node). The watches, and where we filter more
+than NVIDIA:
 
 - ClusterPolicy controller: ClusterPolicy (spec changes; a deletion wakes the
   others, one of which becomes active), every kind a ClusterPolicy owns (by
