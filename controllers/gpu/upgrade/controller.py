@@ -51,12 +51,7 @@ def _upgrades_on(cp: ClusterPolicy) -> bool:
     spec = cp.spec
     policy = spec.driver.upgrade_policy
     sandbox = spec.sandbox_workloads is not None and bool(spec.sandbox_workloads.enabled)
-    return (
-        bool(spec.driver.enabled)
-        and policy is not None
-        and policy.auto_upgrade
-        and not sandbox
-    )
+    return bool(spec.driver.enabled) and policy is not None and policy.auto_upgrade and not sandbox
 
 
 def _gpu_claims(claims: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:

@@ -17,8 +17,8 @@ Where we deliberately differ from NVIDIA (docs/differences.md):
 - a node cordoned by someone else while it waits in ``upgrade-required`` is
   recorded as cordoned before the upgrade, so it stays cordoned (NVIDIA only
   looks at ``""``/``upgrade-done``);
-- an ``upgrade-failed`` node is retried (back to ``upgrade-required``, through
-  cordon and drain again) when the driver DaemonSet has moved on to a newer
+- an ``upgrade-failed`` node is retried (from ``cordon-required``, keeping its
+  slot, through drain and restart again) when the driver DaemonSet has moved on to a newer
   revision than the one that failed (a fixed driver was published), or when
   annotated ``nvidia.com/gpu-driver-upgrade-requested=true``; NVIDIA leaves it
   failed until its old driver pod happens to be in sync;
@@ -410,12 +410,15 @@ class _Pass:
         if pod is not None and m.in_sync and pod_ready(pod):
             self.finish(m)
             return
+        # A retry keeps the node's slot and our cordon: straight to cordon-required (via
+        # upgrade-required it would count as cordoned by someone else and stay cordoned).
         if m.annotations.get(c.UPGRADE_REQUESTED_ANNOTATION) == "true":
-            self.move(m, c.REQUIRED)
+            self.annotate(m, c.UPGRADE_REQUESTED_ANNOTATION, None)
+            self.move(m, c.CORDON_REQUIRED)
             return
         failed_at = m.annotations.get(c.FAILED_REVISION_ANNOTATION)
         if m.in_sync is False and failed_at and failed_at != m.current_revision:
-            self.move(m, c.REQUIRED)
+            self.move(m, c.CORDON_REQUIRED)
             return
         if pod is None:
             why = "it has no driver pod"

@@ -152,15 +152,15 @@ TRANSITIONS: list[tuple[str, str, dict[str, Any], list[Obj], dict[str, Any], str
      [driver_pod("n1", NEW)], {}, c.DONE),
     ("failed, still failing: stays", c.FAILED, {"cordoned": True},
      [driver_pod("n1", NEW, ready=False, restarts=20)], {}, c.FAILED),
-    ("failed, a newer driver revision was published -> required", c.FAILED,
+    ("failed, a newer driver revision was published -> cordon (keeps its slot)", c.FAILED,
      {"cordoned": True, "annotations": {c.FAILED_REVISION_ANNOTATION: "brokenhash"}},
-     [driver_pod("n1", OLD, ready=False, restarts=20)], {}, c.REQUIRED),
+     [driver_pod("n1", OLD, ready=False, restarts=20)], {}, c.CORDON_REQUIRED),
     ("failed, the revision that failed is still current: stays", c.FAILED,
      {"cordoned": True, "annotations": {c.FAILED_REVISION_ANNOTATION: NEW}},
      [driver_pod("n1", OLD, ready=False, restarts=20)], {}, c.FAILED),
-    ("failed, retry requested -> required", c.FAILED,
+    ("failed, retry requested -> cordon", c.FAILED,
      {"cordoned": True, "annotations": {c.UPGRADE_REQUESTED_ANNOTATION: "true"}},
-     [driver_pod("n1", OLD)], {}, c.REQUIRED),
+     [driver_pod("n1", OLD)], {}, c.CORDON_REQUIRED),
 ]  # fmt: skip
 
 
@@ -310,6 +310,14 @@ def test_pod_restart_deletes_the_old_driver_pod_once() -> None:
     assert out.pod_actions == [PodAction("delete", NS, "nvidia-driver-daemonset-n1", "n1")]
     _, out = state_after(c.POD_RESTART_REQUIRED, [driver_pod("n1", OLD, deleting=True)])
     assert out.pod_actions == []
+
+
+def test_a_retried_failed_node_is_uncordoned_at_the_end() -> None:
+    annotations = {c.FAILED_REVISION_ANNOTATION: "brokenhash"}
+    _, out = state_after(c.FAILED, [driver_pod("n1", OLD, ready=False)], cordoned=True,
+                         annotations=annotations)  # fmt: skip
+    assert c.INITIAL_UNSCHEDULABLE_ANNOTATION not in out.patches["n1"].annotations
+    assert out.patches["n1"].annotations[c.FAILED_REVISION_ANNOTATION] is None
 
 
 def test_failure_records_the_revision_that_failed() -> None:
