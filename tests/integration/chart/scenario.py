@@ -55,6 +55,18 @@ STORAGE_CLASS: dict[str, Any] = {
     "provisioner": "localcluster.nimctl.io/hostpath",
     "volumeBindingMode": "Immediate",
 }
+# The chart's rules for optional APIs (rbac.optionalAPIs): granted up front.
+OPTIONAL_RESOURCES = {
+    ("gateway.networking.k8s.io", "httproutes"),
+    ("gateway.networking.k8s.io", "grpcroutes"),
+    ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+    ("monitoring.coreos.com", "servicemonitors"),
+    ("serving.kserve.io", "inferenceservices"),
+    ("inference.networking.k8s.io", "inferencepools"),
+    ("resource.k8s.io", "resourceclaimtemplates"),
+    ("resource.k8s.io", "resourceclaims"),
+    ("resource.nvidia.com", "computedomains"),
+}
 TIMEOUT = 150.0  # two shared cores: generous, never asserted on
 
 
@@ -165,18 +177,22 @@ async def gone(admin: Client, api_version: str, kind: str, name: str, namespace:
 # -- the docs examples, moved to a namespace, with what they assume ---------------------
 
 
-def _secret_refs(value: Any, names: set[str]) -> None:
+def _refs(value: Any, secrets: set[str], config_maps: set[str], parent: str = "") -> None:
+    """Names of the Secrets and ConfigMaps a spec refers to (by the keys NVIDIA's use)."""
     if isinstance(value, dict):
+        name = value.get("name")
+        if "config" in parent.lower() and isinstance(name, str) and DNS1123.fullmatch(name):
+            config_maps.add(name)
         for k, v in value.items():
-            if k in ("authSecret", "pullSecret", "secretName") and isinstance(v, str):
-                names.add(v)
+            if (k in ("secretName", "pullSecret") or k.endswith("Secret")) and isinstance(v, str):
+                secrets.add(v)
             elif k == "pullSecrets" and isinstance(v, list):
-                names.update(str(s) for s in v)
+                secrets.update(str(s) for s in v)
             else:
-                _secret_refs(v, names)
+                _refs(v, secrets, config_maps, k)
     elif isinstance(value, list):
         for v in value:
-            _secret_refs(v, names)
+            _refs(v, secrets, config_maps, parent)
 
 
 SECRET_KEYS = ("NGC_API_KEY", "HF_TOKEN", "password", "token", "accessKey", "secretKey")
@@ -207,13 +223,15 @@ def example(name: str, namespace: str) -> list[dict[str, Any]]:
     """The example's objects in *namespace*, preceded by the namespace and the Secrets it names."""
     docs = [d for d in YAML(typ="safe", pure=True).load_all((EXAMPLES_DIR / name).read_text()) if d]
     secrets: set[str] = set()
+    config_maps: set[str] = {"corporate-ca"}
     for d in docs:
         if d["kind"] != "ClusterPolicy":
             d["metadata"]["namespace"] = namespace
-        _secret_refs(d.get("spec"), secrets)
+        if d["kind"] != "ClusterPolicy":
+            _refs(d.get("spec"), secrets, config_maps)
     out = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}]
     out += [prerequisite("Secret", s, namespace) for s in sorted(secrets)]
-    out.append(prerequisite("ConfigMap", "corporate-ca", namespace))
+    out += [prerequisite("ConfigMap", c, namespace) for c in sorted(config_maps - secrets)]
     return out + docs
 
 
@@ -223,6 +241,7 @@ async def create_all(admin: Client, objects: list[dict[str, Any]]) -> None:
             await admin.create(obj)
 
 
+DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 MISSING = re.compile(r"(Secret|ConfigMap|PersistentVolumeClaim) ([a-z0-9.-]+) not found")
 
 
@@ -369,10 +388,15 @@ async def scrape_metrics(env: Installed) -> int:
     with contextlib.suppress(AlreadyExists):
         await env.admin.create(binding)
     token = env.cluster.token_for(service_account_user("monitoring", "prometheus"))
-    async with aiohttp.ClientSession() as http, http.get(
-        f"http://127.0.0.1:{env.metrics_port}/metrics", headers={"Authorization": f"Bearer {token}"}
-    ) as resp:
-        return resp.status
+    url = f"http://127.0.0.1:{env.metrics_port}/metrics"
+    async with aiohttp.ClientSession() as http:
+        for _ in range(300):  # until the operator's metrics server listens
+            try:
+                async with http.get(url, headers={"Authorization": f"Bearer {token}"}) as resp:
+                    return resp.status
+            except aiohttp.ClientConnectionError:
+                await asyncio.sleep(0.1)
+    raise AssertionError(f"{url} never answered")
 
 
 async def exercise_all(env: Installed) -> None:

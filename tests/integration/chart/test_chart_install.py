@@ -26,6 +26,7 @@ from nimctl_runtime.localcluster.extensions import extensions_of
 from tests.integration.chart.helm import find
 from tests.integration.chart.scenario import (
     API,
+    OPTIONAL_RESOURCES,
     Installed,
     exercise_all,
     start_installed,
@@ -47,17 +48,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 # - the SecurityContextConstraints of GPU operands the default ClusterPolicy
 #   leaves off (node status exporter, sandbox device plugins).
 NO_EXAMPLE = {("apps.nvidia.com", "nimbuilds/status")}
-OPTIONAL_RESOURCES = {
-    ("gateway.networking.k8s.io", "httproutes"),
-    ("gateway.networking.k8s.io", "grpcroutes"),
-    ("leaderworkerset.x-k8s.io", "leaderworkersets"),
-    ("monitoring.coreos.com", "servicemonitors"),
-    ("serving.kserve.io", "inferenceservices"),
-    ("inference.networking.k8s.io", "inferencepools"),
-    ("resource.k8s.io", "resourceclaimtemplates"),
-    ("resource.k8s.io", "resourceclaims"),
-    ("resource.nvidia.com", "computedomains"),
-}
 OPTIONAL_SCC = {"nvidia-node-status-exporter", "nvidia-sandbox-device-plugin", "nvidia-kata-sandbox-device-plugin"}
 
 
