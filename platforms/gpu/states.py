@@ -210,12 +210,11 @@ def _finish(obj: dict[str, Any], owner: dict[str, Any], ctx: StateContext) -> di
     meta = obj.setdefault("metadata", {})
     if obj.get("kind") not in CLUSTER_SCOPED:
         meta["namespace"] = ctx.namespace
-    # Ours wins over spec.daemonsets.labels: the operator's cache selects on it,
-    # for the DaemonSets and for their pods (the driver's readiness reads them).
+    # Ours wins over spec.daemonsets.labels on the objects: the operator's cache
+    # selects on it. Operand pods keep the user's labels: the GPU cache finds the
+    # driver pods by their component label, and a managed-by label on every
+    # operand pod would pull them all into the NIM controllers' Pod cache.
     meta["labels"] = {**(meta.get("labels") or {}), MANAGED_BY_LABEL: MANAGED_BY_VALUE}
-    if obj.get("kind") == "DaemonSet":
-        template = obj["spec"]["template"].setdefault("metadata", {})
-        template["labels"] = {**(template.get("labels") or {}), MANAGED_BY_LABEL: MANAGED_BY_VALUE}
     meta["ownerReferences"] = [owner]
     return stamped_copy(obj)
 

@@ -91,12 +91,15 @@ def test_daemonset_labels_and_annotations() -> None:
     assert ds["spec"]["template"]["metadata"]["annotations"]["a"] == "b"
 
 
-def test_our_managed_by_label_wins_over_the_samples() -> None:
+def test_our_managed_by_label_wins_over_the_samples_on_the_daemonset_only() -> None:
     # NVIDIA's sample sets app.kubernetes.io/managed-by: gpu-operator in daemonsets.labels;
-    # the operator's cache selects on its own value, so the DaemonSet and its pods keep ours.
+    # the operator's cache selects DaemonSets on its own value; operand pods keep the
+    # sample's, so they stay out of the NIM controllers' filtered Pod cache.
     ds = daemonset("nvidia-device-plugin-daemonset")
-    for labels in (ds["metadata"]["labels"], ds["spec"]["template"]["metadata"]["labels"]):
-        assert labels["app.kubernetes.io/managed-by"] == "k8s-nim-operator"
+    assert ds["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "k8s-nim-operator"
+    pod_labels = ds["spec"]["template"]["metadata"]["labels"]
+    assert pod_labels["app.kubernetes.io/managed-by"] == "gpu-operator"
+    for labels in (ds["metadata"]["labels"], pod_labels):
         assert labels["helm.sh/chart"] == "gpu-operator-v26.7.0"
 
 
