@@ -22,6 +22,8 @@ Where we deliberately differ from NVIDIA (docs/differences.md):
   revision than the one that failed (a fixed driver was published), or when
   annotated ``nvidia.com/gpu-driver-upgrade-requested=true``; NVIDIA leaves it
   failed until its old driver pod happens to be in sync;
+- a node waiting in ``upgrade-required`` whose driver pod is back in sync (the
+  change was reverted) returns to ``upgrade-done`` instead of being drained;
 - drain and pod-deletion timers live in node annotations, not in memory;
 - a drain does not send an eviction its PodDisruptionBudget's status says
   would be refused (429), and asks no PDB for more disruptions in one pass
@@ -217,8 +219,14 @@ class _Pass:
         self.move(m, c.REQUIRED)
 
     def upgrade_required(self, m: ManagedNode) -> None:
+        requested = m.annotations.get(c.UPGRADE_REQUESTED_ANNOTATION) == "true"
         if c.UPGRADE_REQUESTED_ANNOTATION in m.annotations:
             self.annotate(m, c.UPGRADE_REQUESTED_ANNOTATION, None)
+        if m.in_sync and not requested and c.SAFE_LOAD_ANNOTATION not in m.annotations:
+            # The DaemonSet came back to the revision the node runs (a reverted change).
+            self.annotate(m, c.INITIAL_UNSCHEDULABLE_ANNOTATION, None)
+            self.move(m, c.DONE)
+            return
         if m.labels.get(c.SKIP_LABEL) == "true":
             self.wait(m, f"skipped: the node is labelled {c.SKIP_LABEL}=true")
             return
