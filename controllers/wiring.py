@@ -99,7 +99,10 @@ def filtered_cache_options(capabilities: Capabilities) -> dict[GVK, ByObject]:
     """``ByObject`` label filters for the kinds the operator creates (NVIDIA's filtered cache)."""
     selector = {MANAGED_BY_LABEL: MANAGED_BY_VALUE}
     kinds = list(ALWAYS_FILTERED) + [g for g in FILTERED_IF_PRESENT if capabilities.has(g)]
-    return {gvk: ByObject(label_selector=selector) for gvk in kinds}
+    out = {gvk: ByObject(label_selector=selector) for gvk in kinds}
+    # Nodes are read whole (orchestrator, GPU products), never by label selector.
+    out[("v1", "Node")] = ByObject(index_labels=False)
+    return out
 
 
 def spec_change_predicate() -> Funcs:

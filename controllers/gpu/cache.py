@@ -143,7 +143,9 @@ def gpu_cache(
     """The cache the ClusterPolicy and node-labelling controllers read from."""
     managed = ByObject(label_selector={MANAGED_BY_LABEL: MANAGED_BY_VALUE})
     by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in owned_kinds}
-    by_object[("v1", "Node")] = ByObject(transform=trim_node)
+    # Nodes are read whole, never by label selector: no label index (its sets cost
+    # more per node than the trimmed node itself).
+    by_object[("v1", "Node")] = ByObject(transform=trim_node, index_labels=False)
     by_object[("v1", "Pod")] = ByObject(
         label_selector={DRIVER_COMPONENT_LABEL: DRIVER_COMPONENT}, transform=trim_driver_pod
     )

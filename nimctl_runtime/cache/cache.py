@@ -44,6 +44,8 @@ class ByObject:
     namespace: str | None = None
     transform: Transform | None = strip_managed_fields
     resync_period: float | None = None
+    #: False: no label index for this kind (label selectors then scan; see Store).
+    index_labels: bool = True
 
 
 class CacheNotStartedError(RuntimeError):
@@ -129,6 +131,7 @@ class Cache:
                 transform=options.transform,
                 resync_period=options.resync_period or self.resync_period,
                 use_watch_list=self.watch_list,
+                index_labels=options.index_labels,
             )
             self._informers[gvk] = informer
             self._mappings[gvk] = mapping

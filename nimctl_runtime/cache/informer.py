@@ -191,9 +191,10 @@ class SharedInformer:
         transform: Transform | None = strip_managed_fields,
         resync_period: float | None = None,
         use_watch_list: bool = False,
+        index_labels: bool = True,
     ) -> None:
         self.name = name or (f"{api_version}/{kind}" if kind else "informer")
-        self.store = Store(indexers, transform=transform)
+        self.store = Store(indexers, transform=transform, index_labels=index_labels)
         self.reflector = Reflector(
             lister_watcher,
             self,

@@ -91,6 +91,10 @@ def _index_values(fn: IndexFunc, obj: Obj) -> tuple[str, ...]:
     return tuple(str(v) for v in result)
 
 
+def _label_dict(pairs: tuple[str, ...]) -> dict[str, str]:
+    return {pairs[i]: pairs[i + 1] for i in range(0, len(pairs), 2)}
+
+
 def _label_pairs(labels: object) -> tuple[str, ...]:
     """``metadata.labels`` as a flat interned tuple (label strings repeat across objects)."""
     if not isinstance(labels, dict) or not labels:
@@ -145,7 +149,12 @@ class Store:
         indexers: Mapping[str, IndexFunc] | None = None,
         *,
         transform: Transform | None = strip_managed_fields,
+        index_labels: bool = True,
     ) -> None:
+        #: Without the label index, label selectors scan the stored label pairs
+        #: (still decoding nothing they do not return); it saves the index's
+        #: sets for kinds never read by label (Nodes of a large GPU cluster).
+        self.index_labels = index_labels
         self._indexers: dict[str, IndexFunc] = default_indexers()
         self._indexers.update(indexers or {})
         self._transform = transform
@@ -184,6 +193,8 @@ class Store:
             index = self._indices[name]
             for value in values:
                 index.setdefault(value, set()).add(key)
+        if not self.index_labels:
+            return
         labels = entry.labels
         for i in range(0, len(labels), 2):
             self._labels.setdefault(labels[i], {}).setdefault(labels[i + 1], set()).add(key)
@@ -197,6 +208,8 @@ class Store:
                     keys.discard(key)
                     if not keys:
                         del index[value]
+        if not self.index_labels:
+            return
         labels = entry.labels
         for i in range(0, len(labels), 2):
             by_value = self._labels.get(labels[i])
@@ -368,6 +381,11 @@ class Store:
         if namespace:
             in_ns = self._indices[NAMESPACE_INDEX].get(namespace, set())
             candidates = set(in_ns) if candidates is None else candidates & in_ns
+        if selector is not None and not selector.empty() and not self.index_labels:
+            if not selector.requirements:  # Selector.nothing()
+                return []
+            pool = self._items.keys() if candidates is None else candidates
+            return sorted(k for k in pool if selector.matches(_label_dict(self._items[k].labels)))
         if selector is not None and not selector.empty():
             if not selector.requirements:  # Selector.nothing()
                 return []

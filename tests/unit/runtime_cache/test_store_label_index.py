@@ -114,3 +114,41 @@ def test_indexed_selection_equals_matching_each_object(
         if selector.matches(labels) and namespace in (None, ns)
     )
     assert store.select_keys(selector, namespace=namespace) == expected
+
+
+_LABELS = st.dictionaries(
+    st.sampled_from(["app", "tier", "nvidia.com/gpu.present", "zone"]),
+    st.sampled_from(["a", "b", "true", ""]),
+    max_size=4,
+)
+_SELECTORS = st.sampled_from(
+    ["app=a", "app!=a", "tier in (a,b)", "tier notin (a)", "zone", "!zone",
+     "nvidia.com/gpu.present=true,app=b", ""]
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(objects=st.lists(_LABELS, max_size=12), selector=_SELECTORS, namespaced=st.booleans())
+def test_without_the_label_index_selectors_answer_the_same(
+    objects: list[dict[str, str]], selector: str, namespaced: bool
+) -> None:
+    indexed, scanning = Store(), Store(index_labels=False)
+    for i, labels in enumerate(objects):
+        for s in (indexed, scanning):
+            s.upsert(pod(f"p{i}", "ns" if i % 2 else "other", labels))
+    for i in range(0, len(objects), 3):  # some updates and deletes keep both in step
+        for s in (indexed, scanning):
+            s.upsert(pod(f"p{i}", "ns" if i % 2 else "other", {"app": "b"}, rv=2))
+    sel = Selector.parse(selector) if selector else None
+    ns = "ns" if namespaced else None
+    assert scanning.select_keys(sel, namespace=ns) == indexed.select_keys(sel, namespace=ns)
+    assert scanning._labels == {}, "no label index is kept"
+
+
+def test_without_the_label_index_only_returned_objects_are_decoded(decodes: list[int]) -> None:
+    store = Store(index_labels=False)
+    for i in range(500):
+        store.upsert(pod(f"n-{i}", "", {"nvidia.com/gpu.present": "true" if i < 5 else "false"}))
+    decodes[0] = 0
+    found = store.select(Selector.from_labels({"nvidia.com/gpu.present": "true"}))
+    assert len(found) == 5 and decodes[0] == 5
