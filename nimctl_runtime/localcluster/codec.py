@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import gc
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -47,6 +49,27 @@ def _yaml_load(text: str) -> Any:
     return yaml.load(text)
 
 
+LARGE_BODY = 256 * 1024
+
+
+@contextlib.contextmanager
+def _gc_paused(size: int) -> Iterator[None]:
+    """Pause the cyclic GC while a body of *size* bytes is decoded and checked.
+
+    A 3 MiB body of small objects allocates about a million containers; with the GC
+    on, each generation-2 pass walks every object the server holds, and one decode
+    stalled the event loop for 9 s in the fuzz bench (0.1 s with the GC paused).
+    """
+    if size < LARGE_BODY or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def decode_body(raw: bytes, content_type: str) -> Any:
     """Decode a JSON or YAML request body (400 BadRequest when malformed)."""
     mt = media_type(content_type)
@@ -61,11 +84,14 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         check_nesting_depth(doc)
         return doc
     if mt in ("", JSON, MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, "*/*", "text/plain"):
-        try:
-            doc = json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
-        check_nesting_depth(doc)
+        with _gc_paused(len(raw)):
+            try:
+                doc = json.loads(raw)
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+                raise errors.bad_request(
+                    f"couldn't get version/kind; json parse error: {exc}"
+                ) from exc
+            check_nesting_depth(doc)
         return doc
     if mt == PROTOBUF:
         try:
