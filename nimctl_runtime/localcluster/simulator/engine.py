@@ -76,6 +76,7 @@ from nimctl_runtime.localcluster.simulator.objects import (
 from nimctl_runtime.localcluster.simulator.pulls import (
     config_problem,
     credential_hosts,
+    mount_problem,
     pull_secret_names,
 )
 from nimctl_runtime.localcluster.simulator.scheduling import (
@@ -724,6 +725,9 @@ class Simulator:
         self._missing_pull_secrets[uid] = missing
         hosts = credential_hosts(secrets)
         now = self.clock.now()
+        mount = mount_problem(pod, lambda kind, n: self._lookup(kind, namespace, n))
+        if mount:
+            self._emit(pod, "Warning", "FailedMount", mount)
         gates: dict[str, ContainerGate] = {}
         for container in containers:
             name = str(container.get("name", ""))
@@ -741,7 +745,10 @@ class Simulator:
                     container, namespace, lambda kind, n: self._lookup(kind, namespace, n)
                 )
             )
-            if pull:
+            if mount:
+                since = before.since if before.mount_error else now
+                gates[name] = ContainerGate(mount_error=mount, since=since)
+            elif pull:
                 since = before.since if before.pull_error else now
                 gates[name] = ContainerGate(pull_error=pull, since=since)
             elif config:
@@ -750,7 +757,7 @@ class Simulator:
             elif tcp_wait_problem(container, namespace, self._lookup):
                 # An ``until nc -z host port`` loop: look again after its sleep.
                 gates[name] = ContainerGate(not_before=now + TCP_WAIT_POLL_SECONDS)
-            elif before.pull_error or before.config_error:
+            elif before.pull_error or before.config_error or before.mount_error:
                 gates[name] = ContainerGate(not_before=now)
             else:
                 gates[name] = before

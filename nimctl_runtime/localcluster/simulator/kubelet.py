@@ -63,13 +63,15 @@ class ContainerGate:
     """What stands between one container and its start, as the engine last found it.
 
     ``pull_error`` is containerd's error for a failing pull, ``config_error`` the
-    CreateContainerConfigError message; ``since`` is when that failure was first
-    seen (the pull back-off runs from there); ``not_before`` is the earliest start
-    once a failure has cleared.
+    CreateContainerConfigError message, ``mount_error`` a volume that cannot be
+    mounted (the pod stays ContainerCreating); ``since`` is when that failure was
+    first seen (the pull back-off runs from there); ``not_before`` is the earliest
+    start once a failure has cleared.
     """
 
     pull_error: str = ""
     config_error: str = ""
+    mount_error: str = ""
     since: float = 0.0
     not_before: float = 0.0
 
@@ -166,6 +168,9 @@ def _simulate_container(
         return _Run(
             {"waiting": {"reason": "ContainerCreating"}}, {}, 0, None, False, None, True, start
         )
+    if gate.mount_error:
+        waiting = {"reason": "ContainerCreating"}
+        return _Run({"waiting": waiting}, {}, 0, None, False, None, True, now + CONFIG_RESYNC)
     if behavior.pull_error and not gate.pull_error:
         gate = ContainerGate(pull_error=not_found_error(image), since=start)
     if gate.pull_error:

@@ -9,7 +9,9 @@ Pure functions over objects the engine looked up:
   credentials for; an Opaque secret carries none, as for a real kubelet;
 * :func:`config_problem`: the ``CreateContainerConfigError`` message for env and
   envFrom that name a missing Secret/ConfigMap or key (``secret "ngc-api" not
-  found``, ``couldn't find key NGC_API_KEY in Secret nim/ngc-api``).
+  found``, ``couldn't find key NGC_API_KEY in Secret nim/ngc-api``);
+* :func:`mount_problem`: the ``FailedMount`` message for a volume whose Secret or
+  ConfigMap does not exist (the pod stays ``ContainerCreating``).
 """
 
 from __future__ import annotations
@@ -63,6 +65,25 @@ def credential_hosts(secrets: Iterable[Obj]) -> set[str]:
         if isinstance(auths, dict):
             hosts.update(_host(str(k)) for k, v in auths.items() if isinstance(v, dict) and v)
     return hosts
+
+
+def mount_problem(pod: Obj, lookup: Lookup) -> str | None:
+    """The kubelet's FailedMount message for a volume whose Secret or ConfigMap is missing."""
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        for source, key, kind, label in (
+            ("secret", "secretName", "Secret", "secret"),
+            ("configMap", "name", "ConfigMap", "configmap"),
+        ):
+            ref = volume.get(source)
+            if not isinstance(ref, dict) or ref.get("optional"):
+                continue
+            name = str(ref.get(key, ""))
+            if lookup(kind, name) is None:
+                return (
+                    f'MountVolume.SetUp failed for volume "{volume.get("name", "")}" : '
+                    f'{label} "{name}" not found'
+                )
+    return None
 
 
 def _decoded_keys(obj: Obj) -> set[str]:

@@ -347,23 +347,32 @@ def single_node_examples() -> list[Path]:
     return out
 
 
-def _secret_names(value: Any, found: set[str], keys: dict[str, str] | None = None) -> None:
-    """Secrets the example names; *keys* gets the keys its env reads (``secretKeyRef``)."""
+def _secret_names(
+    value: Any,
+    found: set[str],
+    keys: dict[str, str] | None = None,
+    config_maps: set[str] | None = None,
+) -> None:
+    """Secrets the example names; *keys* gets the keys its env reads (``secretKeyRef``),
+    *config_maps* the ConfigMaps it mounts (``certConfigMap``)."""
     keys = {} if keys is None else keys
+    config_maps = set() if config_maps is None else config_maps
     if isinstance(value, dict):
         for k, v in value.items():
             if k in ("authSecret", "pullSecret") and isinstance(v, str):
                 found.add(v)
             elif k == "pullSecrets" and isinstance(v, list):
                 found.update(str(s) for s in v)
+            elif k == "certConfigMap" and isinstance(v, str) and v:
+                config_maps.add(v)
             elif k == "secretKeyRef" and isinstance(v, dict) and v.get("name"):
                 found.add(str(v["name"]))
                 keys[str(v.get("key", ""))] = "simulated"
             else:
-                _secret_names(v, found, keys)
+                _secret_names(v, found, keys, config_maps)
     elif isinstance(value, list):
         for v in value:
-            _secret_names(v, found, keys)
+            _secret_names(v, found, keys, config_maps)
 
 
 def example_objects(path: Path, namespace: str) -> list[dict[str, Any]]:
@@ -373,10 +382,11 @@ def example_objects(path: Path, namespace: str) -> list[dict[str, Any]]:
     docs = [d for d in YAML(typ="safe").load_all(path.read_text()) if d]
     secrets: set[str] = set()
     keys: dict[str, str] = {}
+    config_maps: set[str] = set()
     pvcs: set[str] = set()
     for d in docs:
         d["metadata"]["namespace"] = namespace
-        _secret_names(d.get("spec"), secrets, keys)
+        _secret_names(d.get("spec"), secrets, keys, config_maps)
         for pvc in (
             ((d.get("spec") or {}).get("storage") or {}).get("pvc"),
             ((d.get("spec") or {}).get("storage") or {}).get("pvc"),
@@ -400,6 +410,15 @@ def example_objects(path: Path, namespace: str) -> list[dict[str, Any]]:
                     "HF_TOKEN": "simulated",
                     ".dockerconfigjson": '{"auths": {"nvcr.io": {"auth": "c2ltdWxhdGVk"}}}',
                 },
+            }
+        )
+    for name in sorted(config_maps):
+        prereqs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": namespace},
+                "data": {"ca.crt": "simulated"},
             }
         )
     for name in sorted(pvcs):

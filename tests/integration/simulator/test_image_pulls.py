@@ -200,3 +200,27 @@ async def test_service_proxy_answers_like_the_nim_behind_it(fast: LocalCluster) 
     store.delete("v1", "Pod", "embed", "default", grace_period_seconds=0)
     gone = await asyncio.to_thread(raw, f"{base}/v1/models")
     assert gone.returncode != 0 and "no endpoints available for service" in gone.stderr
+
+
+async def test_a_volume_from_a_missing_secret_holds_the_pod_in_container_creating(
+    fast: LocalCluster,
+) -> None:
+    store = fast.storage
+    pod = _pod("certs", {"image": "nginx:1.27"})
+    pod["spec"]["volumes"] = [{"name": "ca", "secret": {"secretName": "custom-ca"}}]
+    store.create(pod)
+    await _until(
+        lambda: ("Warning", "FailedMount", 'MountVolume.SetUp failed for volume "ca" : secret '
+                 '"custom-ca" not found') in _events(fast, "certs")
+    )  # fmt: skip
+    assert _waiting(fast, "certs") == {"reason": "ContainerCreating"}
+    assert store.get("v1", "Pod", "certs", "default")["status"]["phase"] == "Pending"
+    store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "custom-ca", "namespace": "default"},
+            "stringData": {"ca.crt": "x"},
+        }
+    )
+    await _until(lambda: store.get("v1", "Pod", "certs", "default")["status"]["phase"] == "Running")
