@@ -63,6 +63,7 @@ from platforms.nimservice import (
     OPTIONAL_OWNED,
     NIMServiceContract,
     platform_of,
+    pod_problems,
 )
 from platforms.standalone import multinode
 from platforms.standalone.context import RenderContext
@@ -287,7 +288,21 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
             compute_domain=compute_domain,
             compute_domain_claim_template=cd_template,
             nimcache_blocked=nimcache_blocked,
+            pod_problems=await self._pod_problems(cr, obj, reader),
         )
+
+    async def _pod_problems(self, cr: Obj, obj: Obj, reader: Reader) -> tuple[str, ...]:
+        """What the kubelet says about the NIM's pods (the Deployment's or the LWS leaders)."""
+        if platform_of(cr) == "kserve":
+            return ()
+        name, namespace = name_of(obj), namespace_of(obj)
+        pods: list[Obj] = []
+        for app in (name, f"{name}-lws"):
+            try:
+                pods.extend(await reader.list("v1", "Pod", namespace, label_selector={"app": app}))
+            except ApiError:
+                continue
+        return pod_problems(pods)
 
     async def _dra_facts(
         self, cr: Obj, obj: Obj, reader: Reader

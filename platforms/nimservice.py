@@ -19,7 +19,7 @@ DRA claims' states (``draResourceStatuses``) and the ComputeDomain's status
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY, STATE_READY
@@ -201,6 +201,48 @@ def dra_details(cr: Obj, facts: RenderContext) -> dict[str, Any]:
     return out
 
 
+POD_PROBLEM_REASONS = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "CrashLoopBackOff",
+        "RunContainerError",
+    }
+)
+MAX_POD_PROBLEMS = 2
+
+
+def pod_problems(pods: Iterable[Obj]) -> tuple[str, ...]:
+    """``pod <name>: <reason>: <message>`` for pods the kubelet cannot run (at most two).
+
+    Waiting containers with a failure reason (image pulls, missing Secrets or
+    keys, crash loops) and pods the scheduler cannot place.
+    """
+    out: list[str] = []
+    for pod in sorted(pods, key=lambda p: str(dig(p, "metadata", "name", default=""))):
+        name = dig(pod, "metadata", "name", default="")
+        statuses = [
+            *dig(pod, "status", "initContainerStatuses", default=[]),
+            *dig(pod, "status", "containerStatuses", default=[]),
+        ]
+        for status in statuses:
+            waiting = dig(status, "state", "waiting", default={})
+            if waiting.get("reason") in POD_PROBLEM_REASONS:
+                said = f"pod {name}: {waiting['reason']}: {waiting.get('message', '')}"
+                out.append(said.rstrip(": "))
+                break
+        else:
+            for cond in dig(pod, "status", "conditions", default=[]):
+                if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                    out.append(f"pod {name}: {cond.get('reason')}: {cond.get('message', '')}")
+        if len(out) >= MAX_POD_PROBLEMS:
+            break
+    return tuple(out)
+
+
 class NIMServiceContract:
     """What a NIMService becomes, on the platform its spec names."""
 
@@ -262,6 +304,9 @@ class NIMServiceContract:
         details = dra_details(cr, facts) if platform_of(cr) != "kserve" else {}
         if ready:
             return Readiness(STATE_READY, REASON_READY, message, ready=True, details=details)
+        if facts.pod_problems:
+            # Beyond NVIDIA's rollout words: what the kubelet says is wrong.
+            message = f"{message.rstrip()}: {'; '.join(facts.pod_problems)}"
         readiness = _not_ready(message)
         return Readiness(
             readiness.state,

@@ -64,6 +64,8 @@ class RenderContext:
       (only consulted when there is no NIMCache).
     - ``compute_domain_claim_template``: for ``multiNode.computeDomain.name``
       (an existing ComputeDomain), its ``spec.channel.resourceClaimTemplate.name``.
+    - ``pod_problems``: why the NIM's pods do not run, in the kubelet's words
+      (``pod x: ImagePullBackOff: ...``); readiness names them. Not a render input.
     - ``kserve_status_mode`` / ``kserve_default_mode``: on KServe, the existing
       InferenceService's ``status.deploymentMode`` and KServe's configured
       ``deploy.defaultDeploymentMode`` (None when unknown).
@@ -91,6 +93,7 @@ class RenderContext:
     resource_claims: tuple[Mapping[str, Any], ...] = ()
     compute_domain: Mapping[str, Any] | None = None
     nimcache_blocked: Readiness | None = None
+    pod_problems: tuple[str, ...] = ()
 
     def nimcache_dict(self) -> dict[str, Any] | None:
         return None if self.nimcache is None else as_dict(self.nimcache)

@@ -356,3 +356,42 @@ async def test_a_message_only_change_is_not_written_twice_inside_the_interval() 
     roll_out(api)
     await r.reconcile(REQ)  # a state change is written at once
     assert len(status_writes()) == 3 and status(api)["state"] == "Ready"
+
+
+async def test_a_not_ready_message_names_what_the_kubelet_says_about_the_pods() -> None:
+    api = FakeAPI()
+    api.put(nimcache())
+    api.put(nimservice())
+    r, _ = make(api)
+    now = [0.0]
+    r.clock = lambda: now[0]
+    await r.reconcile(REQ)
+    api.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "llm-abc", "namespace": "default", "labels": {"app": "llm"}},
+            "status": {
+                "phase": "Pending",
+                "containerStatuses": [
+                    {
+                        "name": "llm-ctr",
+                        "ready": False,
+                        "state": {
+                            "waiting": {
+                                "reason": "ImagePullBackOff",
+                                "message": 'Back-off pulling image "nvcr.io/nim/meta/llama:1"',
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+    )
+    now[0] = 31.0  # past the message interval
+    await r.reconcile(REQ)
+    cond = next(c for c in status(api)["conditions"] if c["type"] == "Ready")
+    assert status(api)["state"] == "NotReady"
+    assert cond["message"].endswith(
+        'pod llm-abc: ImagePullBackOff: Back-off pulling image "nvcr.io/nim/meta/llama:1"'
+    )
