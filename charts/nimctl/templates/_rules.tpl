@@ -231,14 +231,18 @@ used is missing, nothing granted goes unused (exceptions are marked
 - group: node.k8s.io
   resources: [runtimeclasses]
   verbs: [get, list, watch, create, update, delete]
-# The operands' Roles and ClusterRoles grant these; Kubernetes lets us write
-# them only if we hold them ourselves (no escalate verb needed).
+# Driver upgrades drain nodes: evictions, and the PodDisruptionBudgets they
+# must respect. The operands' Roles and ClusterRoles grant these too;
+# Kubernetes lets us write them only if we hold them ourselves (no escalate).
 - group: ""
   resources: [pods]
   verbs: [get, list, watch, create, delete]
 - group: ""
   resources: [pods/eviction]
   verbs: [create]
+- group: policy
+  resources: [poddisruptionbudgets]
+  verbs: [list]
 - group: ""
   resources: [secrets]
   verbs: [get, list, watch]
