@@ -43,7 +43,8 @@ def test_local_demo_nemo_reaches_ready(tmp_path: Path) -> None:
     assert proc.returncode == 0, err[-3000:]
     assert "Demo ready: the five NeMo services are Ready." in out
     assert "kubectl -n nemo get nemodatastores" in out
-    final = out.rsplit("KIND", 1)[-1]  # the last table drawn
+    # Piped, the table prints its header once and then one line per changed row:
+    # each kind's last line is its final state.
     for kind in KINDS:
-        line = next(ln for ln in final.splitlines() if ln.startswith(kind))
+        line = [ln for ln in out.splitlines() if ln.startswith(kind)][-1]
         assert " Ready " in line and "1/1" in line, line
