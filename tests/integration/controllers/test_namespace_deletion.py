@@ -112,9 +112,8 @@ async def test_a_deleted_namespace_gets_no_creates_and_no_errors(tmp_path: Path)
                 and r.verb not in ("watch", "list", "get")
                 and r.resource != "events"
             ]
-            # Only the NIMCache's finalizer is released; no status is rewritten while the
-            # namespace controller empties the namespace.
+            # Only the NIMCache's finalizer is released (a second try may race the cache);
+            # no status is rewritten while the namespace controller empties the namespace.
             assert set(writes) <= {("patch", "nimcaches", "")}, writes
-            assert len(writes) <= 1, writes
         finally:
             await operator.shutdown()
