@@ -121,3 +121,31 @@ async def cluster_with_crds(tmp_path: Path, **kwargs: Any) -> AsyncIterator[tupl
 
 def names(objs: Mapping[str, Any]) -> list[str]:
     return [o["metadata"]["name"] for o in objs.get("items", [])]
+
+
+def optional_crd(group: str, version: str, plural: str, kind: str) -> dict[str, Any]:
+    """A CRD that serves ``kind`` with any content (its real schema does not matter here)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }

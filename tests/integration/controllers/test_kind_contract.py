@@ -28,6 +28,7 @@ from tests.integration.controllers.harness import (
     API,
     Operator,
     cluster_with_crds,
+    optional_crd,
     start_operator,
     wait_for,
 )
@@ -57,33 +58,6 @@ EPP_CONFIG = {
         "schedulingProfiles": [{"name": "default", "plugins": [{"pluginRef": "single"}]}],
     },
 }
-
-
-def optional_crd(group: str, version: str, plural: str, kind: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
 
 
 class Env:

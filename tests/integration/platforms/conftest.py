@@ -28,6 +28,7 @@ from tests.integration.controllers.harness import (
     API,
     Operator,
     cluster_with_crds,
+    optional_crd,
     start_operator,
     wait_for,
 )
@@ -43,34 +44,6 @@ OPTIONAL_CRDS = [
     ("gateway.networking.k8s.io", "v1", "grpcroutes", "GRPCRoute"),
     ("resource.nvidia.com", "v1beta1", "computedomains", "ComputeDomain"),
 ]
-
-
-def optional_crd(group: str, version: str, plural: str, kind: str) -> dict[str, Any]:
-    """A CRD that serves ``kind`` with any content (its real schema does not matter here)."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
 
 
 async def install_optional_crds(admin: Client, crds: list[tuple[str, str, str, str]]) -> None:
