@@ -36,6 +36,7 @@ from .kubeconfig import render_kubeconfig, write_kubeconfig_file
 from .registry import Registry
 from .server import ApiServer
 from .storage import Storage
+from .tokens import TokenIssuer
 
 log = get_logger(__name__)
 
@@ -94,6 +95,8 @@ class LocalCluster:
         self.kubeconfig_path = Path()
         self._tokens: dict[str, tuple[str, tuple[str, ...]]] = {}
         self._user_tokens: dict[str, str] = {}
+        # Signs the ServiceAccount tokens of the serviceaccounts/token subresource.
+        self.token_issuer = TokenIssuer()
         self._runner: web.AppRunner | None = None
         self._gc: GarbageCollector | None = None
         self.crds: CRDController = CRDController(self.storage, self.registry)
@@ -116,7 +119,15 @@ class LocalCluster:
         return token
 
     def user_for_token(self, token: str) -> tuple[str, tuple[str, ...]] | None:
-        return self._tokens.get(token)
+        found = self._tokens.get(token)
+        if found is None and token.count(".") == 2:  # a TokenRequest's JWT
+            found = self.token_issuer.authenticate(token, self._lookup)
+        return found
+
+    def _lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        info = self.registry.get_by_kind("v1", kind)
+        entry = self.storage.get_entry(info, namespace, name) if info is not None else None
+        return entry.decode() if entry is not None else None
 
     def kubeconfig_text(self, user: str = "admin") -> str:
         return render_kubeconfig(self.url, self.ca_pem, user, self.token_for(user))

@@ -86,6 +86,7 @@ _SUBRESOURCE_VERBS = {
     "log": ["get"],
     "binding": ["create"],
     "eviction": ["create"],
+    "token": ["create"],
     "proxy": ["create", "delete", "get", "patch", "update"],
 }
 
@@ -104,6 +105,8 @@ def _subresource_kind(info: ResourceInfo, sub: str) -> tuple[str, str, str]:
         return ("", "v1", "Binding")
     if sub == "eviction":
         return ("policy", "v1", "Eviction")
+    if sub == "token":
+        return ("authentication.k8s.io", "v1", "TokenRequest")
     return (info.group, info.version, info.kind)
 
 

@@ -16,6 +16,7 @@ from .crd import CRDController
 from .hooks import AdmissionPlugin, PodLogProvider, RequestHook
 from .registry import Registry
 from .storage import Storage
+from .tokens import TokenIssuer
 
 
 class APIServerHost(Protocol):
@@ -31,6 +32,7 @@ class APIServerHost(Protocol):
     request_hooks: list[RequestHook]
     admission_plugins: list[AdmissionPlugin]
     pod_log_provider: PodLogProvider | None
+    token_issuer: TokenIssuer
 
     def user_for_token(self, token: str) -> tuple[str, tuple[str, ...]] | None:
         """The (user, groups) a bearer token authenticates, or None."""

@@ -79,10 +79,26 @@ class UnsupportedKind(ProtobufError):
     """A well-formed body of a kind whose protobuf layout we do not have."""
 
 
+# Fields whose protobuf name is not their JSON name (message, proto name -> JSON name).
+_JSON_NAMES: Mapping[tuple[str, str], str] = {
+    ("BoundObjectReference", "uID"): "uid",
+    ("MutatingWebhookConfiguration", "Webhooks"): "webhooks",
+    ("ValidatingWebhookConfiguration", "Webhooks"): "webhooks",
+    ("Validation", "Expression"): "expression",
+    ("Variable", "Name"): "name",
+    ("Variable", "Expression"): "expression",
+}
+
+
 @functools.cache
 def load_table() -> tuple[dict[str, list[list[Any]]], dict[str, list[Any]]]:
     data = json.loads(_TABLE_FILE.read_text())
-    return data["messages"], data["maps"]
+    messages: dict[str, list[list[Any]]] = data["messages"]
+    for type_name, rows in messages.items():
+        short = type_name.rsplit(".", 1)[-1]
+        for row in rows:
+            row[0] = _JSON_NAMES.get((short, row[0]), row[0])
+    return messages, data["maps"]
 
 
 def message_name(api_version: str, kind: str) -> str | None:

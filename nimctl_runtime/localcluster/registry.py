@@ -170,7 +170,7 @@ BUILTINS: tuple[ResourceInfo, ...] = (
     _b("v1", "endpoints", "Endpoints", NS, "ep"),
     _b("v1", "configmaps", "ConfigMap", NS, "cm"),
     _b("v1", "secrets", "Secret", NS, fields=("type",)),
-    _b("v1", "serviceaccounts", "ServiceAccount", NS, "sa"),
+    _b("v1", "serviceaccounts", "ServiceAccount", NS, "sa", "token"),
     _b("v1", "persistentvolumeclaims", "PersistentVolumeClaim", NS, "pvc", "status"),
     _b("v1", "persistentvolumes", "PersistentVolume", CLUSTER, "pv", "status"),
     _b("v1", "events", "Event", NS, "ev", fields=_EVENT_FIELDS),

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from nimctl_runtime.logsetup import get_logger
 
-from . import conversion, discovery, errors, eviction, openapi, proxy
+from . import conversion, discovery, errors, eviction, openapi, proxy, tokens
 from .codec import json_response, status_response
 from .errors import StatusError
 from .handlers import RequestContext, ResourceHandlers
@@ -253,6 +253,11 @@ class ApiServer:
             return await h.create(ctx)
         if method == "POST" and info.subresource == "eviction":
             return await eviction.evict(h, ctx)
+        if method == "POST" and info.subresource == "token" and info.resource == "serviceaccounts":
+            answer = tokens.token_request(
+                h.storage, self.cluster.token_issuer, info.namespace, info.name, await h._body(ctx)
+            )
+            return json_response(answer, 201, ctx.warnings)
         if method == "PUT" and info.name:
             return await h.update(ctx)
         if method == "PATCH" and info.name:
