@@ -111,11 +111,11 @@ SUSE = ("sles", "sl-micro")
 NODE_RULES = ["get", "list", "watch", "patch", "update"]
 
 
-def build(ctx: StateContext) -> list[dict[str, Any]]:
-    """RBAC, the startup-probe ConfigMap and the driver DaemonSet(s)."""
-    out = rbac(
+def driver_rbac(ctx: StateContext, name: str) -> list[dict[str, Any]]:
+    """The driver pods' ServiceAccount and RBAC, all called ``name`` (shared with NVIDIADriver)."""
+    return rbac(
         ctx,
-        NAME,
+        name,
         [
             policy_rule([""], ["pods"], ["get", "list", "watch", "delete"]),
             policy_rule(["apps"], ["daemonsets", "controllerrevisions"], ["get", "list", "watch"]),
@@ -128,11 +128,17 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
             policy_rule(["apps"], ["daemonsets"], ["get", "list", "watch"]),
         ],
     )
-    out.append(
-        configmap.build(
-            object_meta(STARTUP_PROBE_CONFIGMAP), {"startup-probe.sh": STARTUP_PROBE_SCRIPT}
-        )
-    )
+
+
+def startup_probe_config_map(name: str = STARTUP_PROBE_CONFIGMAP) -> dict[str, Any]:
+    """The ConfigMap holding the driver container's startup probe script."""
+    return configmap.build(object_meta(name), {"startup-probe.sh": STARTUP_PROBE_SCRIPT})
+
+
+def build(ctx: StateContext) -> list[dict[str, Any]]:
+    """RBAC, the startup-probe ConfigMap and the driver DaemonSet(s)."""
+    out = driver_rbac(ctx, NAME)
+    out.append(startup_probe_config_map())
     if not ctx.facts.nodes:
         return out  # no GPU node: no OS to build a driver image for, no DaemonSet
     driver = ctx.spec.driver

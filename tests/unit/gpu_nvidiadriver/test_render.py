@@ -1,0 +1,248 @@
+"""What an NVIDIADriver renders: one driver DaemonSet per pool, ClusterPolicy's driver inside."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from api.nvidia.v1.clusterpolicy import ClusterPolicy
+from platforms.contract import Observed, ReconcileError
+from platforms.gpu import render as render_policy
+from platforms.gpu.facts import ClusterFacts
+from platforms.gpu.images import DEFAULT_OPERATOR_ENV
+from platforms.gpu.nvidiadriver import NVIDIADriverContract, daemonset_ready
+from tests.unit.gpu_nvidiadriver.helpers import NS, driver, facts, node, sample
+
+CONTRACT = NVIDIADriverContract()
+NODES = [
+    node("a1", labels={"pool": "a"}),
+    node("a2", labels={"pool": "a"}, version="24.04"),
+    node("b1", labels={"pool": "b"}),
+]
+
+
+def _daemonsets(objs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {o["metadata"]["name"]: o for o in objs if o["kind"] == "DaemonSet"}
+
+
+def _ctr(ds: dict[str, Any], name: str) -> dict[str, Any]:
+    pod = ds["spec"]["template"]["spec"]
+    return next(
+        c for c in [*pod.get("initContainers", []), *pod["containers"]] if c["name"] == name
+    )
+
+
+def test_two_os_pools_render_two_daemonsets_with_their_selectors_and_images() -> None:
+    cr = driver("a", selector={"pool": "a"})
+    objs = CONTRACT.render(cr, facts(NODES, [cr]))
+    dss = _daemonsets(objs)
+    assert len(dss) == 2
+    by_os = {ds["metadata"]["labels"]["nvidia.com/node.os-version"]: ds for ds in dss.values()}
+    assert set(by_os) == {"ubuntu22.04", "ubuntu24.04"}
+    ds = by_os["ubuntu24.04"]
+    name = ds["metadata"]["name"]
+    assert name.startswith("nvidia-gpu-driver-ubuntu24.04-")
+    pod = ds["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {
+        "nvidia.com/gpu.deploy.driver": "true",
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu-operator.driver.owner": "a",
+        "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID": "24.04",
+    }
+    assert ds["spec"]["selector"] == {"matchLabels": {"app": name}}
+    assert ds["spec"]["template"]["metadata"]["labels"]["app"] == name
+    assert ds["metadata"]["labels"]["app.kubernetes.io/component"] == "nvidia-driver"
+    assert ds["spec"]["updateStrategy"] == {"type": "OnDelete"}
+    assert _ctr(ds, "nvidia-driver-ctr")["image"] == "nvcr.io/nvidia/driver:570.148.08-ubuntu24.04"
+    assert pod["serviceAccountName"] == "nvidia-gpu-driver-a-ubuntu24.04"
+    assert ds["metadata"]["namespace"] == NS
+    owner = ds["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("NVIDIADriver", "a", True)
+
+
+def _without_digest(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_without_digest(v) for v in value]
+    if isinstance(value, dict):
+        out = {k: _without_digest(v) for k, v in value.items()}
+        if "env" in out:
+            out["env"] = [e for e in out["env"] if e["name"] != "DRIVER_CONFIG_DIGEST"]
+        return out
+    return value
+
+
+def test_the_driver_pod_is_clusterpolicys_driver_pod() -> None:
+    """Same containers, env and volumes as ClusterPolicy's state-driver for the same spec."""
+    cr = driver("a", selector={"pool": "a"})
+    ds = next(iter(_daemonsets(CONTRACT.render(cr, facts(NODES[:1], [cr]))).values()))
+    policy = ClusterPolicy.model_validate(
+        {
+            "apiVersion": "nvidia.com/v1",
+            "kind": "ClusterPolicy",
+            "metadata": {"name": "cp", "uid": "u"},
+            "spec": {
+                "operator": {},
+                "daemonsets": {"updateStrategy": "OnDelete"},
+                "driver": {"repository": "nvcr.io/nvidia", "image": "driver",
+                           "version": "570.148.08"},
+                "toolkit": {}, "devicePlugin": {}, "dcgmExporter": {}, "dcgm": {},
+                "nodeStatusExporter": {}, "gfd": {},
+            },
+        }
+    )  # fmt: skip
+    cluster = ClusterFacts.from_nodes(
+        NODES[:1], operator_namespace=NS, operator_env=DEFAULT_OPERATOR_ENV
+    )
+    state = next(s for s in render_policy(policy, cluster) if s.name == "state-driver")
+    theirs = next(o for o in state.objects if o["kind"] == "DaemonSet")
+    ours_pod, theirs_pod = ds["spec"]["template"]["spec"], theirs["spec"]["template"]["spec"]
+    for key in ("containers", "initContainers", "hostPID", "affinity"):
+        assert _without_digest(ours_pod[key]) == _without_digest(theirs_pod[key]), key
+    ours_volumes = {v["name"]: v for v in ours_pod["volumes"]}
+    theirs_volumes = {v["name"]: v for v in theirs_pod["volumes"]}
+    assert ours_volumes.keys() == theirs_volumes.keys()
+    assert ours_volumes["driver-startup-probe-script"]["configMap"]["name"] == (
+        "nvidia-gpu-driver-a-startup-probe"
+    )
+
+
+def test_precompiled_pools_pin_the_kernel_in_selector_image_and_labels() -> None:
+    nodes = [
+        node("a1", labels={"pool": "a"}),
+        node("a2", labels={"pool": "a"}, kernel="6.8.0-45-generic"),
+    ]
+    cr = driver("a", selector={"pool": "a"}, usePrecompiled=True, version="570")
+    dss = list(_daemonsets(CONTRACT.render(cr, facts(nodes, [cr]))).values())
+    assert len(dss) == 2
+    images = sorted(_ctr(ds, "nvidia-driver-ctr")["image"] for ds in dss)
+    assert images == [
+        "nvcr.io/nvidia/driver:570-5.15.0-122-generic-ubuntu22.04",
+        "nvcr.io/nvidia/driver:570-6.8.0-45-generic-ubuntu22.04",
+    ]
+    for ds in dss:
+        labels = ds["metadata"]["labels"]
+        kernel = labels["nvidia.com/precompiled.kernel-version"]
+        assert labels["nvidia.com/precompiled"] == "true"
+        selector = ds["spec"]["template"]["spec"]["nodeSelector"]
+        assert selector["feature.node.kubernetes.io/kernel-version.full"] == kernel
+        probe = _ctr(ds, "nvidia-driver-ctr")["startupProbe"]
+        assert probe["initialDelaySeconds"] == 5
+
+
+def test_pool_rbac_is_rendered_once_per_os_and_the_probe_configmap_once() -> None:
+    nodes = [node("a1"), node("a2", kernel="6.8.0-45-generic")]
+    cr = driver("a", usePrecompiled=True, version="570")
+    objs = CONTRACT.render(cr, facts(nodes, [cr]))
+    kinds = sorted(o["kind"] for o in objs)
+    assert kinds.count("DaemonSet") == 2
+    assert kinds.count("ServiceAccount") == 1
+    assert kinds.count("ConfigMap") == 1
+    keys = [(o["kind"], o["metadata"]["name"]) for o in objs]
+    assert len(keys) == len(set(keys))
+
+
+def test_spec_pod_settings_reach_the_daemonset() -> None:
+    cr = driver(
+        "a",
+        selector={"pool": "a"},
+        tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+        priorityClassName="high",
+        labels={"team": "ml", "app": "ignored", "app.kubernetes.io/name": "ignored"},
+        annotations={"note": "x"},
+        nodeAffinity={"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}]}},
+        env=[{"name": "EXTRA", "value": "1"}],
+        repoConfig={"name": ""},
+    )  # fmt: skip
+    ds = next(iter(_daemonsets(CONTRACT.render(cr, facts(NODES[:1], [cr]))).values()))
+    pod = ds["spec"]["template"]["spec"]
+    assert pod["tolerations"] == [
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    assert pod["priorityClassName"] == "high"
+    template_labels = ds["spec"]["template"]["metadata"]["labels"]
+    assert template_labels["team"] == "ml"
+    assert template_labels["app"] == ds["metadata"]["name"]
+    assert "app.kubernetes.io/name" not in template_labels
+    assert ds["spec"]["template"]["metadata"]["annotations"]["note"] == "x"
+    assert pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert pod["affinity"]["podAntiAffinity"]
+    env = {e["name"]: e.get("value") for e in _ctr(ds, "nvidia-driver-ctr")["env"]}
+    assert env["EXTRA"] == "1"
+
+
+def test_a_version_change_changes_every_pool_and_only_the_config_digest_moves_with_it() -> None:
+    old, new = driver("a", selector={"pool": "a"}), driver("a", selector={"pool": "a"},
+                                                           version="580.1")  # fmt: skip
+    before = _daemonsets(CONTRACT.render(old, facts(NODES, [old])))
+    after = _daemonsets(CONTRACT.render(new, facts(NODES, [new])))
+    assert before.keys() == after.keys()
+    for name in before:
+        assert (
+            _ctr(before[name], "nvidia-driver-ctr")["image"]
+            != _ctr(after[name], "nvidia-driver-ctr")["image"]
+        )
+
+
+def test_the_sample_renders_a_daemonset_for_every_gpu_node_os() -> None:
+    cr = sample()
+    objs = CONTRACT.render(cr, facts(NODES, [cr]))
+    dss = _daemonsets(objs)
+    assert len(dss) == 2
+    images = sorted(_ctr(ds, "nvidia-driver-ctr")["image"] for ds in dss.values())
+    assert images == [
+        "nvcr.io/nvidia/driver:570.148.08-ubuntu22.04",
+        "nvcr.io/nvidia/driver:570.148.08-ubuntu24.04",
+    ]
+    for ds in dss.values():
+        assert (
+            ds["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu-operator.driver.owner"]
+            == "nvidiadriver-sample"
+        )
+
+
+def test_no_owned_node_renders_nothing_and_says_so() -> None:
+    cr = driver("a", selector={"pool": "none"})
+    f = facts(NODES, [cr])
+    assert CONTRACT.render(cr, f) == []
+    readiness = CONTRACT.readiness(cr, f, Observed())
+    assert (readiness.state, readiness.reason) == ("notReady", "ReconcileFailed")
+    assert readiness.message == "no nodes matching the given node selector for a"
+
+
+def test_unsupported_specs_are_refused_with_the_field() -> None:
+    cr = driver("a", usePrecompiled=True, gds={"enabled": True})
+    with pytest.raises(ReconcileError, match="not supported along with pre-compiled"):
+        CONTRACT.render(cr, facts(NODES, [cr]))
+    host = driver("h", driverType="vgpu-host-manager")
+    with pytest.raises(ReconcileError, match="vgpu-host-manager"):
+        CONTRACT.render(host, facts(NODES, [host]))
+
+
+def _ds_status(**status: int) -> dict[str, Any]:
+    return {"metadata": {"generation": 2}, "status": {"observedGeneration": 2, **status}}
+
+
+def test_readiness_waits_for_every_pool_daemonset() -> None:
+    cr = driver("a", selector={"pool": "a"})
+    f = facts(NODES, [cr])
+    dss = _daemonsets(CONTRACT.render(cr, f))
+    ready = _ds_status(desiredNumberScheduled=1, numberAvailable=1, updatedNumberScheduled=1)
+    stale = _ds_status(desiredNumberScheduled=1, numberAvailable=1, updatedNumberScheduled=0)
+    names = sorted(dss)
+    observed = Observed({("apps/v1", "DaemonSet", names[0]): ready,
+                         ("apps/v1", "DaemonSet", names[1]): stale})  # fmt: skip
+    r = CONTRACT.readiness(cr, f, observed)
+    assert (r.state, r.reason, r.requeue_after) == ("notReady", "DriverNotReady", 5.0)
+    assert r.message.startswith("Waiting for driver pod to be ready")
+    assert names[1] in r.message and names[0] not in r.message
+    observed = Observed({("apps/v1", "DaemonSet", n): ready for n in names})
+    r = CONTRACT.readiness(cr, f, observed)
+    assert (r.state, r.reason, r.ready) == ("ready", "Reconciled", True)
+
+
+def test_an_unobserved_daemonset_is_not_ready() -> None:
+    assert not daemonset_ready({"metadata": {"generation": 1}, "status": {}})
+    assert daemonset_ready(_ds_status(desiredNumberScheduled=0))
