@@ -1,7 +1,12 @@
 """Kubernetes core types used inside our specs (EnvVar, ResourceRequirements,
 Toleration, Affinity, Probe, IngressSpec, HPA metrics, ...), derived from the
 OpenAPI definitions Kubernetes publishes, as shipped in the ``kubernetes-validate``
-package and pinned to one Kubernetes version (:data:`KUBERNETES_VERSION`).
+package, resolved against a chosen Kubernetes version.
+
+Each API group embeds the core types of the Kubernetes version NVIDIA's CRDs for
+it embed (:mod:`api.apps.v1alpha1.core_types`, :mod:`api.nvidia.core_types`):
+:func:`core_type` names a definition at a version, and the same version serves
+Python validation and the generated CRD.
 
 Nothing here is hand-copied: each type is a plain ``dict`` (the shape the
 runtime passes around) annotated with the name of its Kubernetes definition.
@@ -10,18 +15,20 @@ In Python the dict is validated with ``jsonschema`` against that definition
 path inside the object); in a generated CRD the same definition appears inlined
 as a structural schema: ``$ref`` resolved, ``null`` dropped from types, and
 Kubernetes' ``x-kubernetes-list-type``/``-list-map-keys``/``-map-type`` and
-int-or-string markers kept.
+int-or-string markers kept, and the ``+default`` markers of the Go types that
+the published JSON omits restored (as controller-gen writes them).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
-from typing import Annotated, Any, Final
+from typing import Any, Final
 
 import jsonschema  # type: ignore[import-untyped]
 import referencing
@@ -34,57 +41,69 @@ from api.base import QUANTITY_PATTERN
 
 __all__ = [
     "CORE_TYPES",
-    "KUBERNETES_VERSION",
-    "Affinity",
-    "Condition",
-    "ConfigMapKeySelector",
-    "Container",
-    "ContainerPort",
+    "KUBERNETES_VERSIONS",
     "CoreType",
-    "DeviceRequest",
-    "EnvFromSource",
-    "EnvVar",
-    "HorizontalPodAutoscalerBehavior",
-    "IngressSpec",
-    "LabelSelector",
-    "LocalObjectReference",
-    "MetricSpec",
-    "NodeSelector",
-    "ObjectMetaDict",
-    "ObjectReference",
-    "PersistentVolumeClaimSpec",
-    "PodAffinity",
-    "PodSecurityContext",
-    "PodSpec",
-    "Probe",
-    "ResourceClaim",
-    "ResourceClaimTemplateSpec",
-    "ResourceRequirements",
-    "SecretKeySelector",
-    "SecurityContext",
-    "ServicePort",
-    "Toleration",
-    "TopologySpreadConstraint",
-    "Volume",
-    "VolumeMount",
+    "core_type",
     "definition",
     "structural_schema",
 ]
 
-KUBERNETES_VERSION: Final = "v1.32.0"
-_SCHEMA_DIR: Final = f"kubernetes-json-schema/{KUBERNETES_VERSION}-local-strict"
+_V1: Final = "io.k8s.api.core.v1."
+_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1."
+_HPA: Final = "io.k8s.api.autoscaling.v2."
+CORE_TYPES: Final = MappingProxyType(
+    {
+        "Affinity": _V1 + "Affinity",
+        "Condition": _META + "Condition",
+        "ConfigMapKeySelector": _V1 + "ConfigMapKeySelector",
+        "Container": _V1 + "Container",
+        "ContainerPort": _V1 + "ContainerPort",
+        "EnvFromSource": _V1 + "EnvFromSource",
+        "EnvVar": _V1 + "EnvVar",
+        "HorizontalPodAutoscalerBehavior": _HPA + "HorizontalPodAutoscalerBehavior",
+        "IngressSpec": "io.k8s.api.networking.v1.IngressSpec",
+        "LabelSelector": _META + "LabelSelector",
+        "LocalObjectReference": _V1 + "LocalObjectReference",
+        "MetricSpec": _HPA + "MetricSpec",
+        "NodeAffinity": _V1 + "NodeAffinity",
+        "NodeSelector": _V1 + "NodeSelector",
+        "ObjectMeta": _META + "ObjectMeta",
+        "ObjectReference": _V1 + "ObjectReference",
+        "PersistentVolumeClaimSpec": _V1 + "PersistentVolumeClaimSpec",
+        "PodAffinity": _V1 + "PodAffinity",
+        "PodSecurityContext": _V1 + "PodSecurityContext",
+        "PodSpec": _V1 + "PodSpec",
+        "Probe": _V1 + "Probe",
+        "ResourceClaim": _V1 + "ResourceClaim",
+        "ResourceRequirements": _V1 + "ResourceRequirements",
+        "SecretKeySelector": _V1 + "SecretKeySelector",
+        "SecurityContext": _V1 + "SecurityContext",
+        "ServicePort": _V1 + "ServicePort",
+        "Toleration": _V1 + "Toleration",
+        "TopologySpreadConstraint": _V1 + "TopologySpreadConstraint",
+        "Volume": _V1 + "Volume",
+        "VolumeMount": _V1 + "VolumeMount",
+    }
+)
+"""Short name -> Kubernetes definition name of every core type our APIs embed."""
+
+_SCHEMA_ROOT: Final = "kubernetes-json-schema"
 _INT_OR_STRING: Final = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _QUANTITY: Final = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _LIST_MAP_KEY_DEFAULTS: Final = MappingProxyType(
     {
         # The published JSON definitions omit defaults. A list-map key must be required
         # or defaulted in a CRD (apiextensions validation), and these keys are
-        # defaulted by Kubernetes' ``+default`` markers; nothing else is added.
+        # defaulted by Kubernetes' ``+default`` markers.
         ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
         ("io.k8s.api.core.v1.ServicePort", "protocol"): "TCP",
-        ("io.k8s.api.core.v1.LocalObjectReference", "name"): "",
     }
 )
+_EMPTY_NAME_DEFAULT: Final = "This field is effectively required, but due to backwards"
+"""The description of ``LocalObjectReference.name`` (``+default=""`` in the Go
+type), wherever that struct is embedded: ConfigMapKeySelector, SecretKeySelector,
+ConfigMapEnvSource, the volume projections, ... controller-gen writes the default
+into each; the published JSON drops it."""
 _DROPPED_KEYS: Final = frozenset(
     {
         "x-kubernetes-patch-strategy",
@@ -98,10 +117,36 @@ _DROPPED_KEYS: Final = frozenset(
 )
 
 
-def _load_definitions() -> Mapping[str, Any]:
+def _shipped_versions() -> tuple[str, ...]:
+    root = resources.files("kubernetes_validate").joinpath(_SCHEMA_ROOT)
+    found = [
+        entry.name.removesuffix("-local-strict")
+        for entry in root.iterdir()
+        if entry.name.endswith("-local-strict")
+    ]
+    return tuple(sorted(found, key=lambda v: tuple(int(p) for p in v[1:].split("."))))
+
+
+KUBERNETES_VERSIONS: Final = _shipped_versions()
+"""Every Kubernetes version whose definitions ``kubernetes-validate`` ships, oldest first."""
+
+
+def _checked_version(version: str) -> str:
+    if version not in KUBERNETES_VERSIONS:
+        shipped = ", ".join(KUBERNETES_VERSIONS)
+        raise ValueError(
+            f"no Kubernetes definitions for {version!r}; the installed kubernetes-validate "
+            f"ships {shipped}"
+        )
+    return version
+
+
+@functools.cache
+def _definitions(version: str) -> Mapping[str, Any]:
+    """Read-only: every definition of one Kubernetes version (loaded once)."""
     text = (
         resources.files("kubernetes_validate")
-        .joinpath(_SCHEMA_DIR, "_definitions.json")
+        .joinpath(_SCHEMA_ROOT, f"{_checked_version(version)}-local-strict", "_definitions.json")
         .read_text(encoding="utf-8")
     )
     defs: dict[str, Any] = json.loads(text)["$defs"]
@@ -113,29 +158,36 @@ def _load_definitions() -> Mapping[str, Any]:
     return MappingProxyType(defs)
 
 
-_DEFINITIONS: Final = _load_definitions()
-"""Read-only: every definition of the pinned Kubernetes version."""
+@functools.cache
+def _registry(version: str) -> referencing.Registry[Any]:
+    resource = referencing.jsonschema.DRAFT202012.create_resource(
+        {"$defs": dict(_definitions(version))}
+    )
+    registry: referencing.Registry[Any] = referencing.Registry().with_resource("urn:k8s", resource)
+    return registry
 
-_REGISTRY: Final = referencing.Registry().with_resource(
-    "urn:k8s", referencing.jsonschema.DRAFT202012.create_resource({"$defs": dict(_DEFINITIONS)})
-)
 
-
-def definition(name: str) -> Mapping[str, Any]:
-    """The raw published definition ``name`` (e.g. ``io.k8s.api.core.v1.EnvVar``)."""
-    found: Mapping[str, Any] = _DEFINITIONS[name]
+def definition(name: str, version: str) -> Mapping[str, Any]:
+    """The raw published definition ``name`` (e.g. ``io.k8s.api.core.v1.EnvVar``) of
+    Kubernetes ``version`` (e.g. ``v1.34.0``)."""
+    defs = _definitions(version)
+    if name not in defs:
+        raise ValueError(f"Kubernetes {version} has no definition {name!r}")
+    found: Mapping[str, Any] = defs[name]
     return found
 
 
-def structural_schema(name: str) -> dict[str, Any]:
-    """Definition ``name`` as a CRD structural schema (refs inlined, markers kept)."""
-    out: dict[str, Any] = _structural({"$ref": f"#/$defs/{name}"}, ())
+def structural_schema(name: str, version: str) -> dict[str, Any]:
+    """Definition ``name`` of Kubernetes ``version`` as a CRD structural schema
+    (refs inlined, markers and the Go types' defaults kept)."""
+    definition(name, version)
+    out: dict[str, Any] = _structural({"$ref": f"#/$defs/{name}"}, (), _definitions(version))
     return out
 
 
-def _structural(node: Any, stack: tuple[str, ...]) -> Any:
+def _structural(node: Any, stack: tuple[str, ...], defs: Mapping[str, Any]) -> Any:
     if isinstance(node, list):
-        return [_structural(v, stack) for v in node]
+        return [_structural(v, stack, defs) for v in node]
     if not isinstance(node, dict):
         return node
     ref = node.get("$ref")
@@ -155,13 +207,16 @@ def _structural(node: Any, stack: tuple[str, ...]) -> Any:
                 "x-kubernetes-int-or-string": True,
             }
         else:
-            out = _structural(_DEFINITIONS[name], (*stack, name))
+            out = _structural(defs[name], (*stack, name), defs)
+            props = out.get("properties", {})
             for (owner, prop), default in _LIST_MAP_KEY_DEFAULTS.items():
-                if owner == name and prop in out.get("properties", {}):
-                    out["properties"][prop]["default"] = default
+                if owner == name and prop in props:
+                    props[prop]["default"] = default
+            if _EMPTY_NAME_DEFAULT in str(props.get("name", {}).get("description", "")):
+                props["name"].setdefault("default", "")
         for key, value in node.items():
             if key != "$ref" and key not in _DROPPED_KEYS:
-                out[key] = _structural(value, stack)
+                out[key] = _structural(value, stack, defs)
         return out
     out = {}
     for key, value in node.items():
@@ -176,9 +231,9 @@ def _structural(node: Any, stack: tuple[str, ...]) -> Any:
             out["enum"] = [v for v in value if v is not None]
             continue
         if key == "properties":
-            out["properties"] = {k: _structural(v, stack) for k, v in value.items()}
+            out["properties"] = {k: _structural(v, stack, defs) for k, v in value.items()}
             continue
-        out[key] = _structural(value, stack)
+        out[key] = _structural(value, stack, defs)
     free_form = "properties" not in out and "additionalProperties" not in out
     if out.get("type") == "object" and free_form:
         # A free-form object (RawExtension, FieldsV1): keep what the user wrote.
@@ -222,14 +277,19 @@ def _describe(error: Any) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class CoreType:
-    """Annotation marking a ``dict`` as the Kubernetes definition ``name``."""
+    """Annotation marking a ``dict`` as the Kubernetes definition ``name`` of
+    Kubernetes ``version``."""
 
     name: str
+    version: str
+
+    def __post_init__(self) -> None:
+        definition(self.name, self.version)
 
     def _validator(self) -> jsonschema.protocols.Validator:
         schema = {"$ref": f"urn:k8s#/$defs/{self.name}"}
         cls = jsonschema.Draft202012Validator
-        return cls(schema, registry=_REGISTRY)
+        return cls(schema, registry=_registry(self.version))
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
@@ -259,55 +319,14 @@ class CoreType:
     def __get_pydantic_json_schema__(
         self, schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
-        out = structural_schema(self.name)
+        out = structural_schema(self.name, self.version)
         out["x-nimctl-core-type"] = self.name
         return out
 
 
-_V1 = "io.k8s.api.core.v1."
-_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
-_HPA = "io.k8s.api.autoscaling.v2."
-EnvVar = Annotated[dict[str, Any], CoreType(_V1 + "EnvVar")]
-EnvFromSource = Annotated[dict[str, Any], CoreType(_V1 + "EnvFromSource")]
-ResourceRequirements = Annotated[dict[str, Any], CoreType(_V1 + "ResourceRequirements")]
-ResourceClaim = Annotated[dict[str, Any], CoreType(_V1 + "ResourceClaim")]
-Toleration = Annotated[dict[str, Any], CoreType(_V1 + "Toleration")]
-Affinity = Annotated[dict[str, Any], CoreType(_V1 + "Affinity")]
-PodAffinity = Annotated[dict[str, Any], CoreType(_V1 + "PodAffinity")]
-Probe = Annotated[dict[str, Any], CoreType(_V1 + "Probe")]
-PodSecurityContext = Annotated[dict[str, Any], CoreType(_V1 + "PodSecurityContext")]
-SecurityContext = Annotated[dict[str, Any], CoreType(_V1 + "SecurityContext")]
-Volume = Annotated[dict[str, Any], CoreType(_V1 + "Volume")]
-VolumeMount = Annotated[dict[str, Any], CoreType(_V1 + "VolumeMount")]
-Container = Annotated[dict[str, Any], CoreType(_V1 + "Container")]
-ContainerPort = Annotated[dict[str, Any], CoreType(_V1 + "ContainerPort")]
-ServicePort = Annotated[dict[str, Any], CoreType(_V1 + "ServicePort")]
-ConfigMapKeySelector = Annotated[dict[str, Any], CoreType(_V1 + "ConfigMapKeySelector")]
-SecretKeySelector = Annotated[dict[str, Any], CoreType(_V1 + "SecretKeySelector")]
-LocalObjectReference = Annotated[dict[str, Any], CoreType(_V1 + "LocalObjectReference")]
-IngressSpec = Annotated[dict[str, Any], CoreType("io.k8s.api.networking.v1.IngressSpec")]
-MetricSpec = Annotated[dict[str, Any], CoreType(_HPA + "MetricSpec")]
-HorizontalPodAutoscalerBehavior = Annotated[
-    dict[str, Any], CoreType(_HPA + "HorizontalPodAutoscalerBehavior")
-]
-LabelSelector = Annotated[dict[str, Any], CoreType(_META + "LabelSelector")]
-Condition = Annotated[dict[str, Any], CoreType(_META + "Condition")]
-ObjectMetaDict = Annotated[dict[str, Any], CoreType(_META + "ObjectMeta")]
-ObjectReference = Annotated[dict[str, Any], CoreType(_V1 + "ObjectReference")]
-NodeSelector = Annotated[dict[str, Any], CoreType(_V1 + "NodeSelector")]
-TopologySpreadConstraint = Annotated[dict[str, Any], CoreType(_V1 + "TopologySpreadConstraint")]
-PersistentVolumeClaimSpec = Annotated[dict[str, Any], CoreType(_V1 + "PersistentVolumeClaimSpec")]
-PodSpec = Annotated[dict[str, Any], CoreType(_V1 + "PodSpec")]
-ResourceClaimTemplateSpec = Annotated[
-    dict[str, Any], CoreType("io.k8s.api.resource.v1beta1.ResourceClaimTemplateSpec")
-]
-DeviceRequest = Annotated[dict[str, Any], CoreType("io.k8s.api.resource.v1beta1.DeviceRequest")]
-
-CORE_TYPES: Final = MappingProxyType(
-    {
-        name: value.__metadata__[0].name
-        for name, value in dict(globals()).items()
-        if getattr(value, "__metadata__", None) and isinstance(value.__metadata__[0], CoreType)
-    }
-)
-"""Python alias -> Kubernetes definition name of every core type above."""
+def core_type(short: str, version: str) -> CoreType:
+    """The annotation of core type ``short`` (a key of :data:`CORE_TYPES`, e.g.
+    ``EnvVar``) at Kubernetes ``version``: ``Annotated[dict[str, Any], core_type(...)]``."""
+    if short not in CORE_TYPES:
+        raise ValueError(f"unknown core type {short!r}; known: {', '.join(CORE_TYPES)}")
+    return CoreType(CORE_TYPES[short], version)

@@ -131,7 +131,9 @@ def render_markdown() -> str:
         "",
         "Generated from the models in `api/` by `python -m api.reference`; do not edit.",
         "Types named `<group>/<version> <Kind>` are Kubernetes types, validated against the",
-        "Kubernetes OpenAPI definitions (see `api/k8s.py` for the pinned version).",
+        "Kubernetes OpenAPI definitions of the version each API group embeds (NIM/NeMo "
+        "kinds: v1.34, GPU kinds: v1.36; see `api/apps/v1alpha1/core_types.py` and "
+        "`api/nvidia/core_types.py`).",
         "",
     ]
     for (api_version, kind), model in kind_registry.items():

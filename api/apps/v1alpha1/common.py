@@ -11,7 +11,7 @@ from typing import Annotated, Final
 
 from pydantic import Field
 
-from api import k8s
+from api.apps.v1alpha1 import core_types as k8s
 from api.base import ApiModel, Int32, PreserveUnknown, Rule, markers
 
 __all__ = [

@@ -11,7 +11,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field, model_validator
 
-from api import k8s
+from api.apps.v1alpha1 import core_types as k8s
 from api.apps.v1alpha1.common import (
     STATE_FAILED,
     STATE_NOT_READY,

@@ -10,7 +10,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
-from api import k8s
+from api.apps.v1alpha1 import core_types as k8s
 from api.apps.v1alpha1.common import HFSecret, Image, NGCSecret, PersistentVolumeClaim
 from api.apps.v1alpha1.nemo_common import (
     ConfigMapRef,

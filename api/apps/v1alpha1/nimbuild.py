@@ -8,7 +8,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from api import k8s
+from api.apps.v1alpha1 import core_types as k8s
 from api.apps.v1alpha1.common import Image
 from api.apps.v1alpha1.nimcache import NIMProfile
 from api.base import ApiModel, CustomResource, KindInfo, Quantity, Rule, markers

@@ -8,7 +8,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from api import k8s
+from api.apps.v1alpha1 import core_types as k8s
 from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY, STATE_READY
 from api.apps.v1alpha1.nimservice import NIMServiceSpec
 from api.base import ApiModel, CustomResource, Int32, KindInfo

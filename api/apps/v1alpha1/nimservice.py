@@ -9,7 +9,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
-from api import k8s
+from api.apps.v1alpha1 import core_types as k8s
 from api.apps.v1alpha1.common import (
     STATE_FAILED,
     STATE_NOT_READY,

@@ -13,7 +13,6 @@ from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import Field
 
-from api import k8s
 from api.apps.v1alpha1.common import DURATION_PATTERN
 from api.base import (
     ApiModel,
@@ -26,6 +25,7 @@ from api.base import (
     PrinterColumn,
     Quantity,
 )
+from api.nvidia import core_types as k8s
 
 __all__ = [
     "CONDITION_ERROR",

@@ -6,12 +6,12 @@ switch, upgrade policy, scheduling, status and states.
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from typing import Final, Literal
 
 from pydantic import Field
 
-from api import k8s
 from api.base import ApiModel, CustomResource, KindInfo, PrinterColumn, Rule, markers
+from api.nvidia import core_types as k8s
 from api.nvidia.v1.clusterpolicy import (
     ConfigMapName,
     ContainerProbeSpec,
@@ -148,9 +148,7 @@ class NVIDIADriverSpec(ApiModel):
     """Automatic upgrades."""
     node_selector: dict[str, str] | None = None
     """Nodes this driver is installed on."""
-    node_affinity: (
-        Annotated[dict[str, object], k8s.CoreType("io.k8s.api.core.v1.NodeAffinity")] | None
-    ) = None
+    node_affinity: k8s.NodeAffinity | None = None
     """Node affinity of the driver pods."""
     labels: dict[str, str] | None = None
     """Extra pod labels."""

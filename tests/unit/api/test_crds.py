@@ -125,7 +125,7 @@ def test_embedded_core_lists_are_acceptable_list_maps() -> None:
     from api.crdgen import list_map_key_problems
     from api.k8s import structural_schema
 
-    pod = structural_schema("io.k8s.api.core.v1.PodSpec")
+    pod = structural_schema("io.k8s.api.core.v1.PodSpec", "v1.34.0")
     assert list_map_key_problems(pod) == []
     ports = pod["properties"]["containers"]["items"]["properties"]["ports"]
     assert ports["x-kubernetes-list-map-keys"] == ["containerPort", "protocol"]
