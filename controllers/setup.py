@@ -22,6 +22,7 @@ from typing import Any
 
 from controllers import nimcache as nimcache_ctrl
 from controllers import nimservice as nimservice_ctrl
+from controllers.gpu.nvidiadriver_setup import setup_nvidiadriver
 from controllers.gpu.setup import setup_gpu
 from controllers.gpu.upgrade.setup import setup_driver_upgrade
 from controllers.nemo import setup_nemo
@@ -144,6 +145,7 @@ CONTROLLERS: list[ControllerEntry] = [
     ControllerEntry("nimservice", "nim", setup_nimservice),
     ControllerEntry("clusterpolicy", "gpu", setup_gpu),
     ControllerEntry("driver-upgrade", "gpu", setup_driver_upgrade),
+    ControllerEntry("nvidiadriver", "gpu", setup_nvidiadriver),
     ControllerEntry("nimpipeline", "nim", setup_nimpipeline),
     ControllerEntry("nimbuild", "nim", setup_nimbuild),
     ControllerEntry("nemo", "nemo", setup_nemo),

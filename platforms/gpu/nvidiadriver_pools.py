@@ -110,7 +110,7 @@ def conflicts(
 def assign_owners(
     drivers: Sequence[DriverSelector], nodes: Iterable[Mapping[str, Any]]
 ) -> dict[str, str | None]:
-    """GPU node name -> the NVIDIADriver that owns it (None: none, or a conflict).
+    """GPU node name -> the NVIDIADriver that owns it (None: none; a conflict keeps the label).
 
     Non-GPU nodes are left out. With more than one default NVIDIADriver none of
     them owns anything (each reports the error).
@@ -129,7 +129,9 @@ def assign_owners(
         elif not matching:
             out[_name(node)] = default
         else:
-            out[_name(node)] = None
+            # A conflict changes nothing: the node keeps the owner it had (if any),
+            # so its running driver is not taken away while the conflict lasts.
+            out[_name(node)] = labels.get(DRIVER_OWNER_LABEL) or None
     return out
 
 

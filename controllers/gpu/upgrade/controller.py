@@ -2,9 +2,10 @@
 
 Each pass: resolve the active ClusterPolicy; with upgrades off (no
 ``upgradePolicy``, ``autoUpgrade: false``, sandbox workloads, driver disabled)
-remove the state labels; with the drivers handed to NVIDIADriver
-(``useNvidiaDriverCRD``) leave them to NVIDIADriver's per-CR path (not
-implemented yet: nothing is touched); otherwise read the snapshot
+remove the state labels; with no ClusterPolicy or the drivers handed to
+NVIDIADriver (``useNvidiaDriverCRD``) run one plan per NVIDIADriver over the
+nodes it owns (``partition``: its own policy, slots and DaemonSets; no
+ClusterPolicy condition, node Events only); otherwise read the snapshot
 (cache, plus the pods of the few nodes that wait for jobs, delete GPU pods or
 drain, and the PodDisruptionBudgets while a node drains), ``plan`` one pass,
 ``execute`` it, report (node Events, the ClusterPolicy's ``DriverUpgrade``
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
@@ -23,6 +25,7 @@ from controllers.gpu.clusterpolicy import active_policy
 from controllers.gpu.upgrade import consts as c
 from controllers.gpu.upgrade import metrics
 from controllers.gpu.upgrade.executor import Outcome, execute
+from controllers.gpu.upgrade.partition import NVIDIADRIVER_API, NVIDIADRIVER_KIND, partitions
 from controllers.gpu.upgrade.plan import NodePatch, Plan, clear_states, plan
 from controllers.gpu.upgrade.policy import DEFAULT_STALL_SECONDS, UpgradePolicy
 from controllers.gpu.upgrade.report import NodeReport, condition, merged_conditions, node_reports
@@ -45,6 +48,22 @@ POD_LISTING_STATES: Final = frozenset(
 GPU_DRA_DRIVER: Final = "gpu.nvidia.com"
 
 __all__ = ["REQUEST", "UpgradeReconciler"]
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """The pods, revisions, PodDisruptionBudgets and GPU claims one pass reads."""
+
+    pods: list[Obj]
+    revisions: list[Obj]
+    pdbs: list[Obj]
+    claims: set[tuple[str, str]]
+
+
+def _requeue(plans: Iterable[Plan]) -> float:
+    """Two minutes, or sooner when a plan's timer or retry is due."""
+    delays = [c.REQUEUE_SECONDS, *(p.requeue_after for p in plans if p.requeue_after is not None)]
+    return min(delays)
 
 
 def _upgrades_on(cp: ClusterPolicy) -> bool:
@@ -91,16 +110,13 @@ class UpgradeReconciler:
         cp_obj = next((p for p in policies if name_of(p) == active), None)
         nodes = await self.cache.list("v1", "Node")
         if cp_obj is None:
-            # No ClusterPolicy: NVIDIADriver's nodes (per-CR policies) are not handled here yet.
-            metrics.observe_disabled()
-            return Result()
+            return await self._driver_pass(nodes)
         try:
             cp = ClusterPolicy.model_validate(cp_obj)
         except ValueError:
             return Result()  # the ClusterPolicy controller reports the invalid spec
         if cp.spec.driver.use_nvidia_driver_crd:
-            metrics.observe_disabled()
-            return Result()
+            return await self._driver_pass(nodes)
         if not _upgrades_on(cp) or cp.spec.driver.upgrade_policy is None:
             await self._write_patches(clear_states(nodes))
             metrics.observe_disabled()
@@ -121,13 +137,8 @@ class UpgradeReconciler:
             return Result(requeue_after=c.REQUEUE_SECONDS)
         return result
 
-    async def _pass(self, cp_obj: Obj, nodes: list[Obj], policy: UpgradePolicy) -> Result:
-        driver_selector = Selector.parse(policy.driver_pod_selector)
-        daemonsets = [
-            ds
-            for ds in await self.cache.list("apps/v1", "DaemonSet", self.namespace)
-            if driver_selector.matches(dig(ds, "metadata", "labels") or {})
-        ]
+    async def _snapshot(self, nodes: list[Obj]) -> _Snapshot:
+        """What every plan of a pass reads besides the nodes and the DaemonSets."""
         revisions = await self.cache.list("apps/v1", "ControllerRevision", self.namespace)
         pods = await self.cache.list("v1", "Pod", self.namespace)
         states = {
@@ -148,19 +159,64 @@ class UpgradeReconciler:
                 claims = _gpu_claims(listed["items"])
             except ApiError:
                 claims = set()  # no DRA on this cluster
-        decided = plan(
-            nodes, pods, daemonsets, policy, self.clock(),
-            revisions=revisions, pdbs=pdbs, gpu_claims=claims,
-        )  # fmt: skip
+        return _Snapshot(pods, revisions, pdbs, claims)
+
+    async def _pass(self, cp_obj: Obj, nodes: list[Obj], policy: UpgradePolicy) -> Result:
+        driver_selector = Selector.parse(policy.driver_pod_selector)
+        daemonsets = [
+            ds
+            for ds in await self.cache.list("apps/v1", "DaemonSet", self.namespace)
+            if driver_selector.matches(dig(ds, "metadata", "labels") or {})
+        ]
+        snap = await self._snapshot(nodes)
+        decided, reports = await self._run(nodes, daemonsets, policy, snap)
         metrics.observe_plan(decided)
+        await self._set_condition(cp_obj, condition(decided, reports))
+        return Result(requeue_after=_requeue([decided]))
+
+    async def _driver_pass(self, nodes: list[Obj]) -> Result:
+        """NVIDIADriver's path: one plan per NVIDIADriver over the nodes it owns."""
+        try:
+            drivers = await self.cache.list(NVIDIADRIVER_API, NVIDIADRIVER_KIND)
+        except ApiError:
+            drivers = []  # the NVIDIADriver CRD is not installed
+        daemonsets = await self.cache.list("apps/v1", "DaemonSet", self.namespace)
+        parts = partitions(drivers, nodes, daemonsets, stall_after_seconds=self.stall_after_seconds)
+        if not any(p.policy is not None for p in parts):
+            await self._write_patches(
+                clear_states(n for p in parts if not p.error for n in p.nodes)
+            )
+            metrics.observe_disabled()
+            self._said.clear()
+            return Result()
+        snap = await self._snapshot(nodes)
+        plans: list[Plan] = []
+        for part in parts:
+            if part.error:
+                self.log.warning("driver upgrade policy invalid", error=part.error)
+                continue
+            if part.policy is None:
+                await self._write_patches(clear_states(part.nodes))
+                continue
+            decided, _ = await self._run(
+                [dict(n) for n in part.nodes], [dict(d) for d in part.daemonsets], part.policy, snap
+            )
+            plans.append(decided)
+        metrics.observe_plans(plans)
+        return Result(requeue_after=_requeue(plans))
+
+    async def _run(
+        self, nodes: list[Obj], daemonsets: list[Obj], policy: UpgradePolicy, snap: _Snapshot
+    ) -> tuple[Plan, dict[str, NodeReport]]:
+        """Plan one partition of the cluster, write it and report it on its nodes."""
+        decided = plan(
+            nodes, snap.pods, daemonsets, policy, self.clock(),
+            revisions=snap.revisions, pdbs=snap.pdbs, gpu_claims=snap.claims,
+        )  # fmt: skip
         outcome = await execute(self.client, decided)
         for error in outcome.errors:
             self.log.warning("driver upgrade write failed", error=error)
-        await self._report(cp_obj, nodes, decided, outcome)
-        requeue = c.REQUEUE_SECONDS
-        if decided.requeue_after is not None:
-            requeue = min(requeue, decided.requeue_after)
-        return Result(requeue_after=requeue)
+        return decided, self._report(nodes, decided, outcome)
 
     async def _write_patches(self, patches: Mapping[str, NodePatch]) -> None:
         for node, patch in sorted(patches.items()):
@@ -169,7 +225,8 @@ class UpgradeReconciler:
             except NotFound:
                 continue
 
-    async def _report(self, cp_obj: Obj, nodes: list[Obj], decided: Plan, outcome: Outcome) -> None:
+    def _report(self, nodes: list[Obj], decided: Plan, outcome: Outcome) -> dict[str, NodeReport]:
+        """Node Events: each state change, and what a waiting node waits for when it changes."""
         by_name = {name_of(n): n for n in nodes}
         for node, old, new in decided.transitions:
             obj = by_name.get(node)
@@ -183,8 +240,10 @@ class UpgradeReconciler:
             obj = by_name.get(node)
             if obj is not None and self._said.get(node) != report:
                 self.recorder.event(obj, report.type, report.reason, report.message)
-        self._said = dict(reports)
-        await self._set_condition(cp_obj, condition(decided, reports))
+        for node in by_name:
+            self._said.pop(node, None)
+        self._said.update(reports)
+        return reports
 
     async def _set_condition(self, cp_obj: Obj, wanted: dict[str, Any]) -> None:
         if not dig(cp_obj, "status", "state"):

@@ -39,7 +39,7 @@ upgrades_pending = Gauge(
     registry=REGISTRY,
 )
 
-__all__ = ["observe_disabled", "observe_plan"]
+__all__ = ["observe_disabled", "observe_plan", "observe_plans"]
 
 
 def observe_plan(plan: Plan) -> None:
@@ -52,6 +52,27 @@ def observe_plan(plan: Plan) -> None:
     upgrades_failed.set(count.get(c.FAILED, 0))
     upgrades_available.set(max(plan.available, 0))
     upgrades_pending.set(count.get(c.REQUIRED, 0))
+
+
+def observe_plans(plans: list[Plan]) -> None:
+    """The gauges summed over the plans of a pass (one per NVIDIADriver)."""
+    if not plans:
+        observe_disabled()
+        return
+    auto_upgrade_enabled.set(1)
+    in_progress = done = failed = available = pending = 0
+    for plan in plans:
+        count = plan.counts_by_state
+        in_progress += plan.counts.in_progress - count.get(c.FAILED, 0)
+        done += count.get(c.DONE, 0)
+        failed += count.get(c.FAILED, 0)
+        available += max(plan.available, 0)
+        pending += count.get(c.REQUIRED, 0)
+    upgrades_in_progress.set(in_progress)
+    upgrades_done.set(done)
+    upgrades_failed.set(failed)
+    upgrades_available.set(available)
+    upgrades_pending.set(pending)
 
 
 def observe_disabled() -> None:

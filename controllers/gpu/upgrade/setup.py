@@ -2,8 +2,9 @@
 
 As NVIDIA's (gpu-operator.md §4.4) it runs one worker over one request for
 the whole cluster and requeues every 2 minutes. It wakes on: a ClusterPolicy
-created, deleted or with a new generation; a Node whose upgrade state, skip
-label, upgrade annotations, cordon or readiness changed; a driver DaemonSet
+or NVIDIADriver created, deleted or with a new generation; a Node whose
+upgrade state, skip label, driver owner, upgrade annotations, cordon or
+readiness changed; a driver DaemonSet
 with a new generation, or a new ControllerRevision; and, beyond NVIDIA, an
 operand pod of the operator namespace (driver, validator) created, deleted or
 changing readiness, restarts or revision, so a node moves on as soon as its
@@ -24,6 +25,7 @@ from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
 from controllers.gpu.upgrade import consts as c
 from controllers.gpu.upgrade.cache import upgrade_cache
 from controllers.gpu.upgrade.controller import CP_API, REQUEST, UpgradeReconciler
+from controllers.gpu.upgrade.partition import NVIDIADRIVER_API, NVIDIADRIVER_KIND
 from controllers.gpu.upgrade.policy import DEFAULT_STALL_SECONDS
 from nimctl_runtime.controller import Controller
 from nimctl_runtime.handler import EnqueueRequestsFromMapFunc, UpdateEvent
@@ -52,6 +54,7 @@ def _node_facts(node: Mapping[str, Any]) -> tuple[Any, ...]:
     return (
         labels.get(c.STATE_LABEL),
         labels.get(c.SKIP_LABEL),
+        labels.get(c.DRIVER_OWNER_LABEL),
         annotations.get(c.UPGRADE_REQUESTED_ANNOTATION),
         annotations.get(c.SAFE_LOAD_ANNOTATION),
         bool(dig(node, "spec", "unschedulable")),
@@ -125,6 +128,8 @@ def setup_driver_upgrade(manager: Manager, client: Client, options: SetupOptions
 
     to_singleton = EnqueueRequestsFromMapFunc(singleton)
     controller.watch(CP_API, "ClusterPolicy", to_singleton, GenerationChangedPredicate())
+    controller.watch(NVIDIADRIVER_API, NVIDIADRIVER_KIND, to_singleton,
+                     GenerationChangedPredicate())  # fmt: skip
     controller.watch("v1", "Node", to_singleton, node_upgrade_facts_changed())
     controller.watch("apps/v1", "DaemonSet", to_singleton, GenerationChangedPredicate())
     controller.watch("v1", "Pod", to_singleton, Funcs(update=_pod_changed))

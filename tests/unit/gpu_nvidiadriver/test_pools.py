@@ -79,11 +79,13 @@ def test_selecting_driver_wins_over_the_default_and_non_gpu_nodes_are_never_owne
     assert owners == {"a1": "a", "a2": "a", "a3": "a", "b1": "fallback"}
 
 
-def test_a_node_two_drivers_select_is_owned_by_neither() -> None:
+def test_a_node_two_drivers_select_gets_no_new_owner_and_keeps_its_old_one() -> None:
     drivers = [DriverSelector("a", {"pool": "a"}), DriverSelector("all", {})]
     owners = assign_owners(drivers, NODES)
     assert owners["a1"] is None
     assert owners["b1"] == "all"
+    owned = node("a1", labels={"pool": "a", "nvidia.com/gpu-operator.driver.owner": "a"})
+    assert assign_owners(drivers, [owned]) == {"a1": "a"}
 
 
 def test_overlapping_selectors_conflict_in_nvidias_words() -> None:

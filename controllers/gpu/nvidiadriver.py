@@ -1,0 +1,291 @@
+"""NVIDIADriver's binding to the reconciler skeleton: facts, the blocked states, node owners.
+
+``platforms.gpu.nvidiadriver.NVIDIADriverContract`` decides what an
+NVIDIADriver becomes (one driver DaemonSet per node pool) and when it is
+ready; the skeleton creates, updates by hash and prunes the DaemonSets of
+pools that are gone (owner-UID index). This module adds (gpu-operator.md §6.1,
+§3.2):
+
+- **disabled**: while a ClusterPolicy exists without
+  ``driver.useNvidiaDriverCRD: true`` nothing is rendered; the status is
+  ``disabled`` with NVIDIA's message "useNvidiaDriverCRD is not enabled in
+  ClusterPolicy" (its DaemonSets, if any, are left alone);
+- **conflicts**: an NVIDIADriver whose nodeSelector picks a GPU node another
+  non-default NVIDIADriver picks renders nothing and reports
+  ``ConflictingNodeSelector`` (state ``notReady``); more than one default
+  NVIDIADriver is ``ReconcileFailed``;
+- **node owners**: every pass labels the GPU nodes with their owner,
+  ``nvidia.com/gpu-operator.driver.owner=<name>`` (removing it where no
+  NVIDIADriver owns the node), one merge patch per changed node. NVIDIA's node
+  labelling controller writes it; here the controller that renders the pools
+  does, so a pool's DaemonSet and its nodes' labels come from one decision;
+- status as NVIDIA writes it: ``state`` (ready, notReady, disabled),
+  ``namespace`` and the two conditions ``Ready`` and ``Error``, only on change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from api.nvidia.v1.clusterpolicy import (
+    CONDITION_ERROR,
+    CONDITION_READY,
+    REASON_CONFLICTING_NODE_SELECTOR,
+    REASON_RECONCILE_FAILED,
+    ClusterPolicy,
+)
+from api.nvidia.v1alpha1.nvidiadriver import (
+    STATE_DISABLED,
+    STATE_NOT_READY,
+    STATE_READY,
+    NVIDIADriver,
+)
+from controllers.gpu.clusterpolicy import active_policy
+from controllers.gpu.config import GPUConfig
+from controllers.reconciler import Event, Kind, KindReconciler
+from nimctl_runtime.client.errors import ApiError, NotFound
+from nimctl_runtime.client.interfaces import KeyReader, Reader
+from nimctl_runtime.meta import dig, name_of, set_condition
+from nimctl_runtime.reconcile import Request, Result
+from platforms.contract import Blocked, Observed, Readiness, ReconcileError
+from platforms.gpu.facts import ClusterFacts
+from platforms.gpu.nvidiadriver import (
+    API_VERSION,
+    KIND,
+    NVIDIADriverContract,
+    conflict_readiness,
+    disabled_readiness,
+    multiple_defaults_readiness,
+)
+from platforms.gpu.nvidiadriver_pools import (
+    DRIVER_OWNER_LABEL,
+    DriverSelector,
+    assign_owners,
+    conflicts,
+)
+from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts
+
+Obj = dict[str, Any]
+
+RECORDER_NAME = "nvidia-driver-controller"
+CP_API = "nvidia.com/v1"
+
+__all__ = [
+    "RECORDER_NAME",
+    "NVIDIADriverKind",
+    "NVIDIADriverReconciler",
+    "driver_mode",
+    "driver_selectors",
+    "driver_status",
+]
+
+
+def driver_status(old: Mapping[str, Any], readiness: Readiness, namespace: str) -> Obj:
+    """NVIDIA's NVIDIADriver status for ``readiness`` (pure)."""
+    conditions = list(old.get("conditions") or [])
+    if readiness.ready:
+        state = STATE_READY
+        conditions = set_condition(
+            conditions, CONDITION_READY, "True", readiness.reason, readiness.message
+        )
+        conditions = set_condition(conditions, CONDITION_ERROR, "False", "Ready", "")
+    else:
+        state = STATE_DISABLED if readiness.state == STATE_DISABLED else STATE_NOT_READY
+        conditions = set_condition(conditions, CONDITION_READY, "False", "Error", "")
+        conditions = set_condition(
+            conditions, CONDITION_ERROR, "True", readiness.reason, readiness.message
+        )
+    return {"state": state, "namespace": namespace, "conditions": conditions}
+
+
+def driver_selectors(drivers: Sequence[Mapping[str, Any]]) -> list[DriverSelector]:
+    """The ownership view of every NVIDIADriver not being deleted, by name."""
+    out: list[DriverSelector] = []
+    for d in sorted(drivers, key=name_of):
+        if dig(d, "metadata", "deletionTimestamp"):
+            continue
+        selector = dig(d, "spec", "nodeSelector") or {}
+        out.append(
+            DriverSelector(
+                name_of(d),
+                {str(k): str(v) for k, v in selector.items()},
+                bool(dig(d, "spec", "default")),
+            )
+        )
+    return out
+
+
+def driver_mode(policies: Sequence[Mapping[str, Any]]) -> tuple[bool, Obj | None]:
+    """Whether NVIDIADrivers manage the drivers (no ClusterPolicy, or one with
+    ``driver.useNvidiaDriverCRD: true``), and the active ClusterPolicy."""
+    active = active_policy(policies)
+    cp = next((dict(p) for p in policies if name_of(p) == active), None)
+    if cp is None:
+        return True, None
+    return bool(dig(cp, "spec", "driver", "useNvidiaDriverCRD")), cp
+
+
+@dataclass(frozen=True)
+class _MemoNode:
+    name: str
+    os_id: str
+    os_version: str
+    kernel: str
+
+
+class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
+    """NVIDIADriver: facts from the cache, the blocked states, NVIDIA's status words."""
+
+    api_version = API_VERSION
+    kind = KIND
+    finalizer = None
+    create_only = frozenset({"ServiceAccount"})
+    keep_on_prune: frozenset[str] = frozenset()
+
+    def __init__(self, *, config: GPUConfig, api_reader: KeyReader) -> None:
+        self.contract = NVIDIADriverContract()
+        self.config = config
+        self.api_reader = api_reader
+
+    def parse(self, obj: Obj) -> NVIDIADriver:
+        try:
+            return NVIDIADriver.model_validate(obj)
+        except ValidationError as err:
+            errors = err.errors()
+            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+            what = errors[0]["msg"] if errors else str(err)
+            raise ReconcileError(
+                f"invalid NVIDIADriver {name_of(obj)}: {where}: {what}",
+                reason=REASON_RECONCILE_FAILED,
+            ) from None
+
+    async def gather(self, cr: NVIDIADriver, obj: Obj, reader: Reader) -> NVIDIADriverFacts:
+        enabled, cp_obj = driver_mode(await reader.list(CP_API, "ClusterPolicy"))
+        if not enabled:
+            raise Blocked(disabled_readiness())
+        name = name_of(obj)
+        selectors = driver_selectors(await reader.list(API_VERSION, KIND))
+        defaults = [s.name for s in selectors if s.default]
+        if cr.spec.default and len(defaults) > 1:
+            raise Blocked(multiple_defaults_readiness(defaults))
+        nodes = await reader.list("v1", "Node")
+        conflict = conflicts(selectors, nodes).get(name)
+        if conflict is not None:
+            raise Blocked(conflict_readiness(conflict))
+        host_paths = None
+        if cp_obj is not None:
+            try:
+                host_paths = ClusterPolicy.model_validate(cp_obj).spec.host_paths
+            except ValidationError:
+                host_paths = None  # the ClusterPolicy controller reports its spec
+        cluster = ClusterFacts.from_nodes(
+            nodes,
+            operator_namespace=self.config.operator_namespace,
+            operator_env=self.config.operator_env,
+            config_map_keys=await self._config_map_keys(cr),
+        )
+        return NVIDIADriverFacts(
+            cluster=cluster,
+            nodes=tuple(nodes),
+            owners=assign_owners(selectors, nodes),
+            host_paths=host_paths,
+        )
+
+    async def _config_map_keys(self, cr: NVIDIADriver) -> dict[str, list[str]]:
+        """Keys of the user ConfigMaps the driver mounts file by file (read through the API)."""
+        spec = cr.spec
+        names = {
+            ref.name
+            for ref in (spec.kernel_module_config, spec.repo_config, spec.cert_config)
+            if ref is not None and ref.name
+        }
+        out: dict[str, list[str]] = {}
+        for name in sorted(names):
+            try:
+                cm = await self.api_reader.get(
+                    "v1", "ConfigMap", name, self.config.operator_namespace
+                )
+            except (NotFound, ApiError):
+                continue
+            out[name] = sorted({*(cm.get("data") or {}), *(cm.get("binaryData") or {})})
+        return out
+
+    def memo_key(
+        self, cr: NVIDIADriver, obj: Obj, facts: NVIDIADriverFacts
+    ) -> tuple[Any, ...] | None:
+        name = name_of(obj)
+        owned = tuple(
+            _MemoNode(n.name, n.os_id, n.os_version, n.kernel)
+            for n in ClusterFacts.from_nodes(
+                [x for x in facts.nodes if facts.owners.get(name_of(x)) == name],
+                operator_namespace="",
+            ).nodes
+        )
+        host_paths = facts.host_paths.model_dump_json() if facts.host_paths else ""
+        return (
+            cr.metadata.uid,
+            dig(obj, "metadata", "generation"),
+            owned,
+            tuple(sorted(facts.cluster.config_map_keys.items())),
+            host_paths,
+        )
+
+    def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:
+        return driver_status(old, readiness, self.config.operator_namespace)
+
+    def event(self, obj: Obj, readiness: Readiness) -> Event | None:
+        if readiness.reason in (REASON_CONFLICTING_NODE_SELECTOR, REASON_RECONCILE_FAILED):
+            return ("Warning", readiness.reason, readiness.message)
+        return None
+
+    def failure_reason(self, kind: str) -> str:
+        return REASON_RECONCILE_FAILED
+
+    def failure_event(self, obj: Obj, message: str) -> Event | None:
+        return ("Warning", REASON_RECONCILE_FAILED, message)
+
+
+class NVIDIADriverReconciler(KindReconciler[NVIDIADriver, NVIDIADriverFacts]):
+    """The skeleton running ``NVIDIADriverKind``, with the node owner labels written first."""
+
+    kind: NVIDIADriverKind
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # Node -> (owner written, the node's resourceVersion we wrote it over): a cache
+        # that has not seen our patch yet is not patched again.
+        self._owner_writes: dict[str, tuple[str | None, str]] = {}
+
+    async def reconcile(self, request: Request) -> Result:
+        await self._label_owners()
+        return await super().reconcile(request)
+
+    async def _label_owners(self) -> None:
+        """``nvidia.com/gpu-operator.driver.owner`` on every node as ``assign_owners`` says."""
+        enabled, _ = driver_mode(await self.cache.list(CP_API, "ClusterPolicy"))
+        if not enabled:
+            return
+        selectors = driver_selectors(await self.cache.list(API_VERSION, KIND))
+        nodes = await self.cache.list("v1", "Node")
+        owners = assign_owners(selectors, nodes)
+        for node in sorted(nodes, key=name_of):
+            name = name_of(node)
+            have = (dig(node, "metadata", "labels") or {}).get(DRIVER_OWNER_LABEL)
+            want = owners.get(name)
+            rv = str(dig(node, "metadata", "resourceVersion") or "")
+            if have == want:
+                self._owner_writes.pop(name, None)
+                continue
+            if self._owner_writes.get(name) == (want, rv):
+                continue  # written already; the cache has not caught up
+            try:
+                await self.client.patch(
+                    "v1", "Node", name, {"metadata": {"labels": {DRIVER_OWNER_LABEL: want}}}
+                )
+            except NotFound:
+                continue
+            self._owner_writes[name] = (want, rv)

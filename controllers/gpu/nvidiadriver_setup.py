@@ -1,0 +1,111 @@
+"""Wiring of the NVIDIADriver controller: its cache, its watches, one worker.
+
+As NVIDIA's ``nvidia-driver-controller`` (gpu-operator.md §6.1): one worker
+(ownership and conflicts are decided over all NVIDIADrivers at once), the
+exponential failure backoff from 100 ms to 3 s, and these watches:
+
+- NVIDIADriver (create, delete, generation change) → every NVIDIADriver: one
+  CR's selector decides the others' nodes and conflicts;
+- ClusterPolicy (create, delete, generation change) → every NVIDIADriver
+  (``useNvidiaDriverCRD`` turns them on and off);
+- Node, when its labels change → every NVIDIADriver (a label can move a node
+  between pools or owners);
+- the objects an NVIDIADriver owns (DaemonSets, RBAC, the ConfigMap) → that
+  NVIDIADriver (by controller owner).
+
+The cache holds Nodes with their labels only (any label can be in a user's
+nodeSelector, so none is trimmed; status, spec and annotations are), the
+owned kinds in ``OPERATOR_NAMESPACE`` filtered by nimctl's managed-by label,
+and the ClusterPolicies and NVIDIADrivers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
+from controllers.gpu.nvidiadriver import (
+    CP_API,
+    RECORDER_NAME,
+    NVIDIADriverKind,
+    NVIDIADriverReconciler,
+)
+from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from nimctl_runtime.cache.cache import ByObject, Cache
+from nimctl_runtime.controller import Controller
+from nimctl_runtime.handler import EnqueueRequestForOwner, EnqueueRequestsFromMapFunc
+from nimctl_runtime.meta import OWNER_UID_INDEX, name_of, owner_uid_index
+from nimctl_runtime.predicate import GenerationChangedPredicate, LabelChangedPredicate
+from nimctl_runtime.reconcile import Request
+from nimctl_runtime.workqueue import ItemExponentialFailureRateLimiter
+from platforms.gpu.nvidiadriver import API_VERSION, KIND, OWNED_KINDS
+
+if TYPE_CHECKING:
+    from controllers.wiring import SetupOptions
+    from nimctl_runtime.client.client import Client
+    from nimctl_runtime.manager import Manager
+
+Obj = dict[str, Any]
+
+NVIDIADRIVER_CONTROLLER: Final = "nvidia-driver-controller"
+
+__all__ = ["NVIDIADRIVER_CONTROLLER", "nvidiadriver_cache", "setup_nvidiadriver", "trim_node"]
+
+
+def trim_node(node: Obj) -> Obj:
+    """A Node as the NVIDIADriver controller reads it: name, version and every label."""
+    meta = node.get("metadata") or {}
+    out = {k: meta[k] for k in ("name", "uid", "resourceVersion", "deletionTimestamp") if k in meta}
+    out["labels"] = dict(meta.get("labels") or {})
+    return {"apiVersion": "v1", "kind": "Node", "metadata": out}
+
+
+def nvidiadriver_cache(client: Client, operator_namespace: str) -> Cache:
+    """The cache the NVIDIADriver controller reads from (see the module docstring)."""
+    managed = ByObject(label_selector={MANAGED_BY_LABEL: MANAGED_BY_VALUE})
+    by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in OWNED_KINDS}
+    by_object[("v1", "Node")] = ByObject(transform=trim_node, index_labels=False)
+    return Cache(client, by_object=by_object, namespace=operator_namespace)
+
+
+def setup_nvidiadriver(manager: Manager, client: Client, options: SetupOptions) -> None:
+    """Add the NVIDIADriver controller and its cache to ``manager``."""
+    try:
+        config = GPUConfig.from_env(options.extra.get("environ"))
+    except MissingOperatorNamespace:
+        return  # setup_gpu logs what to set
+    cache = nvidiadriver_cache(client, config.operator_namespace)
+    manager.add(cache)
+    reconciler = NVIDIADriverReconciler(
+        kind=NVIDIADriverKind(config=config, api_reader=cache.api_reader),
+        cache=cache,
+        client=client,
+        api_reader=cache.api_reader,
+        recorder=manager.event_recorder(RECORDER_NAME),
+        capabilities=options.capabilities,
+        use_finalizer=False,
+    )
+    controller = Controller(
+        NVIDIADRIVER_CONTROLLER,
+        reconciler,
+        cache,
+        max_concurrent_reconciles=1,
+        rate_limiter=ItemExponentialFailureRateLimiter[Request](base_delay=0.1, max_delay=3.0),
+        cache_sync_timeout=manager.options.cache_sync_timeout,
+        scope_resolver=client.mapper.is_namespaced,
+    )
+
+    async def every_driver(obj: Obj) -> list[Request]:
+        names = {name_of(d) for d in await cache.list(API_VERSION, KIND)}
+        if obj.get("kind") == KIND:
+            names.add(name_of(obj))  # a deleted one too: its pass releases its nodes
+        return [Request("", n) for n in sorted(names)]
+
+    to_all = EnqueueRequestsFromMapFunc(every_driver)
+    controller.watch(API_VERSION, KIND, to_all, GenerationChangedPredicate())
+    controller.watch(CP_API, "ClusterPolicy", to_all, GenerationChangedPredicate())
+    controller.watch("v1", "Node", to_all, LabelChangedPredicate())
+    for api_version, kind in OWNED_KINDS:
+        cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
+        controller.watch(api_version, kind, EnqueueRequestForOwner(API_VERSION, KIND))
+    manager.add(controller)
