@@ -113,6 +113,54 @@ class Errors:
         for problem in iana_service_name_problems(value):
             self.invalid(path, value, problem)
 
+    def label_name(self, path: str, value: Any) -> None:
+        """ValidateLabelName: a qualified name (label keys, topology keys)."""
+        for problem in qualified_name_problems(str(value)):
+            self.invalid(path, value, problem)
+
+    def label_value(self, path: str, value: Any) -> None:
+        for problem in label_value_problems(str(value)):
+            self.invalid(path, value, problem)
+
+    def label_selector(self, path: str, selector: Any) -> None:
+        """metav1 ValidateLabelSelector: label keys and values, operators and their values."""
+        if not isinstance(selector, Mapping):
+            return
+        for key, value in as_dict(selector.get("matchLabels")).items():
+            self.label_name(f"{path}.matchLabels", key)
+            self.label_value(f"{path}.matchLabels", value)
+        for i, raw in enumerate(as_list(selector.get("matchExpressions"))):
+            expr, where = as_dict(raw), f"{path}.matchExpressions[{i}]"
+            self.selector_requirement(where, expr, ("In", "NotIn", "Exists", "DoesNotExist"))
+            for j, value in enumerate(as_list(expr.get("values"))):
+                self.label_value(f"{where}.values[{j}]", value)
+
+    def selector_requirement(
+        self, path: str, expr: Mapping[str, Any], operators: tuple[str, ...]
+    ) -> None:
+        """A label (or node) selector requirement's operator, values and key."""
+        operator, values = expr.get("operator"), as_list(expr.get("values"))
+        if operator in ("In", "NotIn"):
+            if not values:
+                self.required(
+                    f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'"
+                )
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                self.forbidden(
+                    f"{path}.values",
+                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                )
+        elif operator in ("Gt", "Lt") and operator in operators:
+            if len(values) != 1:
+                self.required(
+                    f"{path}.values",
+                    "must be specified single value when `operator` is 'Lt' or 'Gt'",
+                )
+        else:
+            self.invalid(f"{path}.operator", operator or "", "not a valid selector operator")
+        self.label_name(f"{path}.key", expr.get("key") or "")
+
     def int_or_port_name(self, path: str, value: Any) -> None:
         if isinstance(value, int):
             self.port_number(path, value)
@@ -132,6 +180,60 @@ def iana_service_name_problems(value: str) -> list[str]:
         problems.append("must contain at least one letter (a-z)")
     if value.startswith("-") or value.endswith("-"):
         problems.append("must not begin or end with a hyphen")
+    return problems
+
+
+_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
+_LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
+_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
+_QUALIFIED_NAME_MESSAGE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    f"validation is '{_QUALIFIED_NAME_FMT}')"
+)
+LABEL_VALUE_MESSAGE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    f"'my_value',  or '12345', regex used for validation is '{_LABEL_VALUE_FMT}')"
+)
+
+
+def qualified_name_problems(value: str) -> list[str]:
+    """apimachinery's IsQualifiedName: ``[prefix/]name`` (label keys, topology keys)."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [
+            f"a qualified name {_QUALIFIED_NAME_MESSAGE} with an optional DNS subdomain prefix "
+            "and '/' (e.g. 'example.com/MyName')"
+        ]
+    problems = []
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                problems.append("prefix part must be no more than 253 characters")
+            if not DNS1123_SUBDOMAIN.match(prefix):
+                problems.append(f"prefix part {SUBDOMAIN_MESSAGE}")
+    name = parts[-1]
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 characters")
+    if not _QUALIFIED_NAME.match(name):
+        problems.append(f"name part {_QUALIFIED_NAME_MESSAGE}")
+    return problems
+
+
+def label_value_problems(value: str) -> list[str]:
+    """apimachinery's IsValidLabelValue."""
+    problems = []
+    if len(value) > 63:
+        problems.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.match(value):
+        problems.append(LABEL_VALUE_MESSAGE)
     return problems
 
 

@@ -7,7 +7,9 @@ manifest builders) set: enums (``imagePullPolicy``, ``restartPolicy``,
 ``dnsPolicy``, port protocols, toleration operators), required fields (container
 name and image, env names, volume sources), name formats, port ranges, resource
 quantities (requests within limits, whole extended resources such as
-``nvidia.com/gpu``) and volume mounts that name a declared volume.
+``nvidia.com/gpu``) and volume mounts that name a declared volume. Security
+contexts are checked by ``validation_security``, affinity and topology spread
+by ``validation_scheduling``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from typing import Any
 from nimctl_runtime.labels import SelectorParseError, validate_label_key, validate_label_value
 
 from .validation_field import Errors, as_dict, as_list, quantity
+from .validation_scheduling import validate_affinity, validate_topology_spread
+from .validation_security import (
+    validate_container_security_context,
+    validate_pod_security_context,
+)
 
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -54,10 +61,14 @@ def validate_pod_spec(
     if not containers:
         errs.required(f"{path}.containers")
     names: set[str] = set()
+    host_users = spec.get("hostUsers") is not False
     for group in ("initContainers", "containers"):
         for i, container in enumerate(as_list(spec.get(group))):
             where = f"{path}.{group}[{i}]"
             _container(as_dict(container), where, errs, volumes, names, group=group)
+            validate_container_security_context(
+                as_dict(container), where, errs, host_users=host_users
+            )
     restart = spec.get("restartPolicy")
     if restart is not None and restart not in restart_policies:
         errs.not_supported(f"{path}.restartPolicy", restart, restart_policies)
@@ -75,6 +86,11 @@ def validate_pod_spec(
         if isinstance(value, str) and value:
             errs.dns_subdomain(f"{path}.{key}", value)
     _node_selector(as_dict(spec.get("nodeSelector")), f"{path}.nodeSelector", errs)
+    validate_pod_security_context(spec, path, errs)
+    validate_affinity(as_dict(spec.get("affinity")), f"{path}.affinity", errs)
+    validate_topology_spread(
+        as_list(spec.get("topologySpreadConstraints")), f"{path}.topologySpreadConstraints", errs
+    )
     for i, toleration in enumerate(as_list(spec.get("tolerations"))):
         _toleration(as_dict(toleration), f"{path}.tolerations[{i}]", errs)
     for i, secret in enumerate(as_list(spec.get("imagePullSecrets"))):

@@ -409,6 +409,386 @@ REFUSED: list[tuple[str, str, dict[str, Any], str, str]] = [
         "spec.maxReplicas",
         "Invalid value: 2: must be greater than or equal to `minReplicas`",
     ),
+    *[
+        (
+            "apps",
+            "Deployment",
+            deployment(**{f"spec__template__spec__{key}": value}),
+            f"spec.template.spec.{path}",
+            message,
+        )
+        for key, value, path, message in [
+            (
+                "affinity",
+                {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}},
+                "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                ".nodeSelectorTerms",
+                "Required value: must have at least one node selector term",
+            ),
+            (
+                "affinity",
+                {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "nvidia.com/gpu.product", "operator": "In"}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+                "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                ".nodeSelectorTerms[0].matchExpressions[0].values",
+                "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+            ),
+            (
+                "affinity",
+                {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {
+                                            "key": "nvidia.com/gpu.present",
+                                            "operator": "Exists",
+                                            "values": ["true"],
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+                "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                ".nodeSelectorTerms[0].matchExpressions[0].values",
+                "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            ),
+            (
+                "affinity",
+                {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {
+                                            "key": "nvidia.com/gpu.memory",
+                                            "operator": "Gt",
+                                            "values": ["1", "2"],
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+                "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                ".nodeSelectorTerms[0].matchExpressions[0].values",
+                "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'",
+            ),
+            (
+                "affinity",
+                {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "gpu", "operator": "Equals", "values": ["a"]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+                "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                ".nodeSelectorTerms[0].matchExpressions[0].operator",
+                'Invalid value: "Equals": not a valid selector operator',
+            ),
+            (
+                "affinity",
+                {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "gpu", "operator": "In", "values": ["A100 80GB"]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+                "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                ".nodeSelectorTerms[0].matchExpressions[0].values[0]",
+                'Invalid value: "A100 80GB": a valid label must be an empty string or consist of '
+                "alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+                "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            ),
+            (
+                "affinity",
+                {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "-gpu", "operator": "Exists"}]}
+                            ]
+                        }
+                    }
+                },
+                "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                ".nodeSelectorTerms[0].matchExpressions[0].key",
+                'Invalid value: "-gpu": name part must consist of alphanumeric characters, '
+                "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+                "'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+                "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            ),
+            (
+                "affinity",
+                {
+                    "nodeAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"weight": 0, "preference": {}}
+                        ]
+                    }
+                },
+                "affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+                "Invalid value: 0: must be in the range 1-100",
+            ),
+            (
+                "affinity",
+                {
+                    "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 101,
+                                "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"},
+                            }
+                        ]
+                    }
+                },
+                "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+                "Invalid value: 101: must be in the range 1-100",
+            ),
+            (
+                "affinity",
+                {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": {"matchLabels": {"app": "llm"}}}
+                        ]
+                    }
+                },
+                "affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+                "Required value: can not be empty",
+            ),
+            (
+                "affinity",
+                {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "labelSelector": {
+                                    "matchExpressions": [{"key": "app", "operator": "In"}]
+                                },
+                                "topologyKey": "kubernetes.io/hostname",
+                            }
+                        ]
+                    }
+                },
+                "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+                ".labelSelector.matchExpressions[0].values",
+                "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+            ),
+            (
+                "affinity",
+                {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"matchLabelKeys": ["pod-template-hash"], "topologyKey": "zone"}
+                        ]
+                    }
+                },
+                "affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
+                ".matchLabelKeys",
+                "Forbidden: must not be specified when labelSelector is not set",
+            ),
+            (
+                "topologySpreadConstraints",
+                [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+                "topologySpreadConstraints[0].maxSkew",
+                "Invalid value: 0: must be greater than zero",
+            ),
+            (
+                "topologySpreadConstraints",
+                [{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}],
+                "topologySpreadConstraints[0].topologyKey",
+                "Required value: can not be empty",
+            ),
+            (
+                "topologySpreadConstraints",
+                [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotScheduled"}],
+                "topologySpreadConstraints[0].whenUnsatisfiable",
+                'Unsupported value: "DoNotScheduled": supported values: "DoNotSchedule", '
+                '"ScheduleAnyway"',
+            ),
+            (
+                "topologySpreadConstraints",
+                [
+                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"},
+                    {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"},
+                ],
+                "topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}",
+                'Duplicate value: "{zone, ScheduleAnyway}"',
+            ),
+            (
+                "topologySpreadConstraints",
+                [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "zone",
+                        "whenUnsatisfiable": "ScheduleAnyway",
+                        "minDomains": 2,
+                    }
+                ],
+                "topologySpreadConstraints[0].minDomains",
+                "Invalid value: 2: can only use minDomains if whenUnsatisfiable=DoNotSchedule, "
+                "not ScheduleAnyway",
+            ),
+            (
+                "topologySpreadConstraints",
+                [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "minDomains": 0,
+                    }
+                ],
+                "topologySpreadConstraints[0].minDomains",
+                "Invalid value: 0: must be greater than zero",
+            ),
+            (
+                "topologySpreadConstraints",
+                [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "nodeTaintsPolicy": "Honour",
+                    }
+                ],
+                "topologySpreadConstraints[0].nodeTaintsPolicy",
+                'Unsupported value: "Honour": supported values: "Honor", "Ignore"',
+            ),
+            (
+                "securityContext",
+                {"runAsUser": -1},
+                "securityContext.runAsUser",
+                "Invalid value: -1: must be between 0 and 2147483647, inclusive",
+            ),
+            (
+                "securityContext",
+                {"fsGroupChangePolicy": "Sometimes"},
+                "securityContext.fsGroupChangePolicy",
+                'Unsupported value: "Sometimes": supported values: "Always", "OnRootMismatch"',
+            ),
+            (
+                "securityContext",
+                {"seccompProfile": {"type": "Default"}},
+                "securityContext.seccompProfile.type",
+                'Unsupported value: "Default": supported values: "Localhost", "RuntimeDefault", '
+                '"Unconfined"',
+            ),
+            (
+                "securityContext",
+                {"seccompProfile": {"type": "Localhost"}},
+                "securityContext.seccompProfile.localhostProfile",
+                "Required value: must be set when seccomp type is Localhost",
+            ),
+            (
+                "securityContext",
+                {"seccompProfile": {"type": "Localhost", "localhostProfile": "/etc/p.json"}},
+                "securityContext.seccompProfile.localhostProfile",
+                'Invalid value: "/etc/p.json": must be a relative path',
+            ),
+            (
+                "securityContext",
+                {"seccompProfile": {"type": "RuntimeDefault", "localhostProfile": "p.json"}},
+                "securityContext.seccompProfile.localhostProfile",
+                'Invalid value: {"localhostProfile":"p.json","type":"RuntimeDefault"}: can only '
+                "be set when seccomp type is Localhost",
+            ),
+            (
+                "securityContext",
+                {
+                    "sysctls": [
+                        {"name": "net.core.somaxconn", "value": "1024"},
+                        {"name": "net.core.somaxconn", "value": "2048"},
+                    ]
+                },
+                "securityContext.sysctls[1].name",
+                'Duplicate value: "net.core.somaxconn"',
+            ),
+            (
+                "securityContext",
+                {"sysctls": [{"name": "Net.Core", "value": "1"}]},
+                "securityContext.sysctls[0].name",
+                'Invalid value: "Net.Core": must have at most 253 characters and match regex '
+                "^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$",
+            ),
+            (
+                "securityContext",
+                {"appArmorProfile": {"type": "Localhost"}},
+                "securityContext.appArmorProfile.localhostProfile",
+                "Required value: must be set when AppArmor type is Localhost",
+            ),
+            (
+                "securityContext",
+                {"appArmorProfile": {"type": "complain"}},
+                "securityContext.appArmorProfile.type",
+                'Unsupported value: "complain": supported values: "Localhost", "RuntimeDefault", '
+                '"Unconfined"',
+            ),
+            (
+                "containers",
+                container(securityContext={"runAsGroup": 2**31}),
+                "containers[0].securityContext.runAsGroup",
+                "Invalid value: 2147483648: must be between 0 and 2147483647, inclusive",
+            ),
+            (
+                "containers",
+                container(securityContext={"procMount": "Masked"}),
+                "containers[0].securityContext.procMount",
+                'Unsupported value: "Masked": supported values: "Default", "Unmasked"',
+            ),
+            (
+                "containers",
+                container(securityContext={"procMount": "Unmasked"}),
+                "containers[0].securityContext.procMount",
+                'Invalid value: "Unmasked": `hostUsers` must be false to use `Unmasked`',
+            ),
+            (
+                "containers",
+                container(securityContext={"allowPrivilegeEscalation": False, "privileged": True}),
+                "containers[0].securityContext",
+                'Invalid value: {"allowPrivilegeEscalation":false,"privileged":true}: cannot set '
+                "`allowPrivilegeEscalation` to false and `privileged` to true",
+            ),
+            (
+                "containers",
+                container(securityContext={"seccompProfile": {}}),
+                "containers[0].securityContext.seccompProfile.type",
+                "Required value: type is required when seccompProfile is set",
+            ),
+        ]
+    ],
 ]
 
 
@@ -515,6 +895,81 @@ VALID: list[tuple[str, str, dict[str, Any]]] = [
             ),
             spec__template__spec__volumes=[
                 {"name": "cache", "persistentVolumeClaim": {"claimName": "llm-pvc"}}
+            ],
+        ),
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__spec__securityContext={
+                "runAsUser": 1000,
+                "runAsGroup": 1000,
+                "fsGroup": 2000,
+                "fsGroupChangePolicy": "OnRootMismatch",
+                "seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/nim.json"},
+                "sysctls": [{"name": "net.ipv4.ip_local_port_range", "value": "1024 65535"}],
+            },
+            spec__template__spec__containers=container(
+                securityContext={
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]},
+                    "appArmorProfile": {"type": "RuntimeDefault"},
+                }
+            ),
+            spec__template__spec__affinity={
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "nvidia.com/gpu.present", "operator": "Exists"},
+                                    {
+                                        "key": "nvidia.com/gpu.count",
+                                        "operator": "Gt",
+                                        "values": ["1"],
+                                    },
+                                ]
+                            }
+                        ]
+                    },
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 100,
+                            "preference": {
+                                "matchExpressions": [
+                                    {"key": "gpu", "operator": "In", "values": ["any value ok"]}
+                                ]
+                            },
+                        }
+                    ],
+                },
+                "podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 1,
+                            "podAffinityTerm": {
+                                "labelSelector": {"matchLabels": {"app": "llm"}},
+                                "topologyKey": "kubernetes.io/hostname",
+                            },
+                        }
+                    ]
+                },
+            },
+            spec__template__spec__topologySpreadConstraints=[
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "minDomains": 2,
+                    "labelSelector": {"matchLabels": {"app": "llm"}},
+                    "matchLabelKeys": ["pod-template-hash"],
+                },
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                },
             ],
         ),
     ),
