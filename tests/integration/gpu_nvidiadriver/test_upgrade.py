@@ -1,0 +1,157 @@
+"""NVIDIADriver upgrades per pool, and the handover from ClusterPolicy's driver.
+
+- Two NVIDIADrivers (``pool=a``, ``pool=b``): a new ``version`` on one rolls
+  its nodes through the upgrade states to ``upgrade-done`` on the new image
+  while the other's nodes keep their driver pods untouched; then the other.
+- ClusterPolicy manages the driver; NVIDIA's NVIDIADriver sample, applied
+  unchanged, is ``disabled``; ``useNvidiaDriverCRD: true`` orphans the
+  ClusterPolicy's driver DaemonSet (its pods keep running), and the
+  NVIDIADriver replaces them node by node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.controllers.harness import wait_for
+from tests.integration.gpu_nvidiadriver.env import (
+    CP,
+    OWNER,
+    STATE,
+    DriverEnv,
+    driver_env,
+    nvidia_driver,
+    sample_driver,
+)
+
+pytestmark = pytest.mark.timeout(400)
+
+NEW = "580.95.05"
+
+
+@contextlib.asynccontextmanager
+async def sampling(env: DriverEnv, seen: dict[str, set[str]]) -> AsyncIterator[None]:
+    """Record every upgrade state each node is seen in while the block runs."""
+
+    async def loop() -> None:
+        while True:
+            for node, state in (await env.labels(STATE)).items():
+                seen.setdefault(node, set()).add(state)
+            await asyncio.sleep(0.1)
+
+    task = asyncio.create_task(loop())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _images(env: DriverEnv) -> dict[str, str]:
+    return {n: p["spec"]["containers"][0]["image"] for n, p in (await env.driver_pods()).items()}
+
+
+async def test_two_nvidiadrivers_upgrade_independently(tmp_path: Path) -> None:
+    async with driver_env(tmp_path) as env:
+        await env.admin.create(nvidia_driver("pool-a", {"pool": "a"}))
+        await env.admin.create(nvidia_driver("pool-b", {"pool": "b"}))
+        nodes = [n["metadata"]["name"] for n in await env.nodes()]
+        a_nodes = sorted(n for n in nodes if n.startswith("gpu-a"))
+        b_nodes = sorted(n for n in nodes if n.startswith("gpu-b"))
+        await env.wait_labels(STATE, dict.fromkeys(nodes, "upgrade-done"))
+        await env.wait_driver_state("pool-a", "ready", "Reconciled")
+        await env.wait_driver_state("pool-b", "ready", "Reconciled")
+        b_pods = {n: p["metadata"]["uid"] for n, p in (await env.driver_pods()).items()
+                  if n in b_nodes}  # fmt: skip
+
+        seen: dict[str, set[str]] = {}
+        async with sampling(env, seen):
+            await env.set_version("pool-a", NEW)
+
+            async def a_upgraded() -> bool:
+                images = await _images(env)
+                states = await env.labels(STATE)
+                return all(
+                    images.get(n) == f"nvcr.io/nvidia/driver:{NEW}-ubuntu22.04"
+                    and states[n] == "upgrade-done"
+                    for n in a_nodes
+                )
+
+            await wait_for(a_upgraded, timeout=180, interval=0.25)
+        # Pool a went through the states; pool b was never touched.
+        for node in a_nodes:
+            assert {"upgrade-required", "pod-restart-required"} <= seen[node], seen[node]
+        for node in b_nodes:
+            assert seen[node] == {"upgrade-done"}, seen[node]
+        pods = await env.driver_pods()
+        assert {n: pods[n]["metadata"]["uid"] for n in b_nodes} == b_pods
+        for node in b_nodes:
+            assert pods[node]["spec"]["containers"][0]["image"].endswith("570.148.08-ubuntu24.04")
+        await env.wait_driver_state("pool-a", "ready", "Reconciled", timeout=60)
+
+        # Now pool b, when its own NVIDIADriver changes.
+        await env.set_version("pool-b", NEW)
+
+        async def b_upgraded() -> bool:
+            images = await _images(env)
+            states = await env.labels(STATE)
+            return all(
+                images.get(n) == f"nvcr.io/nvidia/driver:{NEW}-ubuntu24.04"
+                and states[n] == "upgrade-done"
+                for n in b_nodes
+            )
+
+        await wait_for(b_upgraded, timeout=180, interval=0.25)
+        await env.wait_driver_state("pool-b", "ready", "Reconciled", timeout=60)
+
+
+async def test_clusterpolicy_hands_the_driver_over_to_nvidias_sample(tmp_path: Path) -> None:
+    async with driver_env(tmp_path, per_pool=2, use_driver_crd=False) as env:
+        nodes = sorted(n["metadata"]["name"] for n in await env.nodes())
+        await env.wait_labels(STATE, dict.fromkeys(nodes, "upgrade-done"))
+        old = await env.driver_pods()
+        assert sorted(old) == nodes
+        assert {p["metadata"]["ownerReferences"][0]["name"] for p in old.values()} == {
+            "nvidia-driver-daemonset"
+        }
+
+        # NVIDIA's sample, unchanged: disabled while the ClusterPolicy owns the driver.
+        await env.admin.create(sample_driver())
+        await env.wait_driver_state("nvidiadriver-sample", "disabled")
+        assert await env.daemonsets("nvidiadriver-sample") == []
+
+        # Handover: the ClusterPolicy's driver DaemonSet goes, its pods stay.
+        await env.admin.patch(CP, "ClusterPolicy", "cluster-policy",
+                              {"spec": {"driver": {"useNvidiaDriverCRD": True}}})  # fmt: skip
+
+        async def orphaned() -> bool:
+            names = {d["metadata"]["name"] for d in await env.daemonsets()}
+            return "nvidia-driver-daemonset" not in names
+
+        await wait_for(orphaned, timeout=60, interval=0.25)
+        # Orphaned, not cascaded: the old pods still run (at most one node, the
+        # NVIDIADriver's default maxParallelUpgrades, may be replacing its pod already).
+        uids = {p["metadata"]["uid"] for p in (await env.driver_pods()).values()}
+        kept = [n for n in nodes if old[n]["metadata"]["uid"] in uids]
+        assert len(kept) >= len(nodes) - 1, kept
+        # The NVIDIADriver takes the nodes and replaces every old pod with its own.
+        await env.wait_labels(OWNER, dict.fromkeys(nodes, "nvidiadriver-sample"))
+
+        async def replaced() -> bool:
+            pods = await env.driver_pods()
+            states = await env.labels(STATE)
+            return sorted(pods) == nodes and all(
+                p["metadata"]["uid"] != old[n]["metadata"]["uid"]
+                and p["metadata"]["ownerReferences"][0]["name"].startswith("nvidia-gpu-driver-")
+                and states[n] == "upgrade-done"
+                for n, p in pods.items()
+            )
+
+        await wait_for(replaced, timeout=240, interval=0.5)
+        await env.wait_driver_state("nvidiadriver-sample", "ready", "Reconciled", timeout=60)
