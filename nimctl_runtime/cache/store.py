@@ -7,12 +7,18 @@ live dicts cost ~7x (runtime.md §4.2), and bytes are invisible to the cyclic GC
 Every read decodes a fresh dict, so a caller may mutate what it gets without
 corrupting the cache.
 
-Secondary indexes map an index value to the set of keys: ``namespace`` and
+Secondary indexes map an index value to its keys: ``namespace`` and
 ``ownerUID`` (the controller owner's UID) always exist; callers add field indexes
 (e.g. ``spec.storage.nimCache.name``) with a function returning the values. A label
 index (label key -> value -> keys) answers label selectors with set operations, so
 :meth:`Store.select` decodes only the objects it returns: listing the 3 pods of a
 Job in a namespace of 3,000 pods decodes 3, not 3,000 (the event loop stays free).
+
+Memory: most index values name one object (an owner UID, a label such as
+``app.kubernetes.io/instance``), so an index value holds its key itself until a
+second object shares it, and only then a set (a one-key set costs ~200 B).
+Index values (namespaces, UIDs, label strings) are interned: they repeat
+across objects and kinds.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from typing import Any
 from nimctl_runtime.labels import Selector
 
 Obj = dict[str, Any]
+#: The keys under one index value: the key itself while it is the only one.
+Members = str | set[str]
 IndexFunc = Callable[[Obj], "Iterable[str] | str | None"]
 Transform = Callable[[Obj], Obj]
 
@@ -87,8 +95,47 @@ def _index_values(fn: IndexFunc, obj: Obj) -> tuple[str, ...]:
     if result is None:
         return ()
     if isinstance(result, str):
-        return (result,)
-    return tuple(str(v) for v in result)
+        return (sys.intern(result),)
+    return tuple(sys.intern(str(v)) for v in result)
+
+
+def _add_member(index: dict[str, Members], value: str, key: str) -> None:
+    current = index.get(value)
+    if current is None:
+        index[value] = key
+    elif isinstance(current, str):
+        if current != key:
+            index[value] = {current, key}
+    else:
+        current.add(key)
+
+
+def _discard_member(index: dict[str, Members], value: str, key: str) -> bool:
+    """Remove *key* under *value*; True when *value* has no key left (and was dropped)."""
+    current = index.get(value)
+    if current is None:
+        return False
+    if isinstance(current, str):
+        if current != key:
+            return False
+        del index[value]
+        return True
+    current.discard(key)
+    if len(current) == 1:
+        index[value] = next(iter(current))
+    elif not current:
+        del index[value]
+        return True
+    return False
+
+
+def members(entry: Members | None) -> set[str]:
+    """The keys under one index value, as a new set."""
+    if entry is None:
+        return set()
+    if isinstance(entry, str):
+        return {entry}
+    return set(entry)
 
 
 def _label_dict(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -159,8 +206,8 @@ class Store:
         self._indexers.update(indexers or {})
         self._transform = transform
         self._items: dict[str, _Entry] = {}
-        self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
-        self._labels: dict[str, dict[str, set[str]]] = {}
+        self._indices: dict[str, dict[str, Members]] = {name: {} for name in self._indexers}
+        self._labels: dict[str, dict[str, Members]] = {}
 
     # -- indexes -----------------------------------------------------------------
 
@@ -192,22 +239,18 @@ class Store:
         for name, values in zip(self._indexers, entry.index_values, strict=True):
             index = self._indices[name]
             for value in values:
-                index.setdefault(value, set()).add(key)
+                _add_member(index, value, key)
         if not self.index_labels:
             return
         labels = entry.labels
         for i in range(0, len(labels), 2):
-            self._labels.setdefault(labels[i], {}).setdefault(labels[i + 1], set()).add(key)
+            _add_member(self._labels.setdefault(labels[i], {}), labels[i + 1], key)
 
     def _unindex(self, key: str, entry: _Entry) -> None:
         for name, values in zip(self._indexers, entry.index_values, strict=False):
             index = self._indices[name]
             for value in values:
-                keys = index.get(value)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del index[value]
+                _discard_member(index, value, key)
         if not self.index_labels:
             return
         labels = entry.labels
@@ -215,13 +258,8 @@ class Store:
             by_value = self._labels.get(labels[i])
             if by_value is None:
                 continue
-            keys = by_value.get(labels[i + 1])
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del by_value[labels[i + 1]]
-                    if not by_value:
-                        del self._labels[labels[i]]
+            if _discard_member(by_value, labels[i + 1], key) and not by_value:
+                del self._labels[labels[i]]
 
     # -- writes ------------------------------------------------------------------
 
@@ -358,7 +396,7 @@ class Store:
         index = self._indices.get(index_name)
         if index is None:
             raise KeyError(f"index {index_name!r} does not exist")
-        return sorted(index.get(value, ()))
+        return sorted(members(index.get(value)))
 
     def by_index(self, index_name: str, value: str) -> list[Obj]:
         """Fresh copies of the objects whose *index_name* values include *value*."""
@@ -379,8 +417,8 @@ class Store:
         if index is not None:
             candidates = set(self.index_keys(index[0], index[1]))
         if namespace:
-            in_ns = self._indices[NAMESPACE_INDEX].get(namespace, set())
-            candidates = set(in_ns) if candidates is None else candidates & in_ns
+            in_ns = members(self._indices[NAMESPACE_INDEX].get(namespace))
+            candidates = in_ns if candidates is None else candidates & in_ns
         if selector is not None and not selector.empty() and not self.index_labels:
             if not selector.requirements:  # Selector.nothing()
                 return []
@@ -397,12 +435,12 @@ class Store:
                         candidates = set(self._items)
                     for value, keys in by_value.items():
                         if not requirement.matches({requirement.key: value}):
-                            candidates -= keys
+                            candidates -= members(keys)
                 else:
                     matched: set[str] = set()
                     for value, keys in by_value.items():
                         if requirement.matches({requirement.key: value}):
-                            matched |= keys
+                            matched |= members(keys)
                     candidates = matched if candidates is None else candidates & matched
                 if not candidates:
                     return []

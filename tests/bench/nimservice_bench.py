@@ -15,7 +15,13 @@ operator's alone. Printed figures:
   cannot be scheduled: nodeSelector matches no node);
 * writes during a full resync (every NIMService re-enqueued) and after an
   operator restart (fresh caches): both must be 0;
-* operator CPU seconds and resident memory at N services.
+* operator CPU seconds and resident memory at N services: measured when all
+  are Ready, before the baseline's own client writes in this process (and
+  again after it, and at 2N services);
+* with ``--memory``: where the memory goes (objects and stored bytes per
+  informer, tracemalloc's top lines per NIMService, live objects by type);
+  tracemalloc makes the operator slower and bigger, so the RSS of such a run
+  is not the figure to quote. ``--until-ready`` stops after those figures.
 
 NVIDIA's figures for comparison (issue 6): 8.45 writes per NIMService on a
 real API server, about 4 writes per NotReady service per minute, 198 MB RSS.
@@ -32,12 +38,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 from nimctl_runtime.cli import apply_objects, demo_objects, install_crds
 from nimctl_runtime.client import Client
 from nimctl_runtime.reconcile import Request
+from tests.bench._memory_report import informer_table, object_census, traced_top
 from tests.integration.controllers.harness import API, start_operator
 
 NS = "bench"
@@ -132,7 +140,9 @@ def _copy_for(obj: dict[str, Any], name: str, namespace: str) -> dict[str, Any]:
 async def _baseline(admin: Client, count: int, status_patches: int) -> float:
     """Seconds for one client, 16 in flight, to write what the operator wrote for ``count``."""
     ns = "baseline"
-    await apply_objects(admin, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}])
+    await apply_objects(
+        admin, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}]
+    )
     templates = [await admin.get(av, kind, "svc-00000", NS) for av, kind in _OWNED]
     objs = [_copy_for(t, f"b-{i:05d}", ns) for i in range(count) for t in templates]
     names = [f"svc-{i:05d}" for i in range(count)]
@@ -145,7 +155,11 @@ async def _baseline(admin: Client, count: int, status_patches: int) -> float:
     async def patch(name: str) -> None:
         async with sem:
             await admin.patch(
-                API, "NIMService", name, {"status": {"state": "Ready"}}, namespace=NS,
+                API,
+                "NIMService",
+                name,
+                {"status": {"state": "Ready"}},
+                namespace=NS,
                 subresource="status",
             )
 
@@ -184,7 +198,14 @@ async def _drain(ctrl: Any, timeout: float = 600) -> None:
         await asyncio.sleep(0.2)
 
 
-async def main(count: int, steady_seconds: float, workers: int) -> None:
+async def main(
+    count: int,
+    steady_seconds: float,
+    workers: int,
+    *,
+    memory: bool = False,
+    until_ready: bool = False,
+) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="nimctl-bench-"))
     kubeconfig = str(tmp / "kubeconfig")
     child = subprocess.Popen(
@@ -197,6 +218,8 @@ async def main(count: int, steady_seconds: float, workers: int) -> None:
     loop = asyncio.get_running_loop()
     line = await loop.run_in_executor(None, child.stdout.readline)
     assert line.strip() == "ready", line
+    if memory and not tracemalloc.is_tracing():
+        tracemalloc.start()  # PYTHONTRACEMALLOC=N traces imports too, with N frames
     try:
         async with Client(kubeconfig) as admin:
             await install_crds(admin)
@@ -228,6 +251,7 @@ async def main(count: int, steady_seconds: float, workers: int) -> None:
             await asyncio.sleep(2.0)
             cpu_ready = _cpu() - cpu0
             obj_writes = len(op.client.object_writes()) - objs0
+            rss_ready = _rss_mb()
             all_writes = len(op.client.writes) - writes0
             print(f"NIMServices                    {count}")
             print(f"create all (client side)       {t_created:8.1f} s")
@@ -239,12 +263,22 @@ async def main(count: int, steady_seconds: float, workers: int) -> None:
             breakdown = _by_verb_and_resource(op.client.object_writes()[objs0:])
             for key, n in breakdown.items():
                 print(f"    {key:<38} {n / count:6.2f}")
+            print(f"operator CPU to Ready          {cpu_ready:8.1f} s")
+            print(
+                f"operator RSS at {count} Ready   {rss_ready:8.1f} MB  (aim <= 198; NVIDIA 198 MB)"
+            )
+            if memory:
+                cached = informer_table(op.manager)
+                traced_top(per=count, unit="NIMService")
+                object_census(per=max(cached, 1))
+            if until_ready:
+                await op.shutdown()
+                return
             status_patches = sum(n for k, n in breakdown.items() if k.endswith("/status"))
             t_base = await _baseline(admin, count, status_patches)
             print(f"same writes, 1 client, 16 in flight {t_base:6.1f} s")
             print(f"ratio (time to Ready / that)   {t_ready / t_base:8.2f}   (aim <= 2)")
-            print(f"operator CPU to Ready          {cpu_ready:8.1f} s")
-            print(f"operator RSS at {count} Ready   {_rss_mb():8.1f} MB  (NVIDIA 198 MB)")
+            print(f"process RSS after the baseline {_rss_mb():8.1f} MB  (its client's garbage too)")
 
             # Steady state with services held NotReady.
             await _create_all(admin, [_service(count + i, schedulable=False) for i in range(count)])
@@ -302,6 +336,7 @@ async def main(count: int, steady_seconds: float, workers: int) -> None:
             print(f"operator RSS at {2 * count} services {_rss_mb():8.1f} MB")
             await op2.shutdown()
     finally:
+        tracemalloc.stop()
         with contextlib.suppress(Exception):
             assert child.stdin is not None
             child.stdin.close()
@@ -313,6 +348,12 @@ if __name__ == "__main__":
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--steady-seconds", type=float, default=65.0)
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument(
+        "--memory", action="store_true", help="where the memory goes (tracemalloc: slower)"
+    )
+    parser.add_argument(
+        "--until-ready", action="store_true", help="stop once all are Ready (after the RSS)"
+    )
     parser.add_argument("--serve-cluster", default=None, help=argparse.SUPPRESS)
     ns = parser.parse_args()
     os.environ.setdefault("NIMCTL_LOG_LEVEL", "warning")
@@ -322,4 +363,12 @@ if __name__ == "__main__":
     if ns.serve_cluster:
         asyncio.run(_serve_cluster(ns.serve_cluster))
     else:
-        asyncio.run(main(ns.count, ns.steady_seconds, ns.workers))
+        asyncio.run(
+            main(
+                ns.count,
+                ns.steady_seconds,
+                ns.workers,
+                memory=ns.memory,
+                until_ready=ns.until_ready,
+            )
+        )
