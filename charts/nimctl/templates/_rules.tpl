@@ -208,7 +208,18 @@ used is missing, nothing granted goes unused (exceptions are marked
 - group: nvidia.com
   resources: [clusterpolicies/finalizers]
   verbs: [update]
-# Node labelling (gpu.present, deploy.* labels) and the node facts.
+# NVIDIADriver: reconciled, status patched.
+- group: nvidia.com
+  resources: [nvidiadrivers]
+  verbs: [list, watch]
+- group: nvidia.com
+  resources: [nvidiadrivers/status]
+  verbs: [patch]
+# exception: see the NIM finalizers.
+- group: nvidia.com
+  resources: [nvidiadrivers/finalizers]
+  verbs: [update]
+# Node labelling (gpu.present, deploy.* labels, the NVIDIADriver owner) and the node facts.
 - group: ""
   resources: [nodes]
   verbs: [get, list, watch, patch, update]

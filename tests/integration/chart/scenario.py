@@ -329,7 +329,8 @@ async def exercise_nemo(admin: Client, namespace: str) -> None:
 
 
 async def exercise_gpu(admin: Client) -> None:
-    """The default ClusterPolicy to ready, its DCGM exporter switched off (pruned), deleted."""
+    """The default ClusterPolicy to ready, its DCGM exporter switched off (pruned), NVIDIA's
+    NVIDIADriver sample disabled beside it, deleted."""
     policy = _one(example("clusterpolicy-defaults.yaml", "unused"), "ClusterPolicy")
     await admin.create(policy)
     name = policy["metadata"]["name"]
@@ -346,6 +347,11 @@ async def exercise_gpu(admin: Client) -> None:
         return not await exporters()
 
     await poll(pruned, "the DCGM exporter pruned")
+    # NVIDIA's NVIDIADriver sample: disabled while the ClusterPolicy manages the driver.
+    driver = YAML(typ="safe", pure=True).load((EXAMPLES_DIR / "nvidiadriver-sample.yaml").read_text())
+    await admin.create(driver)
+    await state_of(admin, "nvidia.com/v1alpha1", "NVIDIADriver", driver["metadata"]["name"], None, {"disabled"})
+    await admin.delete("nvidia.com/v1alpha1", "NVIDIADriver", driver["metadata"]["name"])
     await admin.delete("nvidia.com/v1", "ClusterPolicy", name)
     await gone(admin, "nvidia.com/v1", "ClusterPolicy", name, None)
 
