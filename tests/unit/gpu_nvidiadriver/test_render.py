@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
 
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
+from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriver
 from platforms.contract import Observed, ReconcileError
 from platforms.gpu import render as render_policy
 from platforms.gpu.facts import ClusterFacts
 from platforms.gpu.images import DEFAULT_OPERATOR_ENV
 from platforms.gpu.nvidiadriver import NVIDIADriverContract, daemonset_ready
-from tests.unit.gpu_nvidiadriver.helpers import NS, driver, facts, node, sample
+from tests.unit.gpu_nvidiadriver.helpers import NS, SAMPLE, driver, facts, node, sample
 
 CONTRACT = NVIDIADriverContract()
 NODES = [
@@ -246,3 +248,28 @@ def test_readiness_waits_for_every_pool_daemonset() -> None:
 def test_an_unobserved_daemonset_is_not_ready() -> None:
     assert not daemonset_ready({"metadata": {"generation": 1}, "status": {}})
     assert daemonset_ready(_ds_status(desiredNumberScheduled=0))
+
+
+def test_the_two_driver_example_splits_the_nodes_between_default_and_selected() -> None:
+    path = SAMPLE.parent / "nvidiadriver.yaml"
+    docs = [d for d in YAML(typ="safe").load_all(path.read_text()) if d]
+    crs = [
+        NVIDIADriver.model_validate({**d, "metadata": {**d["metadata"], "uid": f"u-{i}"}})
+        for i, d in enumerate(docs)
+    ]
+    nodes = [node("plain"), node("rdma", labels={"example.com/gpu-pool": "rdma"})]
+    f = facts(nodes, crs)
+    assert f.owners == {"plain": "default", "rdma": "rdma-open"}
+    default, rdma = crs
+    plain_ds = next(iter(_daemonsets(CONTRACT.render(default, f)).values()))
+    rdma_ds = next(iter(_daemonsets(CONTRACT.render(rdma, f)).values()))
+    assert (
+        plain_ds["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu-operator.driver.owner"]
+        == "default"
+    )
+    names = [c["name"] for c in rdma_ds["spec"]["template"]["spec"]["containers"]]
+    assert names == ["nvidia-driver-ctr", "nvidia-peermem-ctr", "nvidia-fs-ctr"]
+    env = {e["name"]: e.get("value") for e in _ctr(rdma_ds, "nvidia-driver-ctr")["env"]}
+    assert env["KERNEL_MODULE_TYPE"] == "open"
+    assert env["GDS_ENABLED"] == "true"
+    assert rdma_ds["spec"]["template"]["metadata"]["labels"]["team"] == "hpc"
