@@ -24,6 +24,7 @@ Conventions, so every kind is declared the same way:
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ __all__ = [
     "PrinterColumn",
     "Quantity",
     "Rule",
+    "ShapedDict",
     "iter_set_fields",
     "markers",
     "to_kubernetes",
@@ -169,6 +171,31 @@ class _PreserveUnknown:
 
 
 PreserveUnknown = Annotated[dict[str, Any], _PreserveUnknown()]
+
+
+@dataclass(frozen=True)
+class ShapedDict:
+    """A ``dict`` kept exactly as written, validated against ``model`` (whose JSON
+    schema it gets in the CRD): for upstream structures NVIDIA embeds with their
+    typed schema but which our code passes on untouched (e.g. EndpointPickerConfig).
+    Use as ``Annotated[dict[str, Any], ShapedDict(SomeModel)]``."""
+
+    model: type[BaseModel]
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        inner = handler.generate_schema(self.model)
+
+        def keep(value: Any, validate: Any) -> Any:
+            validate(value)
+            return copy.deepcopy(value)
+
+        return core_schema.no_info_wrap_validator_function(
+            keep,
+            inner,
+            serialization=core_schema.plain_serializer_function_ser_schema(lambda v: v),
+        )
 
 
 class PrinterColumn(NamedTuple):

@@ -79,6 +79,9 @@ def _resolve(node: Any, defs: Mapping[str, Any]) -> Any:
         out[key] = value
     if out.get("additionalProperties") is False:
         out.pop("additionalProperties")
+    if out.get("additionalProperties") is True and out.get("x-kubernetes-preserve-unknown-fields"):
+        # extra="allow" on a typed object: the CRD keeps unknown fields instead.
+        out.pop("additionalProperties")
     if "properties" in out and "type" not in out:
         out["type"] = "object"
     return out

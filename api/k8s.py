@@ -90,13 +90,15 @@ CORE_TYPES: Final = MappingProxyType(
 _SCHEMA_ROOT: Final = "kubernetes-json-schema"
 _INT_OR_STRING: Final = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _QUANTITY: Final = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-_LIST_MAP_KEY_DEFAULTS: Final = MappingProxyType(
+_GO_DEFAULTS: Final = MappingProxyType(
     {
-        # The published JSON definitions omit defaults. A list-map key must be required
-        # or defaulted in a CRD (apiextensions validation), and these keys are
-        # defaulted by Kubernetes' ``+default`` markers.
+        # The published JSON definitions omit the ``+default`` markers of the Go
+        # types; controller-gen writes them into a CRD (and a list-map key must be
+        # required or defaulted there).
         ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
         ("io.k8s.api.core.v1.ServicePort", "protocol"): "TCP",
+        ("io.k8s.api.core.v1.FileKeySelector", "optional"): False,
+        ("io.k8s.api.core.v1.GRPCAction", "service"): "",
     }
 )
 _EMPTY_NAME_DEFAULT: Final = "This field is effectively required, but due to backwards"
@@ -209,7 +211,7 @@ def _structural(node: Any, stack: tuple[str, ...], defs: Mapping[str, Any]) -> A
         else:
             out = _structural(defs[name], (*stack, name), defs)
             props = out.get("properties", {})
-            for (owner, prop), default in _LIST_MAP_KEY_DEFAULTS.items():
+            for (owner, prop), default in _GO_DEFAULTS.items():
                 if owner == name and prop in props:
                     props[prop]["default"] = default
             if _EMPTY_NAME_DEFAULT in str(props.get("name", {}).get("description", "")):

@@ -17,7 +17,15 @@ from typing import Any, Final, Literal, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from api.base import ApiModel, CustomResource, Rule, _Format, _IntOrString, _PreserveUnknown
+from api.base import (
+    ApiModel,
+    CustomResource,
+    Rule,
+    ShapedDict,
+    _Format,
+    _IntOrString,
+    _PreserveUnknown,
+)
 from api.k8s import CoreType
 from api.serialize import kind_registry
 
@@ -48,6 +56,8 @@ def _type_name(annotation: Any, metadata: list[Any]) -> tuple[str, type[BaseMode
             )
         if isinstance(meta, _IntOrString):
             return ("quantity" if meta.pattern else "int-or-string"), None, False
+        if isinstance(meta, ShapedDict):
+            return meta.model.__name__, meta.model, False
         if isinstance(meta, _PreserveUnknown):
             return "object (free-form)", None, False
         if isinstance(meta, _Format):

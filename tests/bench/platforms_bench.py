@@ -42,7 +42,12 @@ EPP = {
         "name": "epp",
         "image": {"repository": "registry.k8s.io/epp", "tag": "v1.0.0"},
     },
-    "config": {"apiVersion": "inference.networking.x-k8s.io/v1alpha1", "kind": "EndpointPickerConfig"},
+    "config": {
+        "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
+        "kind": "EndpointPickerConfig",
+        "plugins": [{"type": "queue-scorer"}],
+        "schedulingProfiles": [{"name": "default", "plugins": [{"pluginRef": "queue-scorer"}]}],
+    },
 }
 VARIANTS: dict[str, tuple[dict[str, Any], tuple[str, str, str]]] = {
     "single-node": ({}, ("apps/v1", "Deployment", "")),

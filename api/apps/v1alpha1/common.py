@@ -7,12 +7,12 @@ every kind uses.
 
 from __future__ import annotations
 
-from typing import Annotated, Final
+from typing import Annotated, Any, Final
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from api.apps.v1alpha1 import core_types as k8s
-from api.base import ApiModel, Int32, PreserveUnknown, Rule, markers
+from api.base import ApiModel, Int32, Rule, ShapedDict, markers
 
 __all__ = [
     "DEFAULT_API_PORT",
@@ -30,6 +30,7 @@ __all__ = [
     "BackendRef",
     "CertConfig",
     "EPPConfig",
+    "EndpointPickerConfig",
     "Expose",
     "ExposeV1",
     "Gateway",
@@ -237,6 +238,93 @@ class NIMContainerSpec(ApiModel):
     """Working directory."""
 
 
+class EPPPluginSpec(ApiModel):
+    """One plugin instance of an EndpointPickerConfig."""
+
+    name: str | None = None
+    """Name other entries reference (default: the type)."""
+    type: str
+    """Plugin type to instantiate."""
+    parameters: Annotated[str | None, Field(json_schema_extra=markers(fmt="byte"))] = None
+    """Plugin parameters (upstream a raw JSON message: a string in the CRD)."""
+
+
+class EPPSchedulingPlugin(ApiModel):
+    """A plugin slotted into a scheduling profile."""
+
+    plugin_ref: str
+    """Name of an entry of `plugins`."""
+    weight: int | None = None
+    """Weight when the plugin is a scorer."""
+
+
+class EPPSchedulingProfile(ApiModel):
+    """A named scheduling profile."""
+
+    name: str
+    """Profile name."""
+    plugins: list[EPPSchedulingPlugin]
+    """Plugins of the profile."""
+
+
+class EPPSaturationDetector(ApiModel):
+    """Saturation detector thresholds."""
+
+    queue_depth_threshold: int | None = None
+    """Waiting queue size above which a pod has no capacity."""
+    kv_cache_util_threshold: float | None = Field(default=None, alias="kvCacheUtilThreshold")
+    """KV cache utilisation (0.0-1.0) above which a pod has no capacity."""
+    metrics_staleness_threshold: str | None = None
+    """How old a pod's metrics may be."""
+
+
+class EPPDataLayerExtractor(ApiModel):
+    """An extractor of a data layer source."""
+
+    plugin_ref: str
+    """Name of an entry of `plugins`."""
+
+
+class EPPDataLayerSource(ApiModel):
+    """A data layer source."""
+
+    plugin_ref: str
+    """Name of an entry of `plugins`."""
+    extractors: list[EPPDataLayerExtractor]
+    """Extractors of the source."""
+
+
+class EPPDataLayer(ApiModel):
+    """The data layer."""
+
+    sources: list[EPPDataLayerSource]
+    """Data sources."""
+
+
+class EndpointPickerConfig(ApiModel):
+    """The upstream gateway-api-inference-extension EndpointPickerConfig, typed as
+    NVIDIA's CRD types it; other fields are kept (preserve-unknown-fields)."""
+
+    model_config = ConfigDict(
+        extra="allow", json_schema_extra=markers(preserve_unknown_fields=True)
+    )
+
+    api_version: str | None = None
+    """EndpointPickerConfig apiVersion."""
+    kind: str | None = None
+    """EndpointPickerConfig."""
+    plugins: list[EPPPluginSpec]
+    """Plugins to instantiate."""
+    scheduling_profiles: list[EPPSchedulingProfile]
+    """Scheduling profiles."""
+    feature_gates: list[str] | None = None
+    """Experimental EPP features to enable."""
+    saturation_detector: EPPSaturationDetector | None = None
+    """Saturation detector thresholds (default values when absent)."""
+    data: EPPDataLayer | None = None
+    """Data layer configuration."""
+
+
 class EPPConfig(ApiModel):
     """Endpoint picker (Gateway API inference extension) configuration."""
 
@@ -259,8 +347,8 @@ class EPPConfig(ApiModel):
     """Container ports of the endpoint picker."""
     config_map_ref: k8s.ConfigMapKeySelector | None = None
     """ConfigMap key holding the EndpointPickerConfig."""
-    config: PreserveUnknown | None = None
-    """Inline EndpointPickerConfig."""
+    config: Annotated[dict[str, Any], ShapedDict(EndpointPickerConfig)] | None = None
+    """Inline EndpointPickerConfig (kept as written)."""
 
 
 class Router(ApiModel):

@@ -21,7 +21,6 @@ from api.base import (
     Int64,
     IntOrString,
     KindInfo,
-    PreserveUnknown,
     PrinterColumn,
     Quantity,
 )
@@ -514,6 +513,8 @@ class DCGMExporterServiceMonitorConfig(ApiModel):
     """Deploy the ServiceMonitor."""
     interval: Duration | None = None
     """Scrape interval."""
+    scrape_timeout: Duration | None = None
+    """Scrape timeout."""
     honor_labels: bool | None = None
     """Keep the metric's labels on collisions."""
     additional_labels: dict[str, str] | None = None
@@ -758,13 +759,42 @@ class CDIConfigSpec(ApiModel):
     """Inject devices with the toolkit's NRI plugin (needs CDI and the toolkit)."""
 
 
+class KataArtifacts(ApiModel):
+    """The OCI artifact holding a kata runtime class's payload."""
+
+    url: str
+    """Path of the OCI artifact."""
+    pull_secret: str | None = None
+    """Secret used to pull the artifact."""
+
+
+class KataRuntimeClass(ApiModel):
+    """One kata RuntimeClass to configure."""
+
+    name: str
+    """Name of the runtime class."""
+    node_selector: dict[str, str] | None = None
+    """nodeSelector of the RuntimeClass object."""
+    artifacts: KataArtifacts
+    """Kata artifacts of the runtime class."""
+
+
+class KataManagerConfig(ApiModel):
+    """Kata manager configuration (NVIDIA's k8s-kata-manager Config)."""
+
+    artifacts_dir: str = "/opt/nvidia-gpu-operator/artifacts/runtimeclasses"
+    """Where kata artifacts are placed on the host."""
+    runtime_classes: list[KataRuntimeClass] | None = None
+    """Kata runtime classes to configure."""
+
+
 class KataManagerSpec(ComponentSpec):
     """Deprecated: the Kata manager (never deployed)."""
 
     image_env = "KATA_MANAGER_IMAGE"
     default_enabled = False
 
-    config: PreserveUnknown | None = None
+    config: KataManagerConfig | None = None
     """Kata manager configuration."""
 
 

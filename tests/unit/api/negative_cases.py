@@ -154,7 +154,8 @@ CASES: Final[tuple[Case, ...]] = (
     cel("epp-configmap-and-config", NS,
         {"spec.expose.router.eppConfig": {
             "containerSpec": {"name": "epp", "image": IMAGE},
-            "configMapRef": {"name": "cm", "key": "k"}, "config": {"a": 1}}},
+            "configMapRef": {"name": "cm", "key": "k"},
+            "config": {"plugins": [], "schedulingProfiles": []}}},
         "spec.expose.router.eppConfig", "specify either configMapRef or config, not both"),
     cel("backendref-service-without-port", NS,
         {"spec.expose.router.gateway": {**GW, "backendRef": {"name": "svc"}}},

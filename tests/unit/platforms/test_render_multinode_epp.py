@@ -214,6 +214,7 @@ EPP_CONFIG = {
     "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
     "kind": "EndpointPickerConfig",
     "plugins": [{"type": "queue-scorer"}],
+    "schedulingProfiles": [{"name": "default", "plugins": [{"pluginRef": "queue-scorer"}]}],
 }
 
 
