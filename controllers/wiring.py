@@ -27,11 +27,13 @@ from platforms.capabilities import GVK, OPTIONAL_GVKS, Capabilities
 
 __all__ = [
     "ALWAYS_FILTERED",
+    "CRD",
     "FILTERED_IF_PRESENT",
     "SECRET",
     "ControllerEntry",
     "SetupFn",
     "SetupOptions",
+    "crd_without_schemas",
     "discover_capabilities",
     "filtered_cache_options",
     "own_kinds",
@@ -52,6 +54,35 @@ def secret_without_values(obj: dict[str, Any]) -> dict[str, Any]:
     keys = {**(obj.get("data") or {}), **(obj.get("stringData") or {})}
     obj.pop("stringData", None)
     obj["data"] = dict.fromkeys(keys, "")
+    return obj
+
+
+CRD: GVK = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_CRD_VERSION_FIELDS = ("name", "served", "storage", "deprecated")
+
+
+def crd_without_schemas(obj: dict[str, Any]) -> dict[str, Any]:
+    """Cache transform for CRDs: keep what says which kinds are served, drop the schemas.
+
+    The operator reads a CRD's group, kind, versions (name, served) and its
+    ``Established`` condition to notice an optional API come or go; the
+    OpenAPI schemas (10-500 KB per CRD, a cluster may have hundreds) and
+    kubectl's last-applied copy of them are never read.
+    """
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(LAST_APPLIED, None)
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and isinstance(spec.get("versions"), list):
+        spec["versions"] = [
+            {k: v[k] for k in _CRD_VERSION_FIELDS if k in v}
+            for v in spec["versions"]
+            if isinstance(v, dict)
+        ]
     return obj
 
 
@@ -96,12 +127,14 @@ async def discover_capabilities(
 
 
 def filtered_cache_options(capabilities: Capabilities) -> dict[GVK, ByObject]:
-    """``ByObject`` label filters for the kinds the operator creates (NVIDIA's filtered cache)."""
+    """``ByObject`` label filters for the kinds the operator creates (NVIDIA's filtered cache),
+    and the transforms and index choices that keep the rest of the cache small."""
     selector = {MANAGED_BY_LABEL: MANAGED_BY_VALUE}
     kinds = list(ALWAYS_FILTERED) + [g for g in FILTERED_IF_PRESENT if capabilities.has(g)]
     out = {gvk: ByObject(label_selector=selector) for gvk in kinds}
     # Nodes are read whole (orchestrator, GPU products), never by label selector.
     out[("v1", "Node")] = ByObject(index_labels=False)
+    out[CRD] = ByObject(transform=crd_without_schemas, index_labels=False)
     return out
 
 
