@@ -22,7 +22,16 @@ from typing import Any
 from nimctl_runtime.field import Cause
 from nimctl_runtime.labels import Selector, SelectorParseError
 
-from .validation_field import Errors, as_dict, as_list, go_value, quantity
+from .validation_autoscaling import validate_hpa
+from .validation_field import (
+    Errors,
+    as_dict,
+    as_list,
+    go_value,
+    qualified_name_problems,
+    quantity,
+)
+from .validation_networking import ingress
 from .validation_pod import PROTOCOLS, validate_pod_spec
 
 Obj = Mapping[str, Any]
@@ -37,7 +46,6 @@ POD_MANAGEMENT_POLICIES = ("OrderedReady", "Parallel")
 CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
 COMPLETION_MODES = ("NonIndexed", "Indexed")
 JOB_RESTART_POLICIES = ("OnFailure", "Never")
-PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
 ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
 VOLUME_MODES = ("Block", "Filesystem")
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
@@ -47,6 +55,7 @@ _CONFIG_KEY_MESSAGE = (
     "'[-._a-zA-Z0-9]+')"
 )
 _MAX_CONFIG_BYTES = 1024 * 1024
+_MAX_ANNOTATION_BYTES = 256 * 1024
 _STATEFULSET_MUTABLE = (
     "replicas",
     "ordinals",
@@ -105,9 +114,25 @@ def _selector_and_template(
     if spec.get("template") is None:
         errs.required("spec.template")
         return
+    _template_metadata(template, "spec.template", errs)
     validate_pod_spec(
         as_dict(template.get("spec")), "spec.template.spec", errs, restart_policies=restart
     )
+
+
+def _template_metadata(template: Mapping[str, Any], path: str, errs: Errors) -> None:
+    """ValidatePodTemplateSpec's metadata checks: label keys and values, annotation keys."""
+    meta = as_dict(template.get("metadata"))
+    for key, value in as_dict(meta.get("labels")).items():
+        errs.label_name(f"{path}.metadata.labels", key)
+        errs.label_value(f"{path}.metadata.labels", value)
+    annotations = as_dict(meta.get("annotations"))
+    for key in annotations:
+        for problem in qualified_name_problems(str(key).lower()):
+            errs.invalid(f"{path}.metadata.annotations", key, problem)
+    size = sum(len(str(k)) + len(str(v)) for k, v in annotations.items())
+    if size > _MAX_ANNOTATION_BYTES:
+        errs.too_long(f"{path}.metadata.annotations", _MAX_ANNOTATION_BYTES)
 
 
 def _immutable(errs: Errors, path: str, new: Any, old: Any) -> None:
@@ -213,11 +238,23 @@ def statefulset(obj: Obj, old: Obj | None, errs: Errors) -> None:
 def daemonset(obj: Obj, old: Obj | None, errs: Errors) -> None:
     spec = _spec(obj)
     _selector_and_template(spec, errs, kind="daemonset")
-    errs.enum(
-        "spec.updateStrategy.type",
-        as_dict(spec.get("updateStrategy")).get("type"),
-        DAEMONSET_STRATEGIES,
-    )
+    strategy = as_dict(spec.get("updateStrategy"))
+    errs.enum("spec.updateStrategy.type", strategy.get("type"), DAEMONSET_STRATEGIES)
+    rolling = strategy.get("rollingUpdate")
+    if strategy.get("type") == "RollingUpdate" and isinstance(rolling, Mapping):
+        path = "spec.updateStrategy.rollingUpdate"
+        unavailable = _rolling_amount(errs, f"{path}.maxUnavailable", rolling.get("maxUnavailable"))
+        surge = _rolling_amount(errs, f"{path}.maxSurge", rolling.get("maxSurge"))
+        if unavailable and surge:
+            errs.invalid(
+                f"{path}.maxSurge",
+                rolling.get("maxSurge"),
+                "may not be set when maxUnavailable is non-zero",
+            )
+        elif not unavailable and not surge:
+            errs.required(f"{path}.maxUnavailable", "cannot be 0 when maxSurge is 0")
+    for key in ("minReadySeconds", "revisionHistoryLimit"):
+        errs.non_negative(f"spec.{key}", spec.get(key))
     if old is not None:
         _immutable(errs, "spec.selector", spec.get("selector"), _spec(old).get("selector"))
 
@@ -232,10 +269,23 @@ def _job_spec(spec: Mapping[str, Any], path: str, errs: Errors) -> None:
     if isinstance(deadline, int) and deadline <= 0:
         errs.invalid(f"{path}.activeDeadlineSeconds", deadline, "must be greater than 0")
     errs.enum(f"{path}.completionMode", spec.get("completionMode"), COMPLETION_MODES)
+    if spec.get("completionMode") == "Indexed":
+        if spec.get("completions") is None:
+            errs.required(f"{path}.completions", "when completion mode is Indexed")
+        parallelism = spec.get("parallelism")
+        if isinstance(parallelism, int) and parallelism > 100000:
+            errs.invalid(
+                f"{path}.parallelism",
+                parallelism,
+                "must be less than or equal to 100000 when completion mode is Indexed",
+            )
+    if spec.get("maxFailedIndexes") is not None and spec.get("backoffLimitPerIndex") is None:
+        errs.required(f"{path}.backoffLimitPerIndex", "when maxFailedIndexes is specified")
     template = spec.get("template")
     if template is None:
         errs.required(f"{path}.template")
         return
+    _template_metadata(as_dict(template), f"{path}.template", errs)
     pod = as_dict(as_dict(template).get("spec"))
     restart = pod.get("restartPolicy")
     if restart not in JOB_RESTART_POLICIES:
@@ -470,6 +520,10 @@ def persistentvolumeclaim(obj: Obj, old: Obj | None, errs: Errors) -> None:
         if mode not in ACCESS_MODES:
             errs.not_supported("spec.accessModes", mode, ACCESS_MODES)
     errs.enum("spec.volumeMode", spec.get("volumeMode"), VOLUME_MODES)
+    class_name = spec.get("storageClassName")
+    if isinstance(class_name, str) and class_name:
+        errs.dns_subdomain("spec.storageClassName", class_name)
+    errs.label_selector("spec.selector", spec.get("selector"))
     requests = as_dict(as_dict(spec.get("resources")).get("requests"))
     storage = requests.get("storage")
     if storage is None:
@@ -502,98 +556,11 @@ def _pvc_fixed(spec: Mapping[str, Any], bound: bool) -> dict[str, Any]:
     return fixed
 
 
-# --------------------------------------------------------------------------- networking
-
-
-def ingress(obj: Obj, old: Obj | None, errs: Errors) -> None:
-    spec = _spec(obj)
-    rules = as_list(spec.get("rules"))
-    default = spec.get("defaultBackend")
-    if not rules and default is None:
-        errs.invalid("spec", dict(spec), "either `defaultBackend` or `rules` must be specified")
-    if default is not None:
-        _ingress_backend(as_dict(default), "spec.defaultBackend", errs)
-    for i, raw in enumerate(rules):
-        rule, where = as_dict(raw), f"spec.rules[{i}]"
-        host = rule.get("host")
-        if isinstance(host, str) and host:
-            errs.dns_subdomain(f"{where}.host", host[2:] if host.startswith("*.") else host)
-        http = rule.get("http")
-        if http is None:
-            continue
-        paths = as_list(as_dict(http).get("paths"))
-        if not paths:
-            errs.required(f"{where}.http.paths")
-        for j, raw_path in enumerate(paths):
-            entry, at = as_dict(raw_path), f"{where}.http.paths[{j}]"
-            path_type = entry.get("pathType")
-            if path_type is None:
-                errs.required(f"{at}.pathType", "pathType must be specified")
-            elif path_type not in PATH_TYPES:
-                errs.not_supported(f"{at}.pathType", path_type, PATH_TYPES)
-            path = entry.get("path")
-            if path_type in ("Exact", "Prefix") and not str(path or "").startswith("/"):
-                errs.invalid(f"{at}.path", path or "", "must be an absolute path")
-            _ingress_backend(as_dict(entry.get("backend")), f"{at}.backend", errs)
-
-
-def _ingress_backend(backend: Mapping[str, Any], path: str, errs: Errors) -> None:
-    service_ref, resource = backend.get("service"), backend.get("resource")
-    if service_ref is not None and resource is not None:
-        errs.invalid(path, "", "cannot set both resource and service backends")
-        return
-    if service_ref is None and resource is None:
-        errs.invalid(path, "", "resource or service backend is required")
-        return
-    if service_ref is None:
-        return
-    svc = as_dict(service_ref)
-    name = svc.get("name")
-    if not name:
-        errs.required(f"{path}.service.name")
-    else:
-        errs.dns_label(f"{path}.service.name", str(name))
-    port = as_dict(svc.get("port"))
-    if port.get("name") and port.get("number"):
-        errs.invalid(f"{path}.service.port", dict(port), "cannot set both port name & port number")
-    elif port.get("name"):
-        errs.port_name(f"{path}.service.port.name", str(port["name"]))
-    elif port.get("number"):
-        errs.port_number(f"{path}.service.port.number", port["number"])
-    else:
-        errs.invalid(f"{path}.service.port", dict(port), "port name or number is required")
-
-
 # --------------------------------------------------------------------------- autoscaling, policy
 
 
 def horizontalpodautoscaler(obj: Obj, old: Obj | None, errs: Errors) -> None:
-    spec = _spec(obj)
-    target = as_dict(spec.get("scaleTargetRef"))
-    if not target.get("kind"):
-        errs.required("spec.scaleTargetRef.kind")
-    if not target.get("name"):
-        errs.required("spec.scaleTargetRef.name")
-    low, high = spec.get("minReplicas"), spec.get("maxReplicas")
-    if isinstance(low, int) and low < 1:
-        errs.invalid("spec.minReplicas", low, "must be greater than or equal to 1")
-    if isinstance(high, int):
-        if high < 1:
-            errs.invalid("spec.maxReplicas", high, "must be greater than 0")
-        if isinstance(low, int) and high < low:
-            errs.invalid("spec.maxReplicas", high, "must be greater than or equal to `minReplicas`")
-    for i, raw in enumerate(as_list(spec.get("metrics"))):
-        metric = as_dict(raw)
-        supported = ("ContainerResource", "External", "Object", "Pods", "Resource")
-        if metric.get("type") not in supported:
-            errs.not_supported(f"spec.metrics[{i}].type", metric.get("type"), supported)
-        for source in ("resource", "containerResource", "pods", "object", "external"):
-            target_type = as_dict(as_dict(metric.get(source)).get("target")).get("type")
-            errs.enum(
-                f"spec.metrics[{i}].{source}.target.type",
-                target_type,
-                ("AverageValue", "Utilization", "Value"),
-            )
+    validate_hpa(_spec(obj), errs)
 
 
 def poddisruptionbudget(obj: Obj, old: Obj | None, errs: Errors) -> None:
@@ -611,6 +578,7 @@ def pod(obj: Obj, old: Obj | None, errs: Errors) -> None:
 
 
 def podtemplate(obj: Obj, old: Obj | None, errs: Errors) -> None:
+    _template_metadata(as_dict(obj.get("template")), "template", errs)
     validate_pod_spec(as_dict(as_dict(obj.get("template")).get("spec")), "template.spec", errs)
 
 

@@ -126,3 +126,59 @@ async def test_token_audience_duration_and_bound_objects(kc: Kubectl) -> None:
         check=False,
     )
     assert wrong_uid.stderr.strip() == 'error: failed to create token: nodes "n1" not found'
+
+
+def _pod(name: str, account: str) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "serviceAccountName": account,
+                "nodeName": "gpu-node-1",
+                "containers": [{"name": "c", "image": "nginx"}],
+            },
+        }
+    )
+
+
+async def test_pod_bound_tokens(kc: Kubectl) -> None:
+    await kc.run("create", "serviceaccount", "robot")
+    await kc.run("create", "serviceaccount", "other")
+    await kc.run("apply", "-f", "-", input=_pod("theirs", "other"))
+    theirs = await kc.run(
+        "create",
+        "token",
+        "robot",
+        "--bound-object-kind=Pod",
+        "--bound-object-name=theirs",
+        check=False,
+    )
+    assert theirs.stderr.strip() == (
+        'error: failed to create token: cannot bind token for serviceaccount "robot" to pod '
+        "running with different serviceaccount name."
+    )
+    await kc.run("apply", "-f", "-", input=_pod("mine", "robot"))
+    stale = await kc.run(
+        "create",
+        "token",
+        "robot",
+        "--bound-object-kind=Pod",
+        "--bound-object-name=mine",
+        "--bound-object-uid=0000",
+        check=False,
+    )
+    assert stale.stderr.strip() == (
+        'error: failed to create token: Operation cannot be fulfilled on Pod "mine": the UID in '
+        "the bound object reference (0000) does not match the UID in record. The object might "
+        "have been deleted and then recreated"
+    )
+    uid = (await kc.run("get", "pod", "mine", "-o", "jsonpath={.metadata.uid}")).stdout
+    token = await kc.run(
+        "create", "token", "robot", "--bound-object-kind=Pod", "--bound-object-name=mine"
+    )
+    private = _claims(token.stdout.strip())["kubernetes.io"]
+    assert private["pod"] == {"name": "mine", "uid": uid}
+    assert private["node"] == {"name": "gpu-node-1"}  # no such Node object: the name only
+    await kc.run("--token", token.stdout.strip(), "auth", "whoami")

@@ -47,6 +47,17 @@ def container(**fields: Any) -> list[dict[str, Any]]:
 
 
 SERVICE = {"spec": {"type": "ClusterIP", "ports": [{"port": 8000, "targetPort": 8000}]}}
+INGRESS_PATH = {
+    "path": "/",
+    "pathType": "Prefix",
+    "backend": {"service": {"name": "llm", "port": {"number": 8000}}},
+}
+INGRESS = {"rules": [{"http": {"paths": [INGRESS_PATH]}}]}
+HPA = {
+    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm"},
+    "minReplicas": 1,
+    "maxReplicas": 3,
+}
 
 REFUSED: list[tuple[str, str, dict[str, Any], str, str]] = [
     (
@@ -409,6 +420,269 @@ REFUSED: list[tuple[str, str, dict[str, Any], str, str]] = [
         "spec.maxReplicas",
         "Invalid value: 2: must be greater than or equal to `minReplicas`",
     ),
+    (
+        "apps",
+        "Deployment",
+        deployment(spec__template__metadata={"labels": {"app": "llm", "model": "llama 3"}}),
+        "spec.template.metadata.labels",
+        'Invalid value: "llama 3": a valid label must be an empty string or consist of '
+        "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+        "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+    ),
+    (
+        "apps",
+        "Deployment",
+        deployment(
+            spec__template__metadata={"labels": {"app": "llm"}, "annotations": {"a/b/c": "x"}}
+        ),
+        "spec.template.metadata.annotations",
+        'Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, '
+        "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  "
+        "or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and "
+        "'/' (e.g. 'example.com/MyName')",
+    ),
+    (
+        "apps",
+        "DaemonSet",
+        {
+            "spec": {
+                **deployment()["spec"],
+                "updateStrategy": {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1},
+                },
+            }
+        },
+        "spec.updateStrategy.rollingUpdate.maxSurge",
+        "Invalid value: 1: may not be set when maxUnavailable is non-zero",
+    ),
+    (
+        "batch",
+        "Job",
+        {
+            "spec": {
+                "completionMode": "Indexed",
+                "template": {"spec": {"containers": [CONTAINER], "restartPolicy": "Never"}},
+            }
+        },
+        "spec.completions",
+        "Required value: when completion mode is Indexed",
+    ),
+    (
+        "",
+        "PersistentVolumeClaim",
+        {
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "Local_Path",
+                "resources": {"requests": {"storage": "1Gi"}},
+            }
+        },
+        "spec.storageClassName",
+        'Invalid value: "Local_Path": a lowercase RFC 1123 subdomain must consist of lower case '
+        "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+        "character (e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+    ),
+    *[
+        ("networking.k8s.io", "Ingress", {"spec": {**INGRESS, **change}}, path, message)
+        for change, path, message in [
+            (
+                {"rules": [{"host": "10.0.0.1", **INGRESS["rules"][0]}]},
+                "spec.rules[0].host",
+                'Invalid value: "10.0.0.1": must be a DNS name, not an IP address',
+            ),
+            (
+                {"rules": [{"host": "nim.*.example.com", **INGRESS["rules"][0]}]},
+                "spec.rules[0].host",
+                'Invalid value: "nim.*.example.com": a wildcard DNS-1123 subdomain must start '
+                "with '*.', followed by a valid DNS subdomain, which must consist of lower case "
+                "alphanumeric characters, '-' or '.' and end with an alphanumeric character "
+                "(e.g. '*.example.com', regex used for validation is "
+                "'\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ),
+            (
+                {"rules": [{"http": {"paths": [{**INGRESS_PATH, "path": "/v1//chat"}]}}]},
+                "spec.rules[0].http.paths[0].path",
+                "Invalid value: \"/v1//chat\": must not contain '//'",
+            ),
+            (
+                {
+                    "rules": [
+                        {
+                            "http": {
+                                "paths": [
+                                    {
+                                        **INGRESS_PATH,
+                                        "pathType": "ImplementationSpecific",
+                                        "path": "v1",
+                                    }
+                                ]
+                            }
+                        }
+                    ]
+                },
+                "spec.rules[0].http.paths[0].path",
+                'Invalid value: "v1": must be an absolute path',
+            ),
+            (
+                {
+                    "rules": [
+                        {
+                            "http": {
+                                "paths": [
+                                    {
+                                        **INGRESS_PATH,
+                                        "backend": {"service": {"name": "llm", "port": {}}},
+                                    }
+                                ]
+                            }
+                        }
+                    ]
+                },
+                "spec.rules[0].http.paths[0].backend",
+                "Required value: port name or number is required",
+            ),
+            (
+                {"ingressClassName": "NGINX"},
+                "spec.ingressClassName",
+                'Invalid value: "NGINX": a lowercase RFC 1123 subdomain must consist of lower '
+                "case alphanumeric characters, '-' or '.', and must start and end with an "
+                "alphanumeric character (e.g. 'example.com', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ),
+            (
+                {"tls": [{"hosts": ["*.nim.example.com", "*"], "secretName": "nim-tls"}]},
+                "spec.tls[0].hosts[1]",
+                "Invalid value: \"*\": a wildcard DNS-1123 subdomain must start with '*.', "
+                "followed by a valid DNS subdomain, which must consist of lower case "
+                "alphanumeric characters, '-' or '.' and end with an alphanumeric character "
+                "(e.g. '*.example.com', regex used for validation is "
+                "'\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ),
+        ]
+    ],
+    *[
+        ("autoscaling", "HorizontalPodAutoscaler", {"spec": {**HPA, **change}}, path, message)
+        for change, path, message in [
+            (
+                {"metrics": [{"type": "Resource"}]},
+                "spec.metrics[0].resource",
+                "Required value: must populate information for the given metric source",
+            ),
+            (
+                {"metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {}}}]},
+                "spec.metrics[0].resource.target.type",
+                "Required value: must specify a metric target type",
+            ),
+            (
+                {
+                    "metrics": [
+                        {
+                            "type": "Resource",
+                            "resource": {"name": "cpu", "target": {"type": "Percent"}},
+                        }
+                    ]
+                },
+                "spec.metrics[0].resource.target.type",
+                'Invalid value: "Percent": must be either Utilization, Value, or AverageValue',
+            ),
+            (
+                {
+                    "metrics": [
+                        {
+                            "type": "Resource",
+                            "resource": {
+                                "name": "cpu",
+                                "target": {"type": "Utilization", "averageUtilization": 0},
+                            },
+                        }
+                    ]
+                },
+                "spec.metrics[0].resource.target.averageUtilization",
+                "Invalid value: 0: must be greater than 0",
+            ),
+            (
+                {
+                    "metrics": [
+                        {"type": "Pods", "pods": {"metric": {}, "target": {"type": "AverageValue"}}}
+                    ]
+                },
+                "spec.metrics[0].pods.metric.name",
+                "Required value: must specify a metric name",
+            ),
+            (
+                {
+                    "metrics": [
+                        {
+                            "type": "Pods",
+                            "pods": {
+                                "metric": {"name": "gpu_cache_usage_perc"},
+                                "target": {"type": "AverageValue"},
+                            },
+                        }
+                    ]
+                },
+                "spec.metrics[0].pods.target.averageValue",
+                "Required value: must specify a positive target averageValue",
+            ),
+            (
+                {
+                    "metrics": [
+                        {
+                            "type": "Pods",
+                            "pods": {
+                                "metric": {"name": "gpu_cache_usage_perc"},
+                                "target": {"type": "AverageValue", "averageValue": "500m"},
+                            },
+                            "resource": {"name": "cpu"},
+                        }
+                    ]
+                },
+                "spec.metrics[0].resource",
+                "Forbidden: must populate the given metric source only",
+            ),
+            (
+                {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 7200, "policies": []}}},
+                "spec.behavior.scaleDown.stabilizationWindowSeconds",
+                "Invalid value: 7200: must be less than or equal to 3600",
+            ),
+            (
+                {"behavior": {"scaleUp": {"selectPolicy": "Maximum"}}},
+                "spec.behavior.scaleUp.selectPolicy",
+                'Unsupported value: "Maximum": supported values: "Disabled", "Max", "Min"',
+            ),
+            (
+                {"behavior": {"scaleUp": {"selectPolicy": "Max"}}},
+                "spec.behavior.scaleUp.policies",
+                "Required value: must specify at least one Policy",
+            ),
+            (
+                {
+                    "behavior": {
+                        "scaleUp": {
+                            "policies": [{"type": "Pods", "value": 4, "periodSeconds": 3600}]
+                        }
+                    }
+                },
+                "spec.behavior.scaleUp.policies[0].periodSeconds",
+                "Invalid value: 3600: must be less than or equal to 1800",
+            ),
+            (
+                {
+                    "behavior": {
+                        "scaleUp": {
+                            "policies": [{"type": "Percent", "value": 0, "periodSeconds": 60}]
+                        }
+                    }
+                },
+                "spec.behavior.scaleUp.policies[0].value",
+                "Invalid value: 0: must be greater than zero",
+            ),
+        ]
+    ],
     *[
         (
             "apps",
@@ -973,9 +1247,53 @@ VALID: list[tuple[str, str, dict[str, Any]]] = [
             ],
         ),
     ),
+    (
+        "autoscaling",
+        "HorizontalPodAutoscaler",
+        {
+            "spec": {
+                **HPA,
+                "metrics": [
+                    {
+                        "type": "Resource",
+                        "resource": {
+                            "name": "cpu",
+                            "target": {"type": "Utilization", "averageUtilization": 80},
+                        },
+                    },
+                    {
+                        "type": "Pods",
+                        "pods": {
+                            "metric": {"name": "gpu_cache_usage_perc"},
+                            "target": {"type": "AverageValue", "averageValue": "750m"},
+                        },
+                    },
+                ],
+                "behavior": {
+                    "scaleDown": {
+                        "stabilizationWindowSeconds": 300,
+                        "selectPolicy": "Min",
+                        "policies": [{"type": "Percent", "value": 10, "periodSeconds": 60}],
+                    }
+                },
+            }
+        },
+    ),
     ("", "Service", SERVICE),
     ("", "Service", {"spec": {"clusterIP": "None", "type": "ClusterIP"}}),
     ("", "ConfigMap", {"data": {"config.yaml": "a: 1"}}),
+    (
+        "networking.k8s.io",
+        "Ingress",
+        {
+            "spec": {
+                **INGRESS,
+                "ingressClassName": "nginx",
+                "rules": [{"host": "*.nim.example.com", **INGRESS["rules"][0]}],
+                "tls": [{"hosts": ["*.nim.example.com"], "secretName": "nim-tls"}],
+            }
+        },
+    ),
     (
         "",
         "PersistentVolumeClaim",
