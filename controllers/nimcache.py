@@ -22,8 +22,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from api.apps.v1alpha1 import nimcache as api_nc
+from api.apps.v1alpha1.nimcache import NIMCache
 from controllers import nimcache_status as ncs
 from controllers.nimservice import detect_orchestrator
+from controllers.nimservice_parse import ParseMemo, by_resource_version, invalid
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import (
@@ -45,6 +47,7 @@ from platforms.nimcache import (
     is_optimized_ngc,
     model_spec,
 )
+from platforms.parsing import InvalidResource, parse
 from platforms.standalone import nimcache as builders
 from platforms.standalone import nimcache_profiles as profiles
 
@@ -75,8 +78,13 @@ async def client_pod_logs(client: Any, namespace: str, pod: str, container: str)
     return text
 
 
-class NIMCacheKind(Kind[Obj, NIMCacheFacts]):
-    """NIMCache: manifest and PVC facts, NVIDIA's caching state machine."""
+class NIMCacheKind(Kind[NIMCache, NIMCacheFacts]):
+    """NIMCache: manifest and PVC facts, NVIDIA's caching state machine.
+
+    ``parse`` keeps each NIMCache's model (status included: the caching step
+    depends on it) until its resourceVersion changes; one that does not fit
+    the model is ``Failed`` with ``NIM_CACHE_RECONCILE_FAILED`` naming the fields.
+    """
 
     api_version = API_VERSION
     kind = KIND
@@ -95,9 +103,19 @@ class NIMCacheKind(Kind[Obj, NIMCacheFacts]):
         self.api_reader = api_reader
         self.pod_logs = pod_logs
         self.orchestrator = orchestrator
+        self.parsed: ParseMemo[NIMCache] = ParseMemo(
+            lambda o: parse(NIMCache, o), by_resource_version
+        )
 
-    def parse(self, obj: Obj) -> Obj:
-        return obj
+    def parse(self, obj: Obj) -> NIMCache:
+        try:
+            return self.parsed.get(obj)
+        except InvalidResource as err:
+            raise invalid(err, REASON_RECONCILE_FAILED) from None
+
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop what is kept about a NIMCache that is gone."""
+        self.parsed.forget(namespace, name)
 
     async def _fresh(
         self, reader: Reader, api_version: str, kind: str, name: str, ns: str
@@ -108,11 +126,11 @@ class NIMCacheKind(Kind[Obj, NIMCacheFacts]):
             found = await get_or_none(self.api_reader, api_version, kind, name, ns)
         return found
 
-    async def gather(self, cr: Obj, obj: Obj, reader: Reader) -> NIMCacheFacts:
+    async def gather(self, cr: NIMCache, obj: Obj, reader: Reader) -> NIMCacheFacts:
         name, namespace = name_of(obj), namespace_of(obj)
         if self.orchestrator is None:
             self.orchestrator = detect_orchestrator(await _nodes(reader))
-        if not dig(cr, "spec", "storage", "pvc", "create"):
+        if not cr.spec.storage.pvc.create:
             pvc_name = builders.pvc_name(cr)
             pvc = await self._fresh(reader, "v1", "PersistentVolumeClaim", pvc_name, namespace)
             if pvc is None:
@@ -123,8 +141,9 @@ class NIMCacheKind(Kind[Obj, NIMCacheFacts]):
                 )
         manifest: profiles.Manifest | None = None
         pending = False
-        model_free = dig(cr, "status", "type") == ncs.TYPE_MODEL_FREE
-        if dig(cr, "status", "type") not in (ncs.TYPE_MODEL_FREE, ncs.TYPE_NATIVE):
+        cache_type = cr.status.type if cr.status is not None else None
+        model_free = cache_type == ncs.TYPE_MODEL_FREE
+        if cache_type not in (ncs.TYPE_MODEL_FREE, ncs.TYPE_NATIVE):
             cm_name = builders.manifest_config_map_name(name)
             cm = await self._fresh(reader, "v1", "ConfigMap", cm_name, namespace)
             try:
@@ -155,9 +174,9 @@ class NIMCacheKind(Kind[Obj, NIMCacheFacts]):
             manifest=manifest,
         )
 
-    async def _manifest_log(self, cr: Obj, reader: Reader) -> str | None:
+    async def _manifest_log(self, cr: NIMCache, reader: Reader) -> str | None:
         """The manifest pod's log once it is Running and printed; None while waiting."""
-        name, namespace = name_of(cr), namespace_of(cr)
+        name, namespace = cr.metadata.name or "", cr.metadata.namespace or ""
         pod_name = builders.manifest_pod_name(name)
         pod = await get_or_none(reader, "v1", "Pod", pod_name, namespace)
         if pod is None or dig(pod, "status", "phase") != "Running":
@@ -236,7 +255,7 @@ async def _nodes(reader: Reader) -> list[Obj]:
         return []
 
 
-class NIMCacheReconciler(KindReconciler[Obj, NIMCacheFacts]):
+class NIMCacheReconciler(KindReconciler[NIMCache, NIMCacheFacts]):
     """The skeleton running NIMCache's contract (see ``NIMCacheKind``)."""
 
     def __init__(
@@ -250,8 +269,11 @@ class NIMCacheReconciler(KindReconciler[Obj, NIMCacheFacts]):
         use_finalizer: bool = True,
         orchestrator: str | None = None,
     ) -> None:
+        self.nimcache_kind = NIMCacheKind(
+            api_reader=api_reader, pod_logs=pod_logs, orchestrator=orchestrator
+        )
         super().__init__(
-            kind=NIMCacheKind(api_reader=api_reader, pod_logs=pod_logs, orchestrator=orchestrator),
+            kind=self.nimcache_kind,
             cache=cache,
             client=client,
             api_reader=api_reader,
@@ -259,3 +281,7 @@ class NIMCacheReconciler(KindReconciler[Obj, NIMCacheFacts]):
             capabilities=Capabilities.nothing(),
             use_finalizer=use_finalizer,
         )
+
+    def _forget(self, namespace: str, name: str) -> None:
+        super()._forget(namespace, name)
+        self.nimcache_kind.forget(namespace, name)

@@ -30,7 +30,16 @@ from typing import Any
 
 from api.apps.v1alpha1 import nimservice as api_ns
 from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY
+from api.apps.v1alpha1.nimcache import NIMCache
+from api.apps.v1alpha1.nimservice import NIMService
 from controllers import nimservice_status as nss
+from controllers.nimservice_parse import (
+    ParseMemo,
+    by_generation,
+    by_resource_version,
+    identity_and_spec,
+    invalid,
+)
 from controllers.reconciler import Event, Kind, KindReconciler
 from controllers.wiring import SECRET, secret_without_values, spec_changed
 from nimctl_runtime.cache.cache import ByObject, Cache
@@ -65,8 +74,10 @@ from platforms.nimservice import (
     platform_of,
     pod_problems,
 )
+from platforms.parsing import InvalidResource, parse
 from platforms.standalone import multinode
 from platforms.standalone.context import RenderContext
+from platforms.standalone.inputs import given
 
 Obj = dict[str, Any]
 
@@ -170,18 +181,15 @@ async def http_model_query(nimservice: Obj, endpoint: str) -> str:
             return nss.model_name_from_metadata(await resp.text())
 
 
-def _service_port(ns: Mapping[str, Any]) -> int:
-    return int(dig(ns, "spec", "expose", "service", "port", default=8000))
-
-
-def _ingress_enabled(ns: Mapping[str, Any]) -> bool:
-    if dig(ns, "spec", "expose", "ingress", "enabled"):
+def _ingress_enabled(cr: NIMService) -> bool:
+    expose = cr.spec.expose
+    if expose.ingress is not None and expose.ingress.enabled:
         return True
-    return bool(dig(ns, "spec", "expose", "router", "ingress", "ingressClass"))
+    return expose.router is not None and expose.router.ingress is not None
 
 
-def _failed_message(nimcache: Mapping[str, Any]) -> str:
-    conds = dig(nimcache, "status", "conditions", default=[])
+def _failed_message(nimcache: NIMCache) -> str:
+    conds = (nimcache.status.conditions if nimcache.status is not None else None) or []
     for c in conds:
         if c.get("type") == "Failed" and c.get("status") == "True":
             return str(c.get("message", ""))
@@ -191,18 +199,18 @@ def _failed_message(nimcache: Mapping[str, Any]) -> str:
     return ""
 
 
-def _model_from_cache(nimcache: Mapping[str, Any] | None, nimservice: Obj) -> str:
+def _model_from_cache(nimcache: NIMCache | None, nimservice: NIMService) -> str:
     """Fallback model name when the NIM cannot be asked: the cached profile's model."""
-    if not nimcache:
+    if nimcache is None or nimcache.status is None:
         return ""
-    profiles = dig(nimcache, "status", "profiles", default=[])
-    wanted = dig(nimservice, "spec", "storage", "nimCache", "profile")
+    profiles = nimcache.status.profiles or []
+    wanted = nimservice.spec.storage.nim_cache.profile
     for p in profiles:
-        if wanted and p.get("name") == wanted and p.get("model"):
-            return str(p["model"])
+        if wanted and p.name == wanted and p.model:
+            return p.model
     for p in profiles:
-        if p.get("model"):
-            return str(p["model"])
+        if p.model:
+            return p.model
     return ""
 
 
@@ -219,8 +227,14 @@ def _kserve_default_mode(config: Mapping[str, Any] | None) -> str | None:
     return str(mode) if mode else None
 
 
-class NIMServiceKind(Kind[Obj, RenderContext]):
-    """NIMService: facts from the cache, NVIDIA's status words, model endpoints."""
+class NIMServiceKind(Kind[NIMService, RenderContext]):
+    """NIMService: facts from the cache, NVIDIA's status words, model endpoints.
+
+    ``parse`` keeps each NIMService's model until its generation changes and
+    reports one that does not fit the model as ``Failed``/``ValidationFailed``
+    (``controllers.nimservice_parse``); a NIMCache it uses is parsed once per
+    resourceVersion.
+    """
 
     api_version = API_VERSION
     kind = KIND
@@ -251,11 +265,24 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
         self.orchestrator = orchestrator
         self.kserve_namespace = kserve_namespace or os.environ.get("KSERVE_NAMESPACE", "kserve")
         self._log = get_logger("controllers.nimservice")
+        self.parsed: ParseMemo[NIMService] = ParseMemo(
+            lambda o: parse(NIMService, identity_and_spec(o)), by_generation
+        )
+        self.nimcaches: ParseMemo[NIMCache] = ParseMemo(
+            lambda o: parse(NIMCache, o), by_resource_version
+        )
 
-    def parse(self, obj: Obj) -> Obj:
-        return obj
+    def parse(self, obj: Obj) -> NIMService:
+        try:
+            return self.parsed.get(obj)
+        except InvalidResource as err:
+            raise invalid(err, api_ns.REASON_VALIDATION_FAILED) from None
 
-    async def gather(self, cr: Obj, obj: Obj, reader: Reader) -> RenderContext:
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop what is kept about a NIMService that is gone."""
+        self.parsed.forget(namespace, name)
+
+    async def gather(self, cr: NIMService, obj: Obj, reader: Reader) -> RenderContext:
         namespace = namespace_of(obj)
         nimcache, nimcache_blocked = await self._nimcache(cr, namespace, reader)
         if self.orchestrator is None:
@@ -265,7 +292,7 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
                 nodes = []
             self.orchestrator = detect_orchestrator(nodes)
         current_replicas = None
-        if dig(cr, "spec", "scale", "enabled"):
+        if cr.spec.scale.enabled:
             live = await _get(reader, "apps/v1", "Deployment", name_of(obj), namespace)
             if live is not None:
                 current_replicas = dig(live, "spec", "replicas")
@@ -291,7 +318,7 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
             pod_problems=await self._pod_problems(cr, obj, reader),
         )
 
-    async def _pod_problems(self, cr: Obj, obj: Obj, reader: Reader) -> tuple[str, ...]:
+    async def _pod_problems(self, cr: NIMService, obj: Obj, reader: Reader) -> tuple[str, ...]:
         """What the kubelet says about the NIM's pods (the Deployment's or the LWS leaders)."""
         if platform_of(cr) == "kserve":
             return ()
@@ -305,13 +332,14 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
         return pod_problems(pods)
 
     async def _dra_facts(
-        self, cr: Obj, obj: Obj, reader: Reader
+        self, cr: NIMService, obj: Obj, reader: Reader
     ) -> tuple[tuple[Obj, ...], Obj | None, str | None]:
         """The namespace's ResourceClaims, the ComputeDomain used and its channel template."""
         namespace = namespace_of(obj)
-        cd = dig(cr, "spec", "multiNode", "computeDomain") or {}
+        mn = cr.spec.multi_node
+        cd = mn.compute_domain if mn is not None and given(mn.compute_domain) else None
         claims: tuple[Obj, ...] = ()
-        if (dig(cr, "spec", "draResources") or cd) and self.capabilities.has(
+        if (cr.spec.dra_resources or cd is not None) and self.capabilities.has(
             RESOURCE_CLAIM_TEMPLATE
         ):
             try:
@@ -319,33 +347,40 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
             except ApiError:
                 claims = ()
         compute_domain = template = None
-        if cd and self.capabilities.has(COMPUTE_DOMAIN):
-            cd_name = name_of(obj) if cd.get("create") else str(cd.get("name") or "")
+        if cd is not None and self.capabilities.has(COMPUTE_DOMAIN):
+            cd_name = name_of(obj) if cd.create else (cd.name or "")
             compute_domain = await _get(reader, *COMPUTE_DOMAIN, cd_name, namespace)
-            if not cd.get("create") and compute_domain is not None:
+            if not cd.create and compute_domain is not None:
                 template = dig(compute_domain, "spec", "channel", "resourceClaimTemplate", "name")
         return claims, compute_domain, str(template) if template else None
 
     async def _nimcache(
-        self, cr: Obj, namespace: str, reader: Reader
-    ) -> tuple[Obj | None, Readiness | None]:
+        self, cr: NIMService, namespace: str, reader: Reader
+    ) -> tuple[NIMCache | None, Readiness | None]:
         """The Ready NIMCache the service names, or why it cannot be used yet.
 
         Missing, failed or not ready is not an error of the pass: the render
         then makes what does not need the cache and reports the reason.
         """
-        cache_name = dig(cr, "spec", "storage", "nimCache", "name")
+        cache_name = cr.spec.storage.nim_cache.name
         if not cache_name:
             return None, None
-        nimcache = await _get(reader, API_VERSION, NIMCACHE_KIND, cache_name, namespace)
-        if nimcache is None:
+        stored = await _get(reader, API_VERSION, NIMCACHE_KIND, cache_name, namespace)
+        if stored is None:
+            self.nimcaches.forget(namespace, cache_name)
             return None, Readiness(
                 STATE_FAILED,
                 api_ns.REASON_NIMCACHE_NOT_FOUND,
                 f"NIMCache {cache_name} not found",
                 failed=True,
             )
-        state = dig(nimcache, "status", "state", default="")
+        try:
+            nimcache = self.nimcaches.get(stored)
+        except InvalidResource as err:
+            return None, Readiness(
+                STATE_FAILED, api_ns.REASON_NIMCACHE_FAILED, str(err), failed=True
+            )
+        state = (nimcache.status.state if nimcache.status is not None else None) or ""
         if state == "Failed":
             return None, Readiness(
                 STATE_FAILED,
@@ -359,7 +394,7 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
                 api_ns.REASON_NIMCACHE_NOT_READY,
                 f"NIMCache {cache_name} not ready",
             )
-        if not dig(nimcache, "status", "pvc"):
+        if nimcache.status is None or not nimcache.status.pvc:
             raise ReconcileError(f"missing PVC for the nimcache instance {cache_name}")
         return nimcache, None
 
@@ -369,16 +404,16 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
             return multinode.with_generated_key(obj)
         return obj
 
-    def memo_key(self, cr: Obj, obj: Obj, facts: RenderContext) -> tuple[Any, ...] | None:
+    def memo_key(self, cr: NIMService, obj: Obj, facts: RenderContext) -> tuple[Any, ...] | None:
         generation = dig(obj, "metadata", "generation")
         if generation is None:
             return None
-        cache_meta = (facts.nimcache_dict() or {}).get("metadata") or {}
+        cache_meta = facts.nimcache.metadata if facts.nimcache is not None else None
         return (
             uid_of(obj),
             generation,
-            cache_meta.get("uid"),
-            cache_meta.get("resourceVersion"),
+            cache_meta.uid if cache_meta is not None else None,
+            cache_meta.resource_version if cache_meta is not None else None,
             facts.current_replicas,
             facts.orchestrator,
             facts.kserve_status_mode,
@@ -407,7 +442,7 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
         return st
 
     async def complete_status(
-        self, cr: Obj, obj: Obj, facts: RenderContext, status: Obj, observed: Observed
+        self, cr: NIMService, obj: Obj, facts: RenderContext, status: Obj, observed: Observed
     ) -> Obj:
         """``status.model``: cluster and external endpoints, and the model the NIM serves."""
         name = name_of(obj)
@@ -417,7 +452,7 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
             cluster = str(dig(isvc, "status", "address", "url", default="") or "")
             external = str(dig(isvc, "status", "url", default="") or "")
         else:
-            port = _service_port(cr)
+            port = cr.spec.expose.service.port
             service = observed.get("v1", "Service", name)
             ingress = observed.get("networking.k8s.io/v1", "Ingress", name)
             enabled = _ingress_enabled(cr)
@@ -442,7 +477,7 @@ class NIMServiceKind(Kind[Obj, RenderContext]):
                     error=str(exc) or type(exc).__name__,
                 )
         if not model_name:
-            model_name = _model_from_cache(facts.nimcache_dict(), cr)
+            model_name = _model_from_cache(facts.nimcache, cr)
         out = dict(status)
         out["model"] = {
             "name": model_name,
@@ -567,7 +602,7 @@ def crd_established(crd: Mapping[str, Any]) -> bool:
     return False
 
 
-class NIMServiceReconciler(KindReconciler[Obj, RenderContext]):
+class NIMServiceReconciler(KindReconciler[NIMService, RenderContext]):
     """The skeleton running NIMService's contract (see ``NIMServiceKind``).
 
     Optional kinds are discovered while running, not only at start:
@@ -650,3 +685,7 @@ class NIMServiceReconciler(KindReconciler[Obj, RenderContext]):
         if self._capabilities_stale:
             await self.refresh_capabilities()
         return await super().reconcile(request)
+
+    def _forget(self, namespace: str, name: str) -> None:
+        super()._forget(namespace, name)
+        self.nimservice_kind.forget(namespace, name)

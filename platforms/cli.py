@@ -23,6 +23,17 @@ from typing import Any, TextIO
 
 from ruamel.yaml import YAML
 
+from api.apps.v1alpha1.common import PersistentVolumeClaim
+from api.apps.v1alpha1.nimcache import (
+    NGCSource,
+    NIMCache,
+    NIMCacheSpec,
+    NIMCacheStatus,
+    NimCacheStorage,
+    NIMSource,
+)
+from api.apps.v1alpha1.nimservice import NIMService
+from api.base import CustomResource, ObjectMeta
 from api.serialize import LoadError, load
 from platforms.gpu import cli as gpu_cli
 from platforms.gpu.errors import RenderError as GPURenderError
@@ -32,10 +43,16 @@ from platforms.nemo.offline import offline_facts
 from platforms.nimpipeline import pipeline_services
 from platforms.nimservice import NIMServiceContract
 from platforms.objects import as_dict, dig
+from platforms.parsing import InvalidResource, apply_defaults, parse
 from platforms.standalone import RenderContext, RenderError, sources
 from platforms.standalone import nimcache as cache_objects
 
 GROUP_VERSION = "apps.nvidia.com/v1alpha1"
+
+__all__ = ["is_nimctl_kind", "main", "pipeline_services"]
+
+Doc = CustomResource | dict[str, Any]
+"""A document of the file: one of our kinds, parsed once, or another kind as written."""
 
 
 def main(
@@ -48,29 +65,28 @@ def main(
         docs = _read(filename)
         if not docs:
             raise _CliError(f"{filename}: no objects found (the file is empty)")
-        if not any(is_nimctl_kind(d) for d in docs):
-            kinds = ", ".join(sorted({str(d.get("kind")) for d in docs}))
-            first = docs[0]
+        if not any(isinstance(d, CustomResource) for d in docs):
+            kinds = ", ".join(sorted({str(_kind(d)) for d in docs}))
             raise _CliError(
-                f"{filename}: no kind {str(first.get('kind'))!r} in nimctl's APIs; the file holds "
+                f"{filename}: no kind {str(_kind(docs[0]))!r} in nimctl's APIs; the file holds "
                 f"only {kinds}, which nimctl render passes through next to a NIMService, "
                 "NIMCache, NIMPipeline, NIMBuild, NeMo or ClusterPolicy manifest"
             )
         # A cache given with --cache wins over one of the same name in the file.
         caches = {
-            dig(d, "metadata", "name"): d
+            d.metadata.name: d
             for d in docs + (_read(cache) if cache else [])
-            if d.get("kind") == "NIMCache"
+            if isinstance(d, NIMCache)
         }
         objects: list[dict[str, Any]] = []
         for doc in docs:
-            if not is_nimctl_kind(doc):
+            if not isinstance(doc, CustomResource):
                 # a ConfigMap or Secret next to the CRs: kept as written, not rendered
                 objects.append(doc)
                 kind, name = doc.get("kind"), dig(doc, "metadata", "name", default="<unnamed>")
                 print(f"note: {filename}: {kind} {name} passed through unchanged", file=sys.stderr)
                 continue
-            if doc.get("kind") == "ClusterPolicy":
+            if doc.kind == "ClusterPolicy":
                 objects.extend(_render_cluster_policy(doc, nodes, filename))
                 continue
             objects.extend(_render_doc(doc, caches, filename))
@@ -90,7 +106,12 @@ class _CliError(Exception):
     """An input problem, already worded for the user."""
 
 
-def _read(filename: str) -> list[dict[str, Any]]:
+def _kind(doc: Doc) -> str:
+    return doc.kind if isinstance(doc, CustomResource) else str(doc.get("kind"))
+
+
+def _read(filename: str) -> list[Doc]:
+    """The file's documents: our kinds parsed into their models, other kinds as written."""
     try:
         text = sys.stdin.read() if filename == "-" else Path(filename).read_text()
     except OSError as err:
@@ -99,13 +120,14 @@ def _read(filename: str) -> list[dict[str, Any]]:
         raw = [d for d in YAML(typ="safe", pure=True).load_all(text) if d is not None]
     except Exception as err:  # YAML syntax errors carry their own line/column
         raise _CliError(f"{filename}: not valid YAML: {err}") from None
-    out: list[dict[str, Any]] = []
+    out: list[Doc] = []
     for doc in raw:
         if isinstance(doc, dict) and doc.get("kind") and not is_nimctl_kind(doc):
             out.append(doc)
             continue
         try:
-            out.append(as_dict(load(doc)))
+            # Defaulted as the API server would, so the render matches the operator's.
+            out.append(apply_defaults(load(doc)))
         except LoadError as err:
             raise _CliError(f"{filename}: {err}") from None
     return out
@@ -118,84 +140,87 @@ def is_nimctl_kind(doc: Mapping[str, Any]) -> bool:
     return not api_version or group in ("apps.nvidia.com", "nvidia.com")
 
 
-def _ready(cache: Mapping[str, Any]) -> dict[str, Any]:
+def _ready(cache: NIMCache) -> NIMCache:
     """The cache as it would look once cached (status kept when the file has one)."""
-    out = dict(cache)
-    status = dict(out.get("status") or {})
-    status.setdefault("state", "Ready")
-    status.setdefault("pvc", sources.cache_pvc_name(cache))
-    out["status"] = status
-    return out
-
-
-def _assumed_cache(name: str, namespace: str) -> dict[str, Any]:
-    pvc = f"{name}-pvc"
-    return {
-        "apiVersion": GROUP_VERSION,
-        "kind": "NIMCache",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"storage": {"pvc": {"name": pvc}}},
-        "status": {"state": "Ready", "pvc": pvc},
+    status = cache.status or NIMCacheStatus()
+    update = {
+        "state": status.state or "Ready",
+        "pvc": status.pvc or sources.cache_pvc_name(cache),
     }
+    return cache.model_copy(update={"status": status.model_copy(update=update)})
+
+
+def _assumed_cache(name: str, namespace: str) -> NIMCache:
+    """A Ready cache on PVC ``<name>-pvc`` whose source is unknown (so it is
+    constructed, not validated: a real NIMCache must name its source)."""
+    pvc = f"{name}-pvc"
+    return NIMCache.model_construct(
+        metadata=ObjectMeta(name=name, namespace=namespace),
+        spec=NIMCacheSpec.model_construct(
+            source=NIMSource.model_construct(),
+            storage=NimCacheStorage(pvc=PersistentVolumeClaim(name=pvc)),
+        ),
+        status=NIMCacheStatus(state="Ready", pvc=pvc),
+    )
 
 
 def _render_doc(
-    doc: dict[str, Any], caches: Mapping[str, dict[str, Any]], filename: str
+    doc: CustomResource, caches: Mapping[str | None, NIMCache], filename: str
 ) -> list[dict[str, Any]]:
-    kind = doc.get("kind")
-    where = f"{filename}: {kind} {dig(doc, 'metadata', 'name', default='<unnamed>')}"
+    kind = doc.kind
+    where = f"{filename}: {kind} {doc.metadata.name or '<unnamed>'}"
     try:
-        if kind == "NIMService":
+        if isinstance(doc, NIMService):
             return _render_service(doc, caches)
         if kind == "NIMPipeline":
+            # The pipeline's render reads it as the API server stores it.
             out: list[dict[str, Any]] = []
-            for svc in pipeline_services(doc):
-                out.extend(_render_service(svc, caches))
+            for svc in pipeline_services(as_dict(doc)):
+                out.extend(_render_service(parse(NIMService, svc), caches))
             return out
-        if kind == "NIMCache":
+        if isinstance(doc, NIMCache):
             return _render_cache(doc)
         if kind in NEMO_CONTRACTS:
             return _render_nemo(doc)
     except (RenderError, NemoRenderFailed) as err:
         raise _CliError(f"{where}: {err.message}") from None
+    except InvalidResource as err:
+        raise _CliError(f"{where}: {err}") from None
     raise _CliError(
         f"{where}: nimctl render handles NIMService, NIMPipeline, NIMCache, the NeMo kinds "
         "and ClusterPolicy"
     )
 
 
-def _render_nemo(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def _render_nemo(doc: CustomResource) -> list[dict[str, Any]]:
     """A NeMo CR through its contract, with placeholders for what lives in the cluster."""
-    contract = NEMO_CONTRACTS[str(doc["kind"])]
-    cr = contract.parse(doc)
-    facts, notes = offline_facts(cr)
+    contract = NEMO_CONTRACTS[doc.kind]
+    facts, notes = offline_facts(doc)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    return contract.render(cr, facts)
+    return contract.render(doc, facts)
 
 
 def _render_cluster_policy(
-    doc: dict[str, Any], nodes: str | None, filename: str
+    doc: CustomResource, nodes: str | None, filename: str
 ) -> list[dict[str, Any]]:
     """A ClusterPolicy's objects on the cluster ``nodes`` describes (platforms.gpu.cli)."""
-    where = f"{filename}: ClusterPolicy {dig(doc, 'metadata', 'name', default='<unnamed>')}"
+    where = f"{filename}: ClusterPolicy {doc.metadata.name or '<unnamed>'}"
     try:
-        return gpu_cli.render_policy(doc, gpu_cli.read_cluster(nodes))
+        # platforms.gpu renders the policy as the API server stores it.
+        return gpu_cli.render_policy(as_dict(doc), gpu_cli.read_cluster(nodes))
     except GPURenderError as err:
         raise _CliError(f"{where}: {err}") from None
 
 
-def _render_service(
-    svc: dict[str, Any], caches: Mapping[str, dict[str, Any]]
-) -> list[dict[str, Any]]:
-    cache_name = dig(svc, "spec", "storage", "nimCache", "name")
+def _render_service(svc: NIMService, caches: Mapping[str | None, NIMCache]) -> list[dict[str, Any]]:
+    cache_name = svc.spec.storage.nim_cache.name
     cache = None
     if cache_name:
         if cache_name in caches:
             cache = _ready(caches[cache_name])
         else:
-            namespace = dig(svc, "metadata", "namespace", default="default")
-            cache = _assumed_cache(cache_name, namespace)
+            cache = _assumed_cache(cache_name, svc.metadata.namespace or "default")
             print(
                 f"note: NIMCache {cache_name} not given (--cache); assuming it is Ready "
                 f"on PVC {cache_name}-pvc",
@@ -205,23 +230,22 @@ def _render_service(
     return NIMServiceContract().render(svc, RenderContext(nimcache=cache))
 
 
-def _render_cache(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    namespace = dig(doc, "metadata", "namespace", default="default")
+def _render_cache(doc: NIMCache) -> list[dict[str, Any]]:
+    namespace = doc.metadata.namespace or "default"
     out = [
         cache_objects.service_account(namespace),
-        cache_objects.role(namespace, proxy=bool(dig(doc, "spec", "proxy"))),
+        cache_objects.role(namespace, proxy=cache_objects.given(doc.spec.proxy)),
         cache_objects.role_binding(namespace),
     ]
     claim = cache_objects.build_pvc(doc)
     if claim is not None:
         out.append(claim)
-    kind, src = sources.source_of(doc)
-    explicit = dig(src, "model", "profiles", default=[])
-    if kind == "ngc" and not src.get("modelEndpoint"):
+    _, src = sources.source_of(doc)
+    if isinstance(src, NGCSource) and not src.model_endpoint:
         out.append(cache_objects.manifest_pod(doc))
-        if not explicit:
+        if not (src.model is not None and src.model.profiles):
             print(
-                f"note: NIMCache {dig(doc, 'metadata', 'name')}: the profiles to cache are "
+                f"note: NIMCache {doc.metadata.name}: the profiles to cache are "
                 "matched against the NIM's model manifest at run time; the Job is not shown",
                 file=sys.stderr,
             )

@@ -17,11 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.apps.v1alpha1.nimcache import STATE_NOT_READY, STATE_READY
+from api.apps.v1alpha1.nimcache import STATE_NOT_READY, STATE_READY, NIMCache
 from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION, stamped_copy
-from nimctl_runtime.meta import dig, name_of
+from nimctl_runtime.meta import dig
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError
+from platforms.parsing import parse
 from platforms.standalone import nimcache as builders
 from platforms.standalone import nimcache_profiles as profiles
 
@@ -51,14 +52,15 @@ OWNED: tuple[GVK, ...] = (
 Obj = Mapping[str, Any]
 
 
-def is_optimized_ngc(nimcache: Obj) -> bool:
+def is_optimized_ngc(nimcache: NIMCache) -> bool:
     """An NGC source without ``modelEndpoint``: profiles are selected from the manifest."""
-    ngc = dig(nimcache, "spec", "source", "ngc", default={})
-    return bool(ngc) and not ngc.get("modelEndpoint")
+    ngc = nimcache.spec.source.ngc
+    return ngc is not None and not ngc.model_endpoint
 
 
-def model_spec(nimcache: Obj) -> profiles.ModelSpec:
-    return profiles.ModelSpec.from_dict(dig(nimcache, "spec", "source", "ngc", "model"))
+def model_spec(nimcache: NIMCache) -> profiles.ModelSpec:
+    ngc = nimcache.spec.source.ngc
+    return profiles.ModelSpec.from_model(ngc.model if ngc is not None else None)
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,8 @@ class NIMCacheProgress(Readiness):
     model_free: bool = False
 
 
-def _state(cr: Obj) -> str:
-    return str(dig(cr, "status", "state", default=""))
+def _state(cr: NIMCache) -> str:
+    return (cr.status.state if cr.status is not None else None) or ""
 
 
 class NIMCacheContract:
@@ -103,25 +105,35 @@ class NIMCacheContract:
     api_version = API_VERSION
     kind = KIND
 
+    def parse(self, obj: NIMCache | Obj) -> NIMCache:
+        """The typed NIMCache; ``InvalidResource`` names the fields that do not fit.
+
+        ``render``, ``readiness`` and ``selected_profiles`` take the model; a
+        dict given to them (a test, an offline caller) is parsed on the way in.
+        """
+        return parse(NIMCache, obj)
+
     def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
         return OWNED
 
-    def selected_profiles(self, cr: Obj, facts: NIMCacheFacts) -> list[str]:
+    def selected_profiles(self, cr: NIMCache | Obj, facts: NIMCacheFacts) -> list[str]:
+        cr = self.parse(cr)
         if not is_optimized_ngc(cr):
             return []
         spec = model_spec(cr)
         gpus = list(facts.gpu_products) if not spec.gpus and not spec.profiles else []
         return profiles.select_profiles(facts.manifest, spec, gpus)
 
-    def render(self, cr: Obj, facts: NIMCacheFacts) -> list[dict[str, Any]]:
-        namespace = str(dig(cr, "metadata", "namespace", default=""))
+    def render(self, cr: NIMCache | Obj, facts: NIMCacheFacts) -> list[dict[str, Any]]:
+        cr = self.parse(cr)
+        namespace = cr.metadata.namespace or ""
         try:
             out: list[dict[str, Any]] = [
                 builders.service_account(namespace),
-                builders.role(namespace, proxy=bool(dig(cr, "spec", "proxy"))),
+                builders.role(namespace, proxy=builders.given(cr.spec.proxy)),
                 builders.role_binding(namespace),
             ]
-            if dig(cr, "spec", "storage", "pvc", "create"):
+            if cr.spec.storage.pvc.create:
                 claim = builders.build_pvc(cr)
                 if claim is not None:
                     out.append(claim)
@@ -141,8 +153,11 @@ class NIMCacheContract:
             raise ReconcileError(str(exc), reason="ReconcileFailed") from exc
         return [_stamped(o) for o in out]
 
-    def readiness(self, cr: Obj, facts: NIMCacheFacts, observed: Observed) -> NIMCacheProgress:
-        name = name_of(cr)
+    def readiness(
+        self, cr: NIMCache | Obj, facts: NIMCacheFacts, observed: Observed
+    ) -> NIMCacheProgress:
+        cr = self.parse(cr)
+        name = cr.metadata.name or ""
         created = {kind for _, kind, _ in observed.created}
         job = observed.get("batch/v1", "Job", builders.job_name(name))
         cached: Sequence[Mapping[str, Any]] = ()
@@ -164,7 +179,7 @@ class NIMCacheContract:
         )
 
 
-def _job(cr: Obj, selected: list[str], orchestrator: str) -> dict[str, Any]:
+def _job(cr: NIMCache, selected: list[str], orchestrator: str) -> dict[str, Any]:
     job = builders.caching_job(cr, selected_profiles=selected, orchestrator=orchestrator)
     meta = job.setdefault("metadata", {})
     if not meta.get("labels"):

@@ -27,6 +27,7 @@ from api.apps.v1alpha1.nimservice import (
     REASON_DRA_RESOURCES_UNSUPPORTED,
     REASON_NOT_READY,
     REASON_READY,
+    NIMService,
 )
 from nimctl_runtime.meta import dig, find_condition
 from platforms import kserve, standalone
@@ -46,7 +47,7 @@ from platforms.contract import Blocked, Observed, Readiness
 from platforms.standalone import lws, podspec
 from platforms.standalone.context import RenderContext
 from platforms.standalone.dra_status import compute_domain_status, dra_resource_statuses
-from platforms.standalone.inputs import NIMServiceInputs
+from platforms.standalone.inputs import NIMServiceInputs, as_nimservice, given
 
 __all__ = [
     "API_VERSION",
@@ -97,8 +98,8 @@ Obj = Mapping[str, Any]
 KSERVE_EARLY_KINDS = ("ServiceAccount", "Role", "RoleBinding")
 
 
-def platform_of(nimservice: Obj) -> str:
-    return str(dig(nimservice, "spec", "inferencePlatform", default="") or "standalone")
+def platform_of(nimservice: NIMService) -> str:
+    return nimservice.spec.inference_platform
 
 
 def _not_ready(message: str, reason: str = REASON_NOT_READY) -> Readiness:
@@ -156,22 +157,20 @@ def inference_service_readiness(isvc: Obj | None, name: str) -> tuple[str, bool]
     return str(cond.get("message") or ""), cond.get("status") == "True"
 
 
-def missing_kinds(cr: Obj, capabilities: Capabilities) -> list[tuple[GVK, str]]:
+def missing_kinds(cr: NIMService, capabilities: Capabilities) -> list[tuple[GVK, str]]:
     """Optional kinds the spec needs that the cluster does not serve, with the field needing each.
 
     Routes and ServiceMonitors are left out when their CRD is missing (as
     NVIDIA does); these cannot be: without them the NIM does not run.
     """
-    spec = cr.get("spec") or {}
     needs: list[tuple[GVK, str]] = []
+    mn = cr.spec.multi_node
     if platform_of(cr) == "kserve":
         needs.append((INFERENCE_SERVICE, "spec.inferencePlatform"))
-    else:
-        pipeline = int(dig(spec, "multiNode", "parallelism", "pipeline", default=1) or 1)
-        if spec.get("multiNode") and pipeline > 1:
-            needs.append((LEADER_WORKER_SET, "spec.multiNode"))
-            if dig(spec, "multiNode", "computeDomain"):
-                needs.append((COMPUTE_DOMAIN, "spec.multiNode.computeDomain"))
+    elif mn is not None and (mn.parallelism.pipeline or 1) > 1:
+        needs.append((LEADER_WORKER_SET, "spec.multiNode"))
+        if given(mn.compute_domain):
+            needs.append((COMPUTE_DOMAIN, "spec.multiNode.computeDomain"))
     return [(gvk, field) for gvk, field in needs if not capabilities.has(gvk)]
 
 
@@ -181,11 +180,12 @@ DRA_UNSUPPORTED = (
 )
 
 
-def dra_details(cr: Obj, facts: RenderContext) -> dict[str, Any]:
+def dra_details(cr: NIMService | Obj, facts: RenderContext) -> dict[str, Any]:
     """``draResourceStatuses`` and ``computeDomainStatus`` where the spec uses them."""
-    spec = cr.get("spec") or {}
-    cd_spec = dig(spec, "multiNode", "computeDomain")
-    if not spec.get("draResources") and not cd_spec:
+    cr = as_nimservice(cr)
+    spec = cr.spec
+    cd_spec = spec.multi_node.compute_domain if spec.multi_node is not None else None
+    if not spec.dra_resources and not given(cd_spec):
         return {}
     inp = NIMServiceInputs.of(cr, facts)
     _, pod_claims, _ = podspec.dra(inp)
@@ -249,13 +249,20 @@ class NIMServiceContract:
     api_version = API_VERSION
     kind = KIND
 
+    def parse(self, obj: NIMService | Obj) -> NIMService:
+        """The typed NIMService; ``InvalidResource`` names the fields that do not fit.
+
+        ``render`` and ``readiness`` take the model; a dict given to them (a
+        test, an offline caller) is parsed on the way in.
+        """
+        return as_nimservice(obj)
+
     def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
         return BUILTIN_OWNED + tuple(g for g in OPTIONAL_OWNED if capabilities.has(g))
 
-    def render(self, cr: Obj, facts: RenderContext) -> list[dict[str, Any]]:
-        if dig(cr, "spec", "draResources") and not facts.capabilities.has(
-            RESOURCE_CLAIM_TEMPLATE
-        ):
+    def render(self, cr: NIMService | Obj, facts: RenderContext) -> list[dict[str, Any]]:
+        cr = as_nimservice(cr)
+        if cr.spec.dra_resources and not facts.capabilities.has(RESOURCE_CLAIM_TEMPLATE):
             # NVIDIA's step 0: DRA needs Kubernetes 1.34 (resource.k8s.io/v1).
             raise Blocked(
                 Readiness(
@@ -288,8 +295,11 @@ class NIMServiceContract:
             )
         return standalone.render(cr, facts)
 
-    def readiness(self, cr: Obj, facts: RenderContext, observed: Observed) -> Readiness:
-        name = str(dig(cr, "metadata", "name", default=""))
+    def readiness(
+        self, cr: NIMService | Obj, facts: RenderContext, observed: Observed
+    ) -> Readiness:
+        cr = as_nimservice(cr)
+        name = cr.metadata.name or ""
         if platform_of(cr) == "kserve":
             isvc = observed.get(*INFERENCE_SERVICE, name)
             message, ready = inference_service_readiness(isvc, name)

@@ -19,13 +19,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from api.apps.v1alpha1.nimservice import NIMService
 from manifests.hashing import stamped_copy
 from manifests.labels import merge_maps
-from platforms.objects import CRInput, as_dict, dig
 from platforms.standalone import networking, podspec, storage
 from platforms.standalone.context import INFERENCE_SERVICE, RenderContext
 from platforms.standalone.errors import RenderError, UnsupportedSpec
-from platforms.standalone.inputs import NIMServiceInputs
+from platforms.standalone.inputs import NIMServiceInputs, as_nimservice
 from platforms.standalone.networking import PORT_API, is_autoscaling_enabled
 
 DEPLOYMENT_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
@@ -58,7 +58,7 @@ def resolve_deployment_mode(
 
 
 def render(
-    nimservice: CRInput,
+    nimservice: NIMService | Mapping[str, Any],
     ctx: RenderContext | None = None,
     *,
     status_mode: str | None = None,
@@ -71,9 +71,8 @@ def render(
     looked up by the caller (None when unknown).
     """
     ctx = ctx or RenderContext()
-    svc = as_dict(nimservice)
-    r = NIMServiceInputs.of(svc, ctx)
-    if r.spec.get("multiNode"):
+    r = NIMServiceInputs.of(as_nimservice(nimservice), ctx)
+    if r.spec.multi_node is not None:
         raise UnsupportedSpec("spec.multiNode: cannot be set when the inferencePlatform is KServe")
     if not ctx.capabilities.has(INFERENCE_SERVICE):
         raise UnsupportedSpec(
@@ -82,7 +81,7 @@ def render(
         )
     mode = resolve_deployment_mode(
         status_mode=status_mode,
-        annotations=r.spec.get("annotations"),
+        annotations=r.spec.annotations,
         configured_default=configured_default,
     )
     knative = mode in KNATIVE_MODES
@@ -119,8 +118,8 @@ def _inference_service(r: NIMServiceInputs, mode: str) -> dict[str, Any]:
         sub_path=sub_path,
         pod_claims=pod_claims,
         container_claims=container_claims,
-        command=spec.get("command"),
-        args=spec.get("args"),
+        command=spec.command,
+        args=spec.args,
         probes=probes,
     )
     if knative:
@@ -139,8 +138,10 @@ def _inference_service(r: NIMServiceInputs, mode: str) -> dict[str, Any]:
         },
     )
     labels = r.service_labels()
+    expose = spec.expose
     ingress_enabled = bool(
-        dig(spec, "expose", "ingress", "enabled") or dig(spec, "expose", "router", "ingress")
+        (expose.ingress is not None and expose.ingress.enabled)
+        or (expose.router is not None and expose.router.ingress is not None)
     )
     if not ingress_enabled and VISIBILITY_LABEL not in labels:
         labels[VISIBILITY_LABEL] = "cluster-local"
@@ -158,13 +159,13 @@ def _inference_service(r: NIMServiceInputs, mode: str) -> dict[str, Any]:
         }
     if is_autoscaling_enabled(spec) and mode in RAW_MODES:
         annotations["serving.kserve.io/autoscalerClass"] = "hpa"
-        hpa = dig(spec, "scale", "hpa", default={})
-        predictor["minReplicas"] = int(hpa.get("minReplicas", 1))
-        if int(hpa.get("maxReplicas", 0)) > 0:
-            predictor["maxReplicas"] = int(hpa["maxReplicas"])
-        predictor.update(_scale_target(hpa.get("metrics") or []))
+        hpa = spec.scale.hpa
+        predictor["minReplicas"] = hpa.min_replicas if hpa is not None else 1
+        if hpa is not None and hpa.max_replicas > 0:
+            predictor["maxReplicas"] = hpa.max_replicas
+        predictor.update(_scale_target((hpa.metrics if hpa is not None else None) or []))
     else:
-        predictor["minReplicas"] = int(spec.get("replicas", 1))
+        predictor["minReplicas"] = 1 if spec.replicas is None else spec.replicas
 
     return {
         "apiVersion": ISVC_API_VERSION,
@@ -219,9 +220,14 @@ def _knative_probes(
 ) -> dict[str, dict[str, Any]]:
     """Knative rejects named probe ports: use the number, and 30 startup failures."""
     out: dict[str, dict[str, Any]] = {}
+    own = {
+        "livenessProbe": r.spec.liveness_probe.probe,
+        "readinessProbe": r.spec.readiness_probe.probe,
+        "startupProbe": r.spec.startup_probe.probe,
+    }
     for key, given in probes.items():
         probe = json.loads(json.dumps(given))
-        if r.spec.get(key, {}).get("probe"):
+        if own.get(key):
             out[key] = probe  # the user's own probe, verbatim
             continue
         if r.grpc_port:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.apps.v1alpha1.nimcache import NIMCache
 from platforms.capabilities import (
     COMPUTE_DOMAIN,
     GRPC_ROUTE,
@@ -28,7 +29,7 @@ from platforms.capabilities import (
     Capabilities,
 )
 from platforms.contract import Readiness
-from platforms.objects import CRInput, as_dict
+from platforms.parsing import parse
 
 __all__ = [
     "COMPUTE_DOMAIN",
@@ -53,9 +54,10 @@ __all__ = [
 class RenderContext:
     """Inputs to ``render`` other than the CR itself.
 
-    - ``nimcache``: the NIMCache named by ``spec.storage.nimCache.name`` (model
-      or dict, including its status), or None when it does not exist or the
-      service does not use one.
+    - ``nimcache``: the NIMCache named by ``spec.storage.nimCache.name``, typed
+      and including its status (a dict given here is parsed once, at
+      construction), or None when it does not exist or the service does not
+      use one.
     - ``capabilities``: optional kinds the cluster serves.
     - ``orchestrator``: as detected from node labels (``TKGS`` adds a
       RuntimeDefault seccomp profile).
@@ -80,7 +82,7 @@ class RenderContext:
       failed, not ready); the render then makes only what does not need it.
     """
 
-    nimcache: CRInput | None = None
+    nimcache: NIMCache | None = None
     capabilities: Capabilities = field(default_factory=Capabilities.everything)
     orchestrator: str = ORCHESTRATOR_KUBERNETES
     operator_namespace: str = ""
@@ -95,5 +97,6 @@ class RenderContext:
     nimcache_blocked: Readiness | None = None
     pod_problems: tuple[str, ...] = ()
 
-    def nimcache_dict(self) -> dict[str, Any] | None:
-        return None if self.nimcache is None else as_dict(self.nimcache)
+    def __post_init__(self) -> None:
+        if self.nimcache is not None and not isinstance(self.nimcache, NIMCache):
+            object.__setattr__(self, "nimcache", parse(NIMCache, self.nimcache))

@@ -16,6 +16,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from api.apps.v1alpha1.common import EPPConfig
 from manifests import configmap, deployment, pod, role, rolebinding, service, serviceaccount
 from manifests.labels import APP_LABEL, merge_maps
 from manifests.meta import object_meta
@@ -40,7 +41,7 @@ class EPPInputs:
     owner_references: list[dict[str, Any]]
     nim_selector: Mapping[str, str]
     nim_port: int
-    config: Mapping[str, Any]
+    config: EPPConfig
     image_pull_secrets: list[str] | None
     image_pull_policy: str | None
 
@@ -86,14 +87,14 @@ def render_epp(inp: EPPInputs) -> list[dict[str, Any]]:
             namespace=inp.namespace,
         ),
     ]
-    ref = cfg.get("configMapRef") or {}
+    ref = cfg.config_map_ref or {}
     if ref.get("name"):
         cm_name, config_file = str(ref["name"]), f"/config/{ref.get('key') or CONFIG_KEY}"
     else:
         cm_name, config_file = config_map_name(inp.name), f"/config/{CONFIG_KEY}"
-        objs.append(configmap.build(meta(cm_name), {CONFIG_KEY: _yaml(cfg.get("config") or {})}))
+        objs.append(configmap.build(meta(cm_name), {CONFIG_KEY: _yaml(cfg.config or {})}))
 
-    user_ports = cfg.get("ports") or []
+    user_ports = cfg.ports or []
     if user_ports:
         container_ports = [dict(p) for p in user_ports]
     else:
@@ -120,10 +121,10 @@ def render_epp(inp: EPPInputs) -> list[dict[str, Any]]:
         service.build(meta(name), selector=selector, ports=service_ports, service_type="ClusterIP")
     )
 
-    ctr_spec = cfg.get("containerSpec") or {}
-    image = ctr_spec.get("image") or {}
+    ctr_spec = cfg.container_spec
+    image = ctr_spec.image
     default_probe = {"grpc": {"port": PORT_HEALTH}, "initialDelaySeconds": 5, "periodSeconds": 10}
-    args = ctr_spec.get("args") or [
+    args = ctr_spec.args or [
         "--pool-name",
         inp.name,
         "--pool-namespace",
@@ -141,19 +142,19 @@ def render_epp(inp: EPPInputs) -> list[dict[str, Any]]:
     ]
     container = pod.container(
         "epp",
-        f"{image.get('repository', '')}:{image.get('tag') or 'latest'}",
-        image_pull_policy=image.get("pullPolicy") or inp.image_pull_policy,
-        command=ctr_spec.get("command"),
+        f"{image.repository}:{image.tag or 'latest'}",
+        image_pull_policy=image.pull_policy or inp.image_pull_policy,
+        command=ctr_spec.command,
         args=list(args),
-        working_dir=ctr_spec.get("workingDir"),
-        env=ctr_spec.get("env"),
+        working_dir=ctr_spec.working_dir,
+        env=ctr_spec.env,
         ports=container_ports,
         volume_mounts=[pod.volume_mount("epp-config", "/config", read_only=True)],
-        readiness_probe=cfg.get("readinessProbe") or dict(default_probe),
-        liveness_probe=cfg.get("livenessProbe") or dict(default_probe),
-        startup_probe=cfg.get("startupProbe"),
+        readiness_probe=cfg.readiness_probe or dict(default_probe),
+        liveness_probe=cfg.liveness_probe or dict(default_probe),
+        startup_probe=cfg.startup_probe,
     )
-    pull_secrets = [*(inp.image_pull_secrets or []), *(image.get("pullSecrets") or [])]
+    pull_secrets = [*(inp.image_pull_secrets or []), *(image.pull_secrets or [])]
     pod_spec = pod.pod_spec(
         [container],
         volumes=[pod.config_map_volume("epp-config", cm_name)],

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from pydantic import BaseModel
+
+from api.apps.v1alpha1.common import Image
+from api.apps.v1alpha1.nimcache import NIMCache
+from api.apps.v1alpha1.nimservice import NIMService, NIMServiceSpec
 from manifests.hashing import PARENT_SPEC_HASH_ANNOTATION, hash_value
 from manifests.labels import (
     OPERATOR_VERSION_LABEL,
@@ -24,7 +29,7 @@ from manifests.labels import (
     standard_labels,
 )
 from manifests.meta import object_meta, owner_reference
-from nimctl_runtime.meta import dig
+from platforms.parsing import parse, spec_json
 from platforms.standalone import multinode, sources
 from platforms.standalone.context import RenderContext
 from platforms.standalone.errors import (
@@ -36,21 +41,40 @@ from platforms.standalone.errors import (
 
 API_VERSION = "apps.nvidia.com/v1alpha1"
 KIND = "NIMService"
-DEFAULT_API_PORT = 8000
 MODEL_STORE = "/model-store"
 
-__all__ = ["API_VERSION", "KIND", "MODEL_STORE", "NIMServiceInputs", "resolve_nimcache"]
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "MODEL_STORE",
+    "NIMServiceInputs",
+    "as_nimservice",
+    "given",
+    "quantity",
+    "resolve_nimcache",
+    "spec_hash",
+]
+
+
+def as_nimservice(nimservice: NIMService | Mapping[str, Any]) -> NIMService:
+    """The typed NIMService (a dict, from a test or a file, is parsed here)."""
+    return parse(NIMService, nimservice)
+
+
+def spec_hash(spec: NIMServiceSpec) -> str:
+    """``nvidia.com/parent-spec-hash``: the hash of the spec as it was given (stored)."""
+    return hash_value(spec_json(spec))
 
 
 @dataclass(frozen=True)
 class NIMServiceInputs:
     """What one render of a NIMService reads, derived once (see ``of``)."""
 
-    svc: Mapping[str, Any]
+    cr: NIMService
     ctx: RenderContext
     name: str
     namespace: str
-    spec: dict[str, Any]
+    spec: NIMServiceSpec
     owner_refs: list[dict[str, Any]]
     spec_hash: str
     labels: dict[str, str]
@@ -62,67 +86,63 @@ class NIMServiceInputs:
     tensor: int
     multinode: bool
     selector: dict[str, str]
-    nimcache: dict[str, Any] | None
+    nimcache: NIMCache | None
 
     @classmethod
     def of(
-        cls, svc: Mapping[str, Any], ctx: RenderContext, *, resolve_cache: bool = True
+        cls, cr: NIMService, ctx: RenderContext, *, resolve_cache: bool = True
     ) -> NIMServiceInputs:
         """Derive the inputs; raises ``RenderError`` for a missing name or NIMCache.
 
         ``resolve_cache=False`` leaves the NIMCache unresolved (for the objects
         that do not depend on it).
         """
-        meta = svc.get("metadata") or {}
-        name = str(meta.get("name") or "")
+        name = cr.metadata.name or ""
         if not name:
             raise RenderError("metadata.name: Required value")
-        namespace = str(meta.get("namespace") or "default")
-        spec: dict[str, Any] = dict(svc.get("spec") or {})
+        namespace = cr.metadata.namespace or "default"
+        spec = cr.spec
         owner = {
-            "apiVersion": svc.get("apiVersion", API_VERSION),
-            "kind": svc.get("kind", KIND),
-            "metadata": {"name": name, "uid": meta.get("uid", "")},
+            "apiVersion": cr.api_version,
+            "kind": cr.kind,
+            "metadata": {"name": name, "uid": cr.metadata.uid or ""},
         }
-        spec_hash = hash_value(spec)
+        digest = spec_hash(spec)
         labels = merge_maps(
-            standard_labels(name, PART_OF_NIM_SERVICE, ctx.operator_version), spec.get("labels")
+            standard_labels(name, PART_OF_NIM_SERVICE, ctx.operator_version), spec.labels
         )
         annotations = merge_maps(
             {
                 REQUIRED_SCC_ANNOTATION: _scc_annotation(spec),
-                PARENT_SPEC_HASH_ANNOTATION: spec_hash,
+                PARENT_SPEC_HASH_ANNOTATION: digest,
             },
-            spec.get("annotations"),
+            spec.annotations,
         )
-        mn = spec.get("multiNode") or {}
-        pipeline = int(dig(mn, "parallelism", "pipeline", default=1))
+        mn = spec.multi_node
+        pipeline = (mn.parallelism.pipeline or 1) if mn is not None else 1
         # Only pipeline parallelism > 1 makes a LeaderWorkerSet. (NVIDIA then
         # still uses the LWS selector for a Deployment, which matches no pod.)
-        is_multinode = bool(mn) and pipeline > 1
-        cache_name = dig(spec, "storage", "nimCache", "name")
+        is_multinode = mn is not None and pipeline > 1
+        cache_name = spec.storage.nim_cache.name
+        service = spec.expose.service
         return cls(
-            svc=svc,
+            cr=cr,
             ctx=ctx,
             name=name,
             namespace=namespace,
             spec=spec,
             owner_refs=[owner_reference(owner)],
-            spec_hash=spec_hash,
+            spec_hash=digest,
             labels=labels,
             annotations=annotations,
-            port=int(dig(spec, "expose", "service", "port", default=DEFAULT_API_PORT)),
-            grpc_port=dig(spec, "expose", "service", "grpcPort"),
-            metrics_port=dig(spec, "expose", "service", "metricsPort"),
+            port=service.port,
+            grpc_port=service.grpc_port,
+            metrics_port=service.metrics_port,
             pipeline=pipeline,
-            tensor=int(dig(mn, "parallelism", "tensor", default=1)),
+            tensor=(mn.parallelism.tensor or 1) if mn is not None else 1,
             multinode=is_multinode,
-            selector=(
-                multinode.leader_selector(name) if is_multinode else selector_labels(name)
-            ),
-            nimcache=resolve_nimcache(ctx, str(cache_name))
-            if cache_name and resolve_cache
-            else None,
+            selector=(multinode.leader_selector(name) if is_multinode else selector_labels(name)),
+            nimcache=resolve_nimcache(ctx, cache_name) if cache_name and resolve_cache else None,
         )
 
     def meta(
@@ -143,20 +163,18 @@ class NIMServiceInputs:
             owner_references=self.owner_refs,
         )
 
-
     def service_labels(self) -> dict[str, str]:
         """Object labels plus ``expose.service.labels`` (existing keys win).
 
         NVIDIA labels the Service, Ingress, routes, HPA and ServiceMonitor with
         these; the Deployment carries the plain object labels.
         """
-        return merge_maps(self.labels, dig(self.spec, "expose", "service", "labels"))
-
+        return merge_maps(self.labels, self.spec.expose.service.labels)
 
     def host(self) -> str:
-        domain = dig(self.spec, "expose", "router", "hostDomainName", default="")
+        router = self.spec.expose.router
+        domain = (router.host_domain_name if router is not None else None) or ""
         return f"{self.name}.{self.namespace}.{domain}"
-
 
     def pod_labels(self) -> dict[str, str]:
         """Object labels minus the operator version.
@@ -166,58 +184,62 @@ class NIMServiceInputs:
         """
         return {k: v for k, v in self.labels.items() if k != OPERATOR_VERSION_LABEL}
 
-
     def pod_annotations(self) -> dict[str, str]:
         """Object annotations minus the parent-spec hash (a spec edit alone must not roll pods)."""
         return {k: v for k, v in self.annotations.items() if k != PARENT_SPEC_HASH_ANNOTATION}
-
 
     def is_native(self) -> bool:
         if self.nimcache is not None:
             return sources.is_native(self.nimcache)
         return self.ctx.native_image
 
-
     def model_mount_paths(self) -> list[str]:
         return ["/model", "/opt/cache"] if self.is_native() else [MODEL_STORE]
 
-
-    def container_image_pull_policy(self, image: Mapping[str, Any] | None) -> str | None:
-        own = (image or {}).get("pullPolicy")
-        return str(own or dig(self.spec, "image", "pullPolicy", default="")) or None
-
+    def container_image_pull_policy(self, image: Image) -> str | None:
+        return image.pull_policy or self.spec.image.pull_policy or None
 
     def role_scc(self) -> str:
-        if self.spec.get("proxy"):
+        if given(self.spec.proxy):
             return "anyuid"
-        if dig(self.spec, "storage", "hostPath"):
+        if self.spec.storage.host_path:
             return "hostmount-anyuid"
         return "nonroot"
 
-
-    def resolved_nimcache(self, cache_name: str) -> dict[str, Any]:
+    def resolved_nimcache(self, cache_name: str) -> NIMCache:
         """The NIMCache ``spec.storage.nimCache.name`` names (resolved in ``of``)."""
         if self.nimcache is None:
             raise NIMCacheNotFound(f"NIMCache {cache_name} not found")
         return self.nimcache
 
 
-def _scc_annotation(spec: Mapping[str, Any]) -> str:
-    if dig(spec, "proxy", "certConfigMap"):
+def given(value: BaseModel | None) -> bool:
+    """Whether an optional struct holds anything, as the API server stores it (``{}`` does not)."""
+    return value is not None and bool(spec_json(value))
+
+
+def quantity(value: int | str | None) -> str | None:
+    """A Quantity field for a builder: written as the user gave it (a string or an int)."""
+    return cast("str | None", value)
+
+
+def _scc_annotation(spec: NIMServiceSpec) -> str:
+    if spec.proxy is not None and spec.proxy.cert_config_map:
         return "anyuid"
-    if dig(spec, "storage", "hostPath"):
+    if spec.storage.host_path:
         return "hostmount-anyuid"
     return "nonroot"
 
 
-def resolve_nimcache(ctx: RenderContext, cache_name: str) -> dict[str, Any]:
-    cache = ctx.nimcache_dict()
-    if cache is None or dig(cache, "metadata", "name", default=cache_name) != cache_name:
+def resolve_nimcache(ctx: RenderContext, cache_name: str) -> NIMCache:
+    cache = ctx.nimcache
+    if cache is None or (cache.metadata.name or cache_name) != cache_name:
         raise NIMCacheNotFound(f"NIMCache {cache_name} not found")
-    state = dig(cache, "status", "state", default="")
+    status = cache.status
+    state = (status.state if status is not None else None) or ""
     if state == "Failed":
         message = ""
-        for cond in dig(cache, "status", "conditions", default=[]):
+        for cond in (status.conditions if status is not None else None) or []:
             if cond.get("type") == "Failed" and cond.get("status") == "True":
                 message = cond.get("message", "")
         raise NIMCacheFailed(message or f"NIMCache {cache_name} failed")

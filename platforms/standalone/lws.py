@@ -11,21 +11,21 @@ from typing import Any
 from manifests import pod
 from manifests.hashing import short_hash
 from manifests.labels import merge_maps
-from nimctl_runtime.meta import dig
 from platforms.standalone import multinode, podspec
 from platforms.standalone.context import COMPUTE_DOMAIN
 from platforms.standalone.errors import RenderError
-from platforms.standalone.inputs import NIMServiceInputs
+from platforms.standalone.inputs import NIMServiceInputs, given
 
 __all__ = ["compute_domain_pod_claim", "compute_domain_template", "leader_worker_set"]
 
 
 def compute_domain_template(inp: NIMServiceInputs) -> str | None:
     """The ResourceClaimTemplate of the ComputeDomain channel the pods claim (None: none)."""
-    cd = dig(inp.spec, "multiNode", "computeDomain", default={}) or {}
-    if not cd:
+    mn = inp.spec.multi_node
+    cd = mn.compute_domain if mn is not None else None
+    if cd is None or not given(cd):
         return None
-    if cd.get("create"):
+    if cd.create:
         return multinode.compute_domain_template_name(inp.name)
     return inp.ctx.compute_domain_claim_template
 
@@ -36,19 +36,22 @@ def compute_domain_pod_claim(name: str, template: str, index: int) -> dict[str, 
     return {"name": claim, "resourceClaimTemplateName": template}
 
 
-def leader_worker_set(inp: NIMServiceInputs,
+def leader_worker_set(
+    inp: NIMServiceInputs,
     model_volume: dict[str, Any],
     sub_path: str | None,
     pod_claims: list[dict[str, Any]],
     container_claims: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """[ComputeDomain], [MPI ConfigMaps and SSH key Secret], LeaderWorkerSet ``<name>-lws``."""
-    mn = inp.spec.get("multiNode") or {}
+    mn = inp.spec.multi_node
+    if mn is None:
+        raise RenderError("spec.multiNode: Required value")
     objs: list[dict[str, Any]] = []
     pod_claims, container_claims = list(pod_claims), list(container_claims)
-    cd = mn.get("computeDomain") or {}
-    if cd:
-        if cd.get("create"):
+    cd = mn.compute_domain
+    if cd is not None and given(cd):
+        if cd.create:
             template = multinode.compute_domain_template_name(inp.name)
             if inp.ctx.capabilities.has(COMPUTE_DOMAIN):
                 objs.append(
@@ -59,42 +62,36 @@ def leader_worker_set(inp: NIMServiceInputs,
         elif inp.ctx.compute_domain_claim_template:
             template = inp.ctx.compute_domain_claim_template
         else:
-            raise RenderError(
-                f"ComputeDomain {cd.get('name')} not found", reason="ComputeDomainFailed"
-            )
+            raise RenderError(f"ComputeDomain {cd.name} not found", reason="ComputeDomainFailed")
         pod_claim = compute_domain_pod_claim(inp.name, template, len(pod_claims))
         pod_claims.append(pod_claim)
         container_claims.append({"name": pod_claim["name"]})
 
-    ray = mn.get("ray")
+    ray = mn.ray if given(mn.ray) else None
     leader_volumes: list[dict[str, Any]] = []
     worker_volumes: list[dict[str, Any]] = []
     leader_mounts: list[dict[str, Any]] = []
     worker_mounts: list[dict[str, Any]] = []
     leader_ports: list[dict[str, Any]] = []
     worker_probes: dict[str, dict[str, Any]] = {}
-    if ray:
-        ray_port = int(ray.get("rayPort", 6379))
+    if ray is not None:
+        ray_port = ray.ray_port
         leader_args, worker_args = multinode.ray_args(ray_port)
         leader_ports = [{"name": "ray", "containerPort": ray_port, "protocol": "TCP"}]
         worker_probes = {"startupProbe": dict(multinode.RAY_WORKER_STARTUP_PROBE)}
         timeout = 300
     else:
-        timeout = int(dig(mn, "mpi", "mpiStartTimeout", default=300))
+        timeout = mn.mpi.mpi_start_timeout if mn.mpi is not None else 300
         leader_args, worker_args = [], []
         leader_volumes, worker_volumes = multinode.mpi_volumes(inp.name)
         leader_mounts, worker_mounts = multinode.mpi_mounts()
-        replicas = int(inp.spec.get("replicas") or 0)
-        hosts = multinode.hostfiles(
-            inp.name, inp.namespace, replicas, inp.pipeline, inp.tensor
-        )
+        replicas = inp.spec.replicas or 0
+        hosts = multinode.hostfiles(inp.name, inp.namespace, replicas, inp.pipeline, inp.tensor)
         # No parent-spec hash on these: a spec edit that leaves their content
         # alone must not rewrite them (NVIDIA creates them once).
         stable = inp.pod_annotations()
         objs.append(
-            multinode.mpi_config_map(
-                inp.meta(f"{inp.name}-mpi-config", annotations=stable), hosts
-            )
+            multinode.mpi_config_map(inp.meta(f"{inp.name}-mpi-config", annotations=stable), hosts)
         )
         objs.append(
             multinode.start_script_config_map(
@@ -102,13 +99,11 @@ def leader_worker_set(inp: NIMServiceInputs,
             )
         )
         objs.append(
-            multinode.ssh_secret(
-                inp.meta(multinode.ssh_secret_name(inp.name), annotations=stable)
-            )
+            multinode.ssh_secret(inp.meta(multinode.ssh_secret_name(inp.name), annotations=stable))
         )
 
     leader_spec = podspec.nim_pod_spec(
-            inp,
+        inp,
         container_name="nim-leader",
         extra_env=multinode.leader_env(inp.pipeline, inp.tensor, timeout),
         extra_volumes=leader_volumes,
@@ -121,7 +116,7 @@ def leader_worker_set(inp: NIMServiceInputs,
         container_claims=container_claims,
     )
     worker_spec = podspec.nim_pod_spec(
-            inp,
+        inp,
         container_name="nim-worker",
         extra_env=multinode.worker_env(inp.pipeline, inp.tensor),
         extra_volumes=worker_volumes,
@@ -138,7 +133,7 @@ def leader_worker_set(inp: NIMServiceInputs,
     objs.append(
         multinode.leader_worker_set(
             inp.meta(multinode.lws_name(inp.name)),
-            replicas=inp.spec.get("replicas"),
+            replicas=inp.spec.replicas,
             size=inp.pipeline,
             leader_template=pod.pod_template(
                 leader_spec,

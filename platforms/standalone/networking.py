@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.apps.v1alpha1.common import Gateway
+from api.apps.v1alpha1.nimservice import NIMServiceSpec
 from manifests import grpcroute, httproute, rolebinding, serviceaccount, servicemonitor
 from manifests import hpa as hpa_builder
 from manifests import ingress as ingress_builder
 from manifests import role as role_builder
 from manifests import service as service_builder
 from manifests.labels import merge_maps
-from nimctl_runtime.meta import dig
+from platforms.parsing import spec_json
 from platforms.standalone.context import GRPC_ROUTE, HTTP_ROUTE, INFERENCE_POOL, SERVICE_MONITOR
 from platforms.standalone.epp import EPPInputs, render_epp
 from platforms.standalone.inputs import NIMServiceInputs
@@ -42,8 +44,8 @@ __all__ = [
 ]
 
 
-def is_autoscaling_enabled(spec: dict[str, Any]) -> bool:
-    return bool(dig(spec, "scale", "enabled", default=False))
+def is_autoscaling_enabled(spec: NIMServiceSpec) -> bool:
+    return bool(spec.scale.enabled)
 
 
 def service_account(inp: NIMServiceInputs) -> dict[str, Any]:
@@ -65,7 +67,7 @@ def role_binding(inp: NIMServiceInputs) -> dict[str, Any]:
 
 
 def service(inp: NIMServiceInputs) -> dict[str, Any]:
-    svc_spec = dig(inp.spec, "expose", "service", default={})
+    svc_spec = inp.spec.expose.service
     ports = [service_builder.service_port(PORT_API, inp.port, PORT_API)]
     if inp.grpc_port:
         ports.append(service_builder.service_port(PORT_GRPC, inp.grpc_port, PORT_GRPC))
@@ -73,110 +75,114 @@ def service(inp: NIMServiceInputs) -> dict[str, Any]:
         ports.append(service_builder.service_port(PORT_METRICS, inp.metrics_port, PORT_METRICS))
     meta = inp.meta(
         labels=inp.service_labels(),
-        annotations=merge_maps(inp.annotations, svc_spec.get("annotations")),
+        annotations=merge_maps(inp.annotations, svc_spec.annotations),
     )
     return service_builder.build(
         meta,
         selector=inp.selector,
         ports=ports,
-        service_type=svc_spec.get("type"),
+        service_type=svc_spec.type,
     )
 
 
 def ingress(inp: NIMServiceInputs) -> dict[str, Any] | None:
-    router = dig(inp.spec, "expose", "router", default={})
-    ingress_class = dig(router, "ingress", "ingressClass", default="")
-    if ingress_class:
+    router = inp.spec.expose.router
+    router_ingress = router.ingress if router is not None else None
+    if router is not None and router_ingress is not None and router_ingress.ingress_class:
         spec = ingress_builder.router_spec(
             host=inp.host(),
             service_name=inp.name,
             service_port=PORT_API,
-            ingress_class=ingress_class,
-            tls_secret_name=dig(router, "ingress", "tlsSecretName"),
+            ingress_class=router_ingress.ingress_class,
+            tls_secret_name=router_ingress.tls_secret_name,
         )
-        annotations = merge_maps(inp.annotations, router.get("annotations"))
+        annotations = merge_maps(inp.annotations, router.annotations)
         return ingress_builder.build(
             inp.meta(labels=inp.service_labels(), annotations=annotations), spec
         )
-    legacy = dig(inp.spec, "expose", "ingress", default={})
-    if legacy.get("enabled"):
-        annotations = merge_maps(inp.annotations, legacy.get("annotations"))
+    legacy = inp.spec.expose.ingress
+    if legacy is not None and legacy.enabled:
+        annotations = merge_maps(inp.annotations, legacy.annotations)
         return ingress_builder.build(
             inp.meta(labels=inp.service_labels(), annotations=annotations),
-            legacy.get("spec") or {},
+            legacy.spec or {},
         )
     return None
 
 
-def _gateway(inp: NIMServiceInputs) -> dict[str, Any] | None:
-    gw = dig(inp.spec, "expose", "router", "gateway")
-    return gw if isinstance(gw, dict) else None
+def _gateway(inp: NIMServiceInputs) -> Gateway | None:
+    router = inp.spec.expose.router
+    return router.gateway if router is not None else None
 
 
 def http_route(inp: NIMServiceInputs) -> dict[str, Any] | None:
     gw = _gateway(inp)
-    if gw is None or not gw.get("httpRoutesEnabled", True):
+    if gw is None or not gw.http_routes_enabled:
         return None
     if not inp.ctx.capabilities.has(HTTP_ROUTE):
         return None
-    backend = gw.get("backendRef") or httproute.service_backend_ref(inp.name, inp.port)
+    backend = (
+        spec_json(gw.backend_ref)
+        if gw.backend_ref is not None
+        else httproute.service_backend_ref(inp.name, inp.port)
+    )
     return httproute.build(
         _route_meta(inp),
-        parent_refs=[httproute.parent_ref(gw["name"], gw["namespace"])],
+        parent_refs=[httproute.parent_ref(gw.name, gw.namespace)],
         hostnames=[inp.host()],
-        backend_refs=[dict(backend)],
+        backend_refs=[backend],
     )
 
 
 def grpc_route(inp: NIMServiceInputs) -> dict[str, Any] | None:
     gw = _gateway(inp)
-    if gw is None or not gw.get("grpcRoutesEnabled", False) or not inp.grpc_port:
+    if gw is None or not gw.grpc_routes_enabled or not inp.grpc_port:
         return None
     if not inp.ctx.capabilities.has(GRPC_ROUTE):
         return None
     return grpcroute.build(
         _route_meta(inp),
-        parent_refs=[httproute.parent_ref(gw["name"], gw["namespace"])],
+        parent_refs=[httproute.parent_ref(gw.name, gw.namespace)],
         hostnames=[inp.host()],
         backend_refs=[httproute.service_backend_ref(inp.name, inp.grpc_port)],
     )
 
 
 def _route_meta(inp: NIMServiceInputs) -> dict[str, Any]:
-    router_annotations = dig(inp.spec, "expose", "router", "annotations")
+    router = inp.spec.expose.router
     return inp.meta(
         labels=inp.service_labels(),
-        annotations=merge_maps(inp.annotations, router_annotations),
+        annotations=merge_maps(inp.annotations, router.annotations if router else None),
     )
 
 
 def hpa(inp: NIMServiceInputs) -> dict[str, Any] | None:
     if not is_autoscaling_enabled(inp.spec):
         return None
-    scale = inp.spec.get("scale") or {}
-    spec = scale.get("hpa") or {}
+    scale = inp.spec.scale
+    spec = scale.hpa
     return hpa_builder.build(
         inp.meta(
             labels=inp.service_labels(),
-            annotations=merge_maps(inp.annotations, scale.get("annotations")),
+            annotations=merge_maps(inp.annotations, scale.annotations),
         ),
         scale_target_ref={"apiVersion": "apps/v1", "kind": "Deployment", "name": inp.name},
-        min_replicas=int(spec.get("minReplicas", 1)),
-        max_replicas=int(spec.get("maxReplicas", 1)),
-        metrics=spec.get("metrics"),
-        behavior=spec.get("behavior"),
+        min_replicas=spec.min_replicas if spec is not None else 1,
+        max_replicas=spec.max_replicas if spec is not None else 1,
+        metrics=spec.metrics if spec is not None else None,
+        behavior=spec.behavior if spec is not None else None,
     )
 
 
 def service_monitor(inp: NIMServiceInputs) -> dict[str, Any] | None:
-    metrics = inp.spec.get("metrics") or {}
-    if not metrics.get("enabled") or not inp.ctx.capabilities.has(SERVICE_MONITOR):
+    metrics = inp.spec.metrics
+    if not metrics.enabled or not inp.ctx.capabilities.has(SERVICE_MONITOR):
         return None
-    sm = metrics.get("serviceMonitor") or {}
+    sm = metrics.service_monitor
     # additionalLabels win over the standard labels here (unlike everywhere else).
-    labels = {**inp.service_labels(), **(sm.get("additionalLabels") or {})}
-    annotations = merge_maps(inp.annotations, sm.get("annotations"))
-    timing = {"interval": sm.get("interval"), "scrape_timeout": sm.get("scrapeTimeout")}
+    labels = {**inp.service_labels(), **(sm.additional_labels or {})}
+    annotations = merge_maps(inp.annotations, sm.annotations)
+    timing = {"interval": sm.interval, "scrape_timeout": sm.scrape_timeout}
     endpoints = [servicemonitor.endpoint(PORT_API, "/v1/metrics", **timing)]
     if inp.metrics_port:
         endpoints.append(servicemonitor.endpoint(PORT_METRICS, "/metrics", **timing))
@@ -189,8 +195,9 @@ def service_monitor(inp: NIMServiceInputs) -> dict[str, Any] | None:
 
 
 def epp(inp: NIMServiceInputs) -> list[dict[str, Any]]:
-    config = dig(inp.spec, "expose", "router", "eppConfig")
-    if not config or not inp.ctx.capabilities.has(INFERENCE_POOL):
+    router = inp.spec.expose.router
+    config = router.epp_config if router is not None else None
+    if config is None or not inp.ctx.capabilities.has(INFERENCE_POOL):
         return []
     return render_epp(
         EPPInputs(
@@ -204,7 +211,7 @@ def epp(inp: NIMServiceInputs) -> list[dict[str, Any]]:
             nim_selector=inp.selector,
             nim_port=inp.port,
             config=config,
-            image_pull_secrets=dig(inp.spec, "image", "pullSecrets"),
-            image_pull_policy=dig(inp.spec, "image", "pullPolicy"),
+            image_pull_secrets=inp.spec.image.pull_secrets,
+            image_pull_policy=inp.spec.image.pull_policy,
         )
     )

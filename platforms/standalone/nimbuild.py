@@ -33,7 +33,6 @@ from platforms.standalone import sources
 from platforms.standalone.context import ORCHESTRATOR_OPENSHIFT, ORCHESTRATOR_TKGS
 from platforms.standalone.errors import RenderError
 from platforms.standalone.nimcache_profiles import Manifest, ManifestError, parse_manifest
-from platforms.standalone.podspec import image_of
 
 __all__ = [
     "BUILDABLE_TAG",
@@ -281,6 +280,12 @@ def _merge_env(base: Sequence[Obj], extra: Sequence[Obj]) -> list[dict[str, Any]
     return [dict(e) for e in extra] + [dict(e) for e in base if e.get("name") not in names]
 
 
+def _image_of(image: Obj | None) -> str:
+    """``repository:tag`` of a NIMBuild's ``spec.image`` (just the repository without a tag)."""
+    repo, tag = str((image or {}).get("repository", "")), str((image or {}).get("tag") or "")
+    return f"{repo}:{tag}" if tag else repo
+
+
 def engine_build_pod(
     build: Obj, nimcache: Obj, profile: Obj, *, orchestrator: str = "Kubernetes"
 ) -> dict[str, Any]:
@@ -306,7 +311,7 @@ def engine_build_pod(
     env = _merge_env(env, dig(build, "spec", "env", default=[]) or [])
     container: dict[str, Any] = {
         "name": BUILD_CONTAINER,
-        "image": image_of(dig(build, "spec", "image")),
+        "image": _image_of(dig(build, "spec", "image")),
         "env": env,
         "resources": _gpu_resources(build, profile),
         "terminationMessagePath": "/dev/termination-log",
@@ -342,7 +347,7 @@ def local_manifest_pod(
     name = str(dig(build, "metadata", "name", default=""))
     container: dict[str, Any] = {
         "name": MANIFEST_CONTAINER,
-        "image": image_of(dig(build, "spec", "image")),
+        "image": _image_of(dig(build, "spec", "image")),
         "command": ["sh", "-c", f"cat {LOCAL_MANIFEST_PATH}; sleep infinity"],
         "securityContext": _container_security_context(nimcache),
     }

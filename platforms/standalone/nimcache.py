@@ -11,7 +11,8 @@ already exists) and calls these for *what* to create:
 - ``caching_job``: ``<name>-job`` for the active source (NGC optimized or
   universal, Hugging Face, NeMo DataStore, native).
 
-Every builder takes the NIMCache as a model or dict (status included).
+Every builder takes the typed ``NIMCache`` (status included); a dict is parsed
+first (``as_nimcache``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from api.apps.v1alpha1.common import ProxySpec
+from api.apps.v1alpha1.nimcache import (
+    HuggingFaceHubSource,
+    NemoDataStoreSource,
+    NGCSource,
+    NIMCache,
+    NIMCacheSpec,
+)
 from manifests import configmap, job, pod, pvc, rolebinding, serviceaccount
 from manifests import role as role_builder
 from manifests.hashing import stamp_hash
@@ -37,7 +46,7 @@ from manifests.labels import (
     managed_by,
 )
 from manifests.meta import object_meta, owner_reference
-from platforms.objects import CRInput, as_dict, dig
+from platforms.parsing import parse
 from platforms.standalone import sources
 from platforms.standalone.context import ORCHESTRATOR_OPENSHIFT, ORCHESTRATOR_TKGS
 from platforms.standalone.errors import RenderError
@@ -133,35 +142,39 @@ def role_binding(namespace: str) -> dict[str, Any]:
 # -- storage --------------------------------------------------------------------------
 
 
-def pvc_name(nimcache: CRInput) -> str:
-    return sources.cache_pvc_name(as_dict(nimcache))
+def as_nimcache(nimcache: NIMCache | Mapping[str, Any]) -> NIMCache:
+    """The typed NIMCache (a dict, from a test or a file, is parsed here)."""
+    return parse(NIMCache, nimcache)
 
 
-def build_pvc(nimcache: CRInput) -> dict[str, Any] | None:
+def pvc_name(nimcache: NIMCache | Mapping[str, Any]) -> str:
+    return sources.cache_pvc_name(as_nimcache(nimcache))
+
+
+def build_pvc(nimcache: NIMCache | Mapping[str, Any]) -> dict[str, Any] | None:
     """The cache PVC to create, or None when the user brings their own."""
-    cache = as_dict(nimcache)
-    spec = dig(cache, "spec", "storage", "pvc", default={})
-    if not spec.get("create"):
+    cache = as_nimcache(nimcache)
+    spec = cache.spec.storage.pvc
+    if not spec.create:
         return None
     name = sources.cache_pvc_name(cache)
-    if not spec.get("size"):
+    if not spec.size:
         raise RenderError(
             f"failed to parse size for pvc creation {name}, err quantities must match the "
             "regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
         )
-    cache_name = dig(cache, "metadata", "name", default="")
     return stamp_hash(
         pvc.build(
             object_meta(
                 name,
                 _namespace(cache),
-                labels=standard_labels(cache_name),
-                annotations=spec.get("annotations"),
+                labels=standard_labels(cache.metadata.name or ""),
+                annotations=spec.annotations,
                 owner_references=[_owner(cache)],
             ),
-            access_modes=[spec.get("volumeAccessMode") or "ReadWriteOnce"],
-            size=str(spec["size"]),
-            storage_class=spec.get("storageClass") or None,
+            access_modes=[spec.volume_access_mode or "ReadWriteOnce"],
+            size=str(spec.size),
+            storage_class=spec.storage_class or None,
         )
     )
 
@@ -169,18 +182,20 @@ def build_pvc(nimcache: CRInput) -> dict[str, Any] | None:
 # -- model manifest -------------------------------------------------------------------
 
 
-def manifest_pod(nimcache: CRInput, *, orchestrator: str = "Kubernetes") -> dict[str, Any]:
+def manifest_pod(
+    nimcache: NIMCache | Mapping[str, Any], *, orchestrator: str = "Kubernetes"
+) -> dict[str, Any]:
     """``<name>-pod``: cats the NIM's model manifest to its log, then sleeps."""
-    cache = as_dict(nimcache)
-    name = dig(cache, "metadata", "name", default="")
-    spec = cache.get("spec") or {}
+    cache = as_nimcache(nimcache)
+    name = cache.metadata.name or ""
+    spec = cache.spec
     _, src = sources.source_of(cache)
     annotations = (
         {REQUIRED_SCC_ANNOTATION: "nonroot"} if orchestrator == ORCHESTRATOR_OPENSHIFT else None
     )
     ctr = pod.container(
         CONTAINER,
-        str(src.get("modelPuller", "")),
+        _puller(src),
         command=list(MANIFEST_COMMAND),
         resources=_resources(spec),
         security_context=_container_security_context(spec, orchestrator),
@@ -189,10 +204,10 @@ def manifest_pod(nimcache: CRInput, *, orchestrator: str = "Kubernetes") -> dict
         [ctr],
         service_account_name=SERVICE_ACCOUNT,
         security_context=_pod_security_context(spec, orchestrator),
-        image_pull_secrets=[src["pullSecret"]] if src.get("pullSecret") else None,
+        image_pull_secrets=_pull_secrets(src),
         node_selector=_node_selector(spec),
-        tolerations=spec.get("tolerations"),
-        runtime_class_name=spec.get("runtimeClassName"),
+        tolerations=spec.tolerations,
+        runtime_class_name=spec.runtime_class_name,
     )
     meta = object_meta(
         manifest_pod_name(name),
@@ -204,10 +219,12 @@ def manifest_pod(nimcache: CRInput, *, orchestrator: str = "Kubernetes") -> dict
     return stamp_hash(pod.build(meta, pod_spec))
 
 
-def manifest_config_map(nimcache: CRInput, manifest_yaml: str) -> dict[str, Any]:
+def manifest_config_map(
+    nimcache: NIMCache | Mapping[str, Any], manifest_yaml: str
+) -> dict[str, Any]:
     """``<name>-manifest``: the parsed model manifest, for profile matching later."""
-    cache = as_dict(nimcache)
-    name = dig(cache, "metadata", "name", default="")
+    cache = as_nimcache(nimcache)
+    name = cache.metadata.name or ""
     meta = object_meta(
         manifest_config_map_name(name),
         _namespace(cache),
@@ -221,7 +238,7 @@ def manifest_config_map(nimcache: CRInput, manifest_yaml: str) -> dict[str, Any]
 
 
 def caching_job(
-    nimcache: CRInput,
+    nimcache: NIMCache | Mapping[str, Any],
     *,
     selected_profiles: Sequence[str] = (),
     orchestrator: str = "Kubernetes",
@@ -233,18 +250,18 @@ def caching_job(
     used when it is empty. Raises ``RenderError`` for the deprecated
     ``certConfig`` and for an optimized NGC cache with no profile to cache.
     """
-    cache = as_dict(nimcache)
-    name = dig(cache, "metadata", "name", default="")
-    spec = cache.get("spec") or {}
-    if spec.get("certConfig"):
+    cache = as_nimcache(nimcache)
+    name = cache.metadata.name or ""
+    spec = cache.spec
+    if spec.cert_config is not None:
         raise RenderError(
             "Deprecated field 'CertConfig' is used. Please migrate to 'Proxy' field on NIMCache.",
             reason="ReconcileFailed",
         )
-    kind, src = sources.source_of(cache)
-    cache_type = dig(cache, "status", "type", default="")
+    _, src = sources.source_of(cache)
+    cache_type = sources.cache_type(cache)
     native = cache_type == sources.CACHE_TYPE_NATIVE
-    sub_path = dig(spec, "storage", "pvc", "subPath")
+    sub_path = spec.storage.pvc.sub_path
     volumes = [
         pod.pvc_volume("nim-cache-volume", sources.cache_pvc_name(cache)),
         pod.empty_dir_volume("scratch"),
@@ -267,24 +284,25 @@ def caching_job(
             pod.env_var("NIM_ENGINE_MODEL_DOWNLOAD_ONLY", "1"),
             pod.env_var("NIM_ENGINE_MODEL_PATH", f"/model/{name}"),
         ]
-    elif kind == "ngc" and src.get("modelEndpoint"):
+    elif isinstance(src, NGCSource) and src.model_endpoint:
         command = ["create-model-store"]
-        args = ["--model-repo", str(src["modelEndpoint"]), "--model-store", MODEL_STORE]
-    elif kind == "ngc":
-        profiles = list(selected_profiles) or list(dig(src, "model", "profiles", default=[]))
+        args = ["--model-repo", src.model_endpoint, "--model-store", MODEL_STORE]
+    elif isinstance(src, NGCSource):
+        explicit = (src.model.profiles if src.model is not None else None) or []
+        profiles = list(selected_profiles) or list(explicit)
         if not profiles:
             raise RenderError("no profiles are selected for caching", reason="ReconcileFailed")
         command = ["download-to-cache"]
         args = ["--all"] if PROFILES_ALL in profiles else ["--profiles", *profiles]
         termination = {"path": "/dev/termination-log", "policy": "FallbackToLogsOnError"}
-    elif kind in ("hf", "dataStore"):
+    elif isinstance(src, HuggingFaceHubSource | NemoDataStoreSource):
         operator_env = [
-            pod.env_var("HF_ENDPOINT", str(src.get("endpoint", ""))),
+            pod.env_var("HF_ENDPOINT", src.endpoint),
             pod.env_var("HF_HUB_OFFLINE", "0"),
             pod.env_var("NIM_CACHE_PATH", MODEL_STORE),
             pod.env_var("HF_HOME", f"{MODEL_STORE}/huggingface/hub"),
         ]
-        repo = f"{src.get('namespace', 'default')}/{src.get('modelName') or src.get('datasetName')}"
+        repo = f"{src.namespace}/{src.model_name or src.dataset_name}"
         if cache_type == sources.CACHE_TYPE_MODEL_FREE:
             command = [
                 "download-to-cache",
@@ -294,29 +312,29 @@ def caching_job(
                 f"{MODEL_STORE}/model_manifest.json",
             ]
         else:
-            repo_type = "model" if src.get("modelName") else "dataset"
+            repo_type = "model" if src.model_name else "dataset"
             command = ["huggingface-cli", "download", repo, "--local-dir", MODEL_STORE]
             command += ["--repo-type", repo_type]
-            if src.get("revision"):
-                command += ["--revision", str(src["revision"])]
+            if src.revision:
+                command += ["--revision", src.revision]
     else:
         raise RenderError("spec.source: Exactly one of ngc, dataStore, or hf must be defined")
 
-    env = pod.merge_env_vars(operator_env, spec.get("env") or [])
+    env = pod.merge_env_vars(operator_env, spec.env or [])
     if native:
         # The download-only switches are the operator's, whatever the user set.
         env = pod.merge_env_vars(env, operator_env)
-    proxy = spec.get("proxy") or {}
-    if proxy:
+    proxy = spec.proxy if given(spec.proxy) else None
+    if proxy is not None:
         env = pod.merge_env_vars(env, proxy_env(proxy))
-    ca_config_map = proxy.get("certConfigMap")
+    ca_config_map = proxy.cert_config_map if proxy is not None else None
     if ca_config_map:
         mounts.append(pod.volume_mount("ca-cert-volume", "/etc/ssl"))
         volumes.append(pod.empty_dir_volume("ca-cert-volume"))
         volumes.append(pod.config_map_volume("custom-ca", ca_config_map))
 
-    image = str(src.get("modelPuller", ""))
-    auth = src.get("authSecret")
+    image = _puller(src)
+    auth = src.auth_secret if src is not None else None
     main = pod.container(
         CONTAINER,
         image,
@@ -344,36 +362,34 @@ def caching_job(
                 ],
             )
         )
-    for user in spec.get("initContainers") or []:
-        if not user:
-            continue
+    for user in spec.init_containers or []:
         init_containers.append(
             pod.container(
-                user["name"],
-                image_of(user.get("image")),
-                image_pull_policy=dig(user, "image", "pullPolicy"),
-                command=user.get("command"),
-                args=user.get("args"),
-                working_dir=user.get("workingDir"),
+                user.name,
+                image_of(user.image),
+                image_pull_policy=user.image.pull_policy,
+                command=user.command,
+                args=user.args,
+                working_dir=user.working_dir,
                 # The caching container's env wins here (as in NVIDIA's operator).
-                env=pod.merge_env_vars(user.get("env") or [], env),
+                env=pod.merge_env_vars(user.env or [], env),
                 volume_mounts=[dict(m) for m in mounts],
             )
         )
 
     template_annotations = {ISTIO_INJECT_ANNOTATION: "false"}
     if orchestrator == ORCHESTRATOR_OPENSHIFT:
-        template_annotations[SCC_ANNOTATION] = "anyuid" if proxy else "nonroot"
+        template_annotations[SCC_ANNOTATION] = "anyuid" if proxy is not None else "nonroot"
     pod_spec = pod.pod_spec(
         [main],
         init_containers=init_containers,
         volumes=volumes,
         service_account_name=SERVICE_ACCOUNT,
         security_context=_pod_security_context(spec, orchestrator),
-        image_pull_secrets=[src["pullSecret"]] if src.get("pullSecret") else None,
+        image_pull_secrets=_pull_secrets(src),
         node_selector=_node_selector(spec),
-        tolerations=spec.get("tolerations"),
-        runtime_class_name=spec.get("runtimeClassName"),
+        tolerations=spec.tolerations,
+        runtime_class_name=spec.runtime_class_name,
         restart_policy="Never",
     )
     # NVIDIA leaves the Job's own labels to API-server defaulting; set them
@@ -396,38 +412,62 @@ def caching_job(
 # -- helpers --------------------------------------------------------------------------
 
 
-def _namespace(cache: Mapping[str, Any]) -> str:
-    return str(dig(cache, "metadata", "namespace", default="default"))
+def given(proxy: ProxySpec | None) -> bool:
+    """Whether a proxy is set to anything (``proxy: {}`` is not)."""
+    return proxy is not None and any(
+        v is not None
+        for v in (proxy.http_proxy, proxy.https_proxy, proxy.no_proxy, proxy.cert_config_map)
+    )
 
 
-def _owner(cache: Mapping[str, Any]) -> dict[str, Any]:
+def _puller(src: sources.Source | None) -> str:
+    return src.model_puller if src is not None else ""
+
+
+def _pull_secrets(src: sources.Source | None) -> list[str] | None:
+    return [src.pull_secret] if src is not None and src.pull_secret else None
+
+
+def _namespace(cache: NIMCache) -> str:
+    return cache.metadata.namespace or "default"
+
+
+def _owner(cache: NIMCache) -> dict[str, Any]:
+    meta = cache.metadata
     return owner_reference(
         {
-            "apiVersion": cache.get("apiVersion", API_VERSION),
-            "kind": cache.get("kind", KIND),
-            "metadata": cache.get("metadata") or {},
+            "apiVersion": cache.api_version,
+            "kind": cache.kind,
+            "metadata": {"name": meta.name, "uid": meta.uid},
         }
     )
 
 
-def _node_selector(spec: Mapping[str, Any]) -> dict[str, str]:
-    selector = spec.get("nodeSelector")
+def _node_selector(spec: NIMCacheSpec) -> dict[str, str]:
+    selector = spec.node_selector
     return dict(DEFAULT_NODE_SELECTOR) if selector is None else dict(selector)
 
 
-def _resources(spec: Mapping[str, Any]) -> dict[str, Any] | None:
-    wanted = {
-        k: v for k, v in (spec.get("resources") or {}).items() if k in ("cpu", "memory") and v
-    }
+def _resources(spec: NIMCacheSpec) -> dict[str, Any] | None:
+    res = spec.resources
+    wanted = {k: v for k, v in (("cpu", res.cpu), ("memory", res.memory)) if v}
     if not wanted:
         return None
     return {"requests": dict(wanted), "limits": dict(wanted)}
 
 
-def _pod_security_context(spec: Mapping[str, Any], orchestrator: str) -> dict[str, Any]:
+def _user_id(spec: NIMCacheSpec) -> int:
+    return 1000 if spec.user_id is None else spec.user_id
+
+
+def _group_id(spec: NIMCacheSpec) -> int:
+    return 2000 if spec.group_id is None else spec.group_id
+
+
+def _pod_security_context(spec: NIMCacheSpec, orchestrator: str) -> dict[str, Any]:
     ctx: dict[str, Any] = {
-        "runAsUser": int(spec.get("userID", 1000)),
-        "fsGroup": int(spec.get("groupID", 2000)),
+        "runAsUser": _user_id(spec),
+        "fsGroup": _group_id(spec),
         "runAsNonRoot": True,
     }
     if orchestrator == ORCHESTRATOR_TKGS:
@@ -435,13 +475,13 @@ def _pod_security_context(spec: Mapping[str, Any], orchestrator: str) -> dict[st
     return ctx
 
 
-def _container_security_context(spec: Mapping[str, Any], orchestrator: str) -> dict[str, Any]:
+def _container_security_context(spec: NIMCacheSpec, orchestrator: str) -> dict[str, Any]:
     ctx: dict[str, Any] = {
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
         "runAsNonRoot": True,
-        "runAsGroup": int(spec.get("groupID", 2000)),
-        "runAsUser": int(spec.get("userID", 1000)),
+        "runAsGroup": _group_id(spec),
+        "runAsUser": _user_id(spec),
     }
     if orchestrator == ORCHESTRATOR_TKGS:
         ctx["seccompProfile"] = {"type": "RuntimeDefault"}

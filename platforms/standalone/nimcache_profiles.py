@@ -9,7 +9,8 @@ profiles that match ``spec.source.ngc.model`` and the cluster's GPUs (from
 follow NVIDIA's NIM Operator (nim-operator.md §3.4) so a NIMCache selects the
 same profiles with nimctl as with NVIDIA's operator.
 
-Everything here is pure: text and plain dicts in, plain values out.
+Everything here is pure: text, plain dicts and the typed NIMCache model in,
+plain values out.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
+
+from api.apps.v1alpha1 import nimcache as nimcache_api
 
 MANIFEST_NOT_FOUND = "model_manifest.yaml not found"
 """What the extraction pod prints when the image carries no manifest."""
@@ -60,27 +63,28 @@ class ModelSpec:
 
     @classmethod
     def from_dict(cls, model: Mapping[str, Any] | None) -> ModelSpec:
-        """Read the camelCase ``model`` object of a NIMCache spec."""
+        """The filters of a camelCase ``model`` object (validated as the API's ``ModelSpec``)."""
         if not model:
             return cls()
+        return cls.from_model(nimcache_api.ModelSpec.model_validate(model))
+
+    @classmethod
+    def from_model(cls, model: nimcache_api.ModelSpec | None) -> ModelSpec:
+        """The filters of a NIMCache's typed ``spec.source.ngc.model``."""
+        if model is None:
+            return cls()
         gpus = tuple(
-            GPUSpec(
-                product=str(g.get("product") or ""),
-                ids=tuple(str(i) for i in g.get("ids") or ()),
-            )
-            for g in model.get("gpus") or ()
+            GPUSpec(product=g.product or "", ids=tuple(g.ids or ())) for g in model.gpus or ()
         )
-        lora = model.get("lora")
-        buildable = model.get("buildable")
         return cls(
-            profiles=tuple(str(p) for p in model.get("profiles") or ()),
-            precision=str(model.get("precision") or ""),
-            engine=str(model.get("engine") or ""),
-            tensor_parallelism=str(model.get("tensorParallelism") or ""),
-            qos_profile=str(model.get("qosProfile") or ""),
+            profiles=tuple(model.profiles or ()),
+            precision=model.precision or "",
+            engine=model.engine or "",
+            tensor_parallelism=model.tensor_parallelism or "",
+            qos_profile=model.qos_profile or "",
             gpus=gpus,
-            lora=None if lora is None else bool(lora),
-            buildable=None if buildable is None else bool(buildable),
+            lora=model.lora,
+            buildable=model.buildable,
         )
 
 

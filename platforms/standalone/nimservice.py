@@ -19,26 +19,31 @@ where NVIDIA's operator has a known flaw the builders do better, and say so.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from manifests.hashing import hash_value, stamped_copy
-from platforms.objects import CRInput, as_dict
+from api.apps.v1alpha1.nimservice import NIMService
+from manifests.hashing import stamped_copy
 from platforms.standalone import lws, networking, podspec, storage
 from platforms.standalone.context import LEADER_WORKER_SET, RenderContext
 from platforms.standalone.errors import UnsupportedSpec
-from platforms.standalone.inputs import API_VERSION, KIND, NIMServiceInputs
+from platforms.standalone.inputs import API_VERSION, KIND, NIMServiceInputs, as_nimservice
+from platforms.standalone.inputs import spec_hash as _spec_hash
 
 __all__ = ["API_VERSION", "KIND", "render", "render_before_storage", "spec_hash"]
 
 
-def render(nimservice: CRInput, ctx: RenderContext | None = None) -> list[dict[str, Any]]:
+def render(
+    nimservice: NIMService | Mapping[str, Any], ctx: RenderContext | None = None
+) -> list[dict[str, Any]]:
     """The objects ``nimservice`` should own on the standalone platform.
 
-    Raises ``RenderError`` (with the status reason) when it cannot be rendered
-    yet: its NIMCache is missing, failed or not ready, or storage is invalid.
+    Takes the typed NIMService (a dict is parsed first). Raises ``RenderError``
+    (with the status reason) when it cannot be rendered yet: its NIMCache is
+    missing, failed or not ready, or storage is invalid.
     """
-    inp = NIMServiceInputs.of(as_dict(nimservice), ctx or RenderContext())
-    platform = inp.spec.get("inferencePlatform") or "standalone"
+    inp = NIMServiceInputs.of(as_nimservice(nimservice), ctx or RenderContext())
+    platform = inp.spec.inference_platform
     if platform != "standalone":
         raise UnsupportedSpec(
             f"spec.inferencePlatform: {platform!r} is rendered by the {platform} platform, "
@@ -91,7 +96,7 @@ def _networking(inp: NIMServiceInputs) -> list[dict[str, Any]]:
 
 
 def render_before_storage(
-    nimservice: CRInput, ctx: RenderContext | None = None
+    nimservice: NIMService | Mapping[str, Any], ctx: RenderContext | None = None
 ) -> list[dict[str, Any]]:
     """The objects NVIDIA's operator creates before it resolves the model store.
 
@@ -99,10 +104,12 @@ def render_before_storage(
     ServiceMonitor and the EPP objects: made while the NIMCache is still
     getting ready, identical to (same hashes as) the full render's.
     """
-    inp = NIMServiceInputs.of(as_dict(nimservice), ctx or RenderContext(), resolve_cache=False)
+    inp = NIMServiceInputs.of(
+        as_nimservice(nimservice), ctx or RenderContext(), resolve_cache=False
+    )
     return [stamped_copy(obj) for obj in _networking(inp)]
 
 
-def spec_hash(nimservice: CRInput) -> str:
+def spec_hash(nimservice: NIMService | Mapping[str, Any]) -> str:
     """The ``nvidia.com/parent-spec-hash`` value of a NIMService."""
-    return hash_value(as_dict(nimservice).get("spec", {}))
+    return _spec_hash(as_nimservice(nimservice).spec)

@@ -10,15 +10,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from api.apps.v1alpha1.common import Image, NIMContainerSpec, ProxySpec
+from api.apps.v1alpha1.nimservice import (
+    AttributeSelectorValue,
+    DRAClaimCreationSpec,
+    DRADeviceSpec,
+)
 from manifests import deployment as deployment_builder
 from manifests import pod
 from manifests.hashing import short_hash
 from manifests.labels import merge_maps, selector_labels
-from nimctl_runtime.meta import dig
 from platforms.standalone import sources
 from platforms.standalone.context import ORCHESTRATOR_TKGS, RESOURCE_CLAIM_TEMPLATE
 from platforms.standalone.errors import RenderError
-from platforms.standalone.inputs import MODEL_STORE, NIMServiceInputs
+from platforms.standalone.inputs import MODEL_STORE, NIMServiceInputs, given, quantity
 from platforms.standalone.networking import (
     PORT_API,
     PORT_GRPC,
@@ -63,11 +68,9 @@ __all__ = [
 ]
 
 
-def image_of(image: Mapping[str, Any] | None) -> str:
+def image_of(image: Image) -> str:
     """``repository:tag`` (or just the repository when there is no tag)."""
-    image = image or {}
-    repo, tag = str(image.get("repository", "")), str(image.get("tag", "") or "")
-    return f"{repo}:{tag}" if tag else repo
+    return f"{image.repository}:{image.tag}" if image.tag else image.repository
 
 
 def nim_env(inp: NIMServiceInputs) -> list[dict[str, Any]]:
@@ -80,7 +83,7 @@ def nim_env(inp: NIMServiceInputs) -> list[dict[str, Any]]:
         pod.env_var("NIM_JSONL_LOGGING", "1"),
         pod.env_var("NIM_LOG_LEVEL", "INFO"),
     ]
-    auth = inp.spec.get("authSecret") or ""
+    auth = inp.spec.auth_secret or ""
     if auth:
         standard.append(pod.secret_env_var("NGC_API_KEY", auth, "NGC_API_KEY"))
     if inp.grpc_port:
@@ -88,9 +91,10 @@ def nim_env(inp: NIMServiceInputs) -> list[dict[str, Any]]:
         standard.append(pod.env_var("NIM_TRITON_GRPC_PORT", str(inp.grpc_port)))
     if inp.metrics_port:
         standard.append(pod.env_var("NIM_TRITON_METRICS_PORT", str(inp.metrics_port)))
-    env = pod.merge_env_vars(standard, inp.spec.get("env") or [])
-    proxy = inp.spec.get("proxy")
-    if proxy:
+    env = pod.merge_env_vars(standard, inp.spec.env or [])
+    proxy = inp.spec.proxy
+    if given(proxy):
+        assert proxy is not None
         env = pod.merge_env_vars(env, proxy_env(proxy))
     cache = inp.nimcache
     native = inp.is_native()
@@ -104,7 +108,7 @@ def nim_env(inp: NIMServiceInputs) -> list[dict[str, Any]]:
             ],
         )
     if native:
-        path = f"/model/{dig(cache, 'metadata', 'name')}" if cache is not None else "/model"
+        path = f"/model/{cache.metadata.name}" if cache is not None else "/model"
         env = pod.merge_env_vars(env, [pod.env_var("NIM_ENGINE_MODEL_PATH", path)])
         env = pod.remove_env(env, "NGC_API_KEY")
         if auth:
@@ -121,7 +125,7 @@ def nim_env(inp: NIMServiceInputs) -> list[dict[str, Any]]:
                 pod.secret_env_var("HF_TOKEN", auth, "HF_TOKEN"),
                 *pod.remove_env(env, "HF_TOKEN"),
             ]
-    profile = dig(inp.spec, "storage", "nimCache", "profile", default="")
+    profile = inp.spec.storage.nim_cache.profile
     if profile:
         env = pod.add_env_defaults(env, [pod.env_var("NIM_MODEL_PROFILE", profile)])
     return env
@@ -131,16 +135,13 @@ def _is_hf_model(inp: NIMServiceInputs, env: list[dict[str, Any]]) -> bool:
     if inp.nimcache is not None and sources.is_hf_model(inp.nimcache):
         return True
     return any(
-        e["name"] == "NIM_MODEL_NAME" and str(e.get("value", "")).startswith("hf://")
-        for e in env
+        e["name"] == "NIM_MODEL_NAME" and str(e.get("value", "")).startswith("hf://") for e in env
     )
 
 
 def nim_probes(inp: NIMServiceInputs) -> dict[str, dict[str, Any]]:
     defaults = {
-        "livenessProbe": pod.http_get_probe(
-            "/v1/health/live", PORT_API, initial_delay_seconds=15
-        ),
+        "livenessProbe": pod.http_get_probe("/v1/health/live", PORT_API, initial_delay_seconds=15),
         "readinessProbe": pod.http_get_probe(
             "/v1/health/ready", PORT_API, initial_delay_seconds=15
         ),
@@ -148,17 +149,22 @@ def nim_probes(inp: NIMServiceInputs) -> dict[str, dict[str, Any]]:
             "/v1/health/ready", PORT_API, initial_delay_seconds=30, failure_threshold=120
         ),
     }
+    given = {
+        "livenessProbe": inp.spec.liveness_probe,
+        "readinessProbe": inp.spec.readiness_probe,
+        "startupProbe": inp.spec.startup_probe,
+    }
     out: dict[str, dict[str, Any]] = {}
     for key, default in defaults.items():
-        cfg = inp.spec.get(key) or {}
-        if cfg.get("enabled") is False:
+        cfg = given[key]
+        if cfg.enabled is False:
             continue
-        out[key] = dict(cfg["probe"]) if cfg.get("probe") else default
+        out[key] = dict(cfg.probe) if cfg.probe else default
     return out
 
 
 def nim_resources(inp: NIMServiceInputs, has_dra: bool) -> dict[str, Any] | None:
-    res = dict(inp.spec.get("resources") or {})
+    res = dict(inp.spec.resources or {})
     res.pop("claims", None)
     gpus = _auto_gpus(inp, res, has_dra)
     if gpus is not None:
@@ -169,18 +175,18 @@ def nim_resources(inp: NIMServiceInputs, has_dra: bool) -> dict[str, Any] | None
 
 def _auto_gpus(inp: NIMServiceInputs, res: Mapping[str, Any], has_dra: bool) -> int | None:
     """GPU count from the cached profile's tensor parallelism (§2.7), or None."""
-    profile = dig(inp.spec, "storage", "nimCache", "profile", default="")
+    profile = inp.spec.storage.nim_cache.profile
     cache = inp.nimcache
     if not profile or cache is None or not sources.is_optimized(cache) or has_dra:
         return None
     if GPU_RESOURCE in (res.get("requests") or {}) or GPU_RESOURCE in (res.get("limits") or {}):
         return None
-    for entry in dig(cache, "status", "profiles", default=[]):
-        if entry.get("name") != profile:
+    for entry in (cache.status.profiles if cache.status is not None else None) or []:
+        if entry.name != profile:
             continue
-        if inp.spec.get("multiNode"):
+        if inp.spec.multi_node is not None:
             return inp.tensor  # GPUs per node of the group
-        config = entry.get("config") or {}
+        config = entry.config or {}
         tp = config.get("tensorParallelism", config.get("tp", "1"))
         try:
             return int(str(tp))
@@ -191,24 +197,25 @@ def _auto_gpus(inp: NIMServiceInputs, res: Mapping[str, Any], has_dra: bool) -> 
     return None
 
 
-def dra(inp: NIMServiceInputs,
+def dra(
+    inp: NIMServiceInputs,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """ResourceClaimTemplates to create, pod resourceClaims, container claims."""
-    resources = inp.spec.get("draResources") or []
+    resources = inp.spec.dra_resources or []
     templates: list[dict[str, Any]] = []
     pod_claims: list[dict[str, Any]] = []
     container_claims: list[dict[str, Any]] = []
     svc_hash = short_hash(inp.name)
     seen: dict[str, int] = {}
     for index, res in enumerate(resources):
-        if res.get("resourceClaimName"):
-            field_type, ref_key, ref = 0, "resourceClaimName", res["resourceClaimName"]
-        elif res.get("resourceClaimTemplateName"):
+        if res.resource_claim_name:
+            field_type, ref_key, ref = 0, "resourceClaimName", res.resource_claim_name
+        elif res.resource_claim_template_name:
             field_type, ref_key = 1, "resourceClaimTemplateName"
-            ref = res["resourceClaimTemplateName"]
-        elif res.get("claimCreationSpec"):
-            spec = res["claimCreationSpec"]
-            ref = f"{spec.get('generateName') or 'claimtemplate'}-{svc_hash}-{index}"
+            ref = res.resource_claim_template_name
+        elif res.claim_creation_spec is not None:
+            spec = res.claim_creation_spec
+            ref = f"{spec.generate_name or 'claimtemplate'}-{svc_hash}-{index}"
             field_type, ref_key = 1, "resourceClaimTemplateName"
             if inp.ctx.capabilities.has(RESOURCE_CLAIM_TEMPLATE):
                 templates.append(_claim_template(inp, ref, spec))
@@ -222,7 +229,7 @@ def dra(inp: NIMServiceInputs,
         seen[base] = seen.get(base, -1) + 1
         claim = f"{base}-{seen[base]}"
         pod_claims.append({"name": claim, ref_key: ref})
-        requests = res.get("requests") or []
+        requests = res.requests or []
         if requests:
             container_claims.extend({"name": claim, "request": r} for r in requests)
         else:
@@ -230,21 +237,21 @@ def dra(inp: NIMServiceInputs,
     return templates, pod_claims, container_claims
 
 
-def _claim_template(inp: NIMServiceInputs, name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+def _claim_template(inp: NIMServiceInputs, name: str, spec: DRAClaimCreationSpec) -> dict[str, Any]:
     requests = []
-    for device in spec.get("devices") or []:
-        driver = device.get("driverName") or "gpu.nvidia.com"
+    for device in spec.devices:
+        driver = device.driver_name or "gpu.nvidia.com"
         selectors = [
             {"cel": {"expression": expr}} for expr in _device_selector_exprs(device, driver)
         ]
         exactly: dict[str, Any] = {
-            "deviceClassName": device.get("deviceClassName") or "gpu.nvidia.com",
+            "deviceClassName": device.device_class_name or "gpu.nvidia.com",
             "allocationMode": "ExactCount",
-            "count": int(device.get("count", 1)),
+            "count": device.count,
         }
         if selectors:
             exactly["selectors"] = selectors
-        requests.append({"name": device["name"], "exactly": exactly})
+        requests.append({"name": device.name, "exactly": exactly})
     return {
         "apiVersion": RESOURCE_CLAIM_TEMPLATE[0],
         "kind": RESOURCE_CLAIM_TEMPLATE[1],
@@ -257,7 +264,8 @@ def _claim_template(inp: NIMServiceInputs, name: str, spec: Mapping[str, Any]) -
     }
 
 
-def nim_pod_spec(inp: NIMServiceInputs,
+def nim_pod_spec(
+    inp: NIMServiceInputs,
     *,
     container_name: str,
     model_volume: dict[str, Any],
@@ -277,21 +285,19 @@ def nim_pod_spec(inp: NIMServiceInputs,
     ``extra_env`` sits under the NIM env (the NIMService's env wins).
     """
     spec = inp.spec
-    proxy = spec.get("proxy") or {}
-    ca_config_map = proxy.get("certConfigMap")
-    user_inits = [c for c in spec.get("initContainers") or [] if c]
-    sidecars = [c for c in spec.get("sidecarContainers") or [] if c]
+    ca_config_map = spec.proxy.cert_config_map if spec.proxy is not None else None
+    user_inits = list(spec.init_containers or [])
+    sidecars = list(spec.sidecar_containers or [])
     scratch = bool(user_inits or sidecars)
 
     volumes = [
         pod.empty_dir_volume(
-            "dshm", medium="Memory", size_limit=dig(spec, "storage", "sharedMemorySizeLimit")
+            "dshm", medium="Memory", size_limit=quantity(spec.storage.shared_memory_size_limit)
         ),
         model_volume,
     ]
     mounts = [
-        pod.volume_mount("model-store", path, sub_path=sub_path)
-        for path in inp.model_mount_paths()
+        pod.volume_mount("model-store", path, sub_path=sub_path) for path in inp.model_mount_paths()
     ]
     mounts.append(pod.volume_mount("dshm", "/dev/shm"))
     if scratch:
@@ -314,15 +320,13 @@ def nim_pod_spec(inp: NIMServiceInputs,
     if inp.grpc_port:
         ports.append({"name": PORT_GRPC, "containerPort": inp.grpc_port, "protocol": "TCP"})
     if inp.metrics_port:
-        ports.append(
-            {"name": PORT_METRICS, "containerPort": inp.metrics_port, "protocol": "TCP"}
-        )
+        ports.append({"name": PORT_METRICS, "containerPort": inp.metrics_port, "protocol": "TCP"})
     ports.extend(extra_ports or [])
     probes = nim_probes(inp) if probes is None else probes
     main = pod.container(
         container_name,
-        image_of(spec.get("image")),
-        image_pull_policy=dig(spec, "image", "pullPolicy"),
+        image_of(spec.image),
+        image_pull_policy=spec.image.pull_policy,
         command=command,
         args=args,
         env=env,
@@ -339,8 +343,8 @@ def nim_pod_spec(inp: NIMServiceInputs,
         init_containers.append(
             pod.container(
                 CA_INIT_CONTAINER,
-                image_of(spec.get("image")),
-                image_pull_policy=dig(spec, "image", "pullPolicy"),
+                image_of(spec.image),
+                image_pull_policy=spec.image.pull_policy,
                 command=["/bin/sh", "-c", CA_INIT_SCRIPT],
                 security_context={"runAsUser": 0, "runAsNonRoot": False},
                 volume_mounts=[
@@ -359,9 +363,9 @@ def nim_pod_spec(inp: NIMServiceInputs,
     containers = [main, *(_extra_container(inp, c, env, mounts) for c in sidecars)]
 
     security_context: dict[str, Any] = {
-        "runAsUser": int(spec.get("userID", DEFAULT_USER_ID)),
-        "runAsGroup": int(spec.get("groupID", DEFAULT_GROUP_ID)),
-        "fsGroup": int(spec.get("groupID", DEFAULT_GROUP_ID)),
+        "runAsUser": DEFAULT_USER_ID if spec.user_id is None else spec.user_id,
+        "runAsGroup": DEFAULT_GROUP_ID if spec.group_id is None else spec.group_id,
+        "fsGroup": DEFAULT_GROUP_ID if spec.group_id is None else spec.group_id,
     }
     if inp.ctx.orchestrator == ORCHESTRATOR_TKGS:
         security_context["seccompProfile"] = {"type": "RuntimeDefault"}
@@ -372,18 +376,19 @@ def nim_pod_spec(inp: NIMServiceInputs,
         volumes=volumes,
         service_account_name=inp.name,
         security_context=security_context,
-        image_pull_secrets=dig(spec, "image", "pullSecrets"),
-        node_selector=spec.get("nodeSelector"),
-        tolerations=spec.get("tolerations"),
-        affinity=spec.get("affinity"),
-        scheduler_name=spec.get("schedulerName"),
-        priority_class_name=spec.get("priorityClassName"),
-        runtime_class_name=spec.get("runtimeClassName"),
+        image_pull_secrets=spec.image.pull_secrets,
+        node_selector=spec.node_selector,
+        tolerations=spec.tolerations,
+        affinity=spec.affinity,
+        scheduler_name=spec.scheduler_name,
+        priority_class_name=spec.priority_class_name,
+        runtime_class_name=spec.runtime_class_name,
         resource_claims=pod_claims,
     )
 
 
-def deployment(inp: NIMServiceInputs,
+def deployment(
+    inp: NIMServiceInputs,
     model_volume: dict[str, Any],
     sub_path: str | None,
     pod_claims: list[dict[str, Any]],
@@ -391,91 +396,85 @@ def deployment(inp: NIMServiceInputs,
 ) -> dict[str, Any]:
     spec = inp.spec
     pod_spec = nim_pod_spec(
-            inp,
+        inp,
         container_name=f"{inp.name}-ctr",
         model_volume=model_volume,
         sub_path=sub_path,
         pod_claims=pod_claims,
         container_claims=container_claims,
-        command=spec.get("command"),
-        args=spec.get("args"),
+        command=spec.command,
+        args=spec.args,
     )
     pod_labels = merge_maps(selector_labels(inp.name), inp.pod_labels())
     if is_autoscaling_enabled(spec):
-        replicas: int | None = int(dig(spec, "scale", "hpa", "minReplicas", default=1))
+        replicas: int | None = spec.scale.hpa.min_replicas if spec.scale.hpa is not None else 1
     else:
-        replicas = spec.get("replicas")
+        replicas = spec.replicas
     return deployment_builder.build(
         inp.meta(),
         selector=selector_labels(inp.name),
-        template=pod.pod_template(
-            pod_spec, labels=pod_labels, annotations=inp.pod_annotations()
-        ),
+        template=pod.pod_template(pod_spec, labels=pod_labels, annotations=inp.pod_annotations()),
         replicas=replicas,
         strategy=deployment_builder.rolling_update(),
     )
 
 
-def _extra_container(inp: NIMServiceInputs,
-    c: Mapping[str, Any],
+def _extra_container(
+    inp: NIMServiceInputs,
+    c: NIMContainerSpec,
     main_env: list[dict[str, Any]],
     mounts: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """A user init or sidecar container: its own env wins over the NIM's."""
     return pod.container(
-        c["name"],
-        image_of(c.get("image")),
-        image_pull_policy=inp.container_image_pull_policy(c.get("image")),
-        command=c.get("command"),
-        args=c.get("args"),
-        working_dir=c.get("workingDir"),
-        env=pod.merge_env_vars(main_env, c.get("env") or []),
+        c.name,
+        image_of(c.image),
+        image_pull_policy=inp.container_image_pull_policy(c.image),
+        command=c.command,
+        args=c.args,
+        working_dir=c.working_dir,
+        env=pod.merge_env_vars(main_env, c.env or []),
         volume_mounts=[dict(m) for m in mounts],
     )
 
 
-def proxy_env(proxy: Mapping[str, Any]) -> list[dict[str, Any]]:
+def proxy_env(proxy: ProxySpec) -> list[dict[str, Any]]:
     """Proxy variables (both spellings) and native TLS for the NIM SDK."""
+    values = (proxy.https_proxy or "", proxy.http_proxy or "", proxy.no_proxy or "")
     env = [pod.env_var("NIM_SDK_USE_NATIVE_TLS", "1")]
-    for upper, key in (
-        ("HTTPS_PROXY", "httpsProxy"),
-        ("HTTP_PROXY", "httpProxy"),
-        ("NO_PROXY", "noProxy"),
+    for names in (
+        ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"),
+        ("https_proxy", "http_proxy", "no_proxy"),
     ):
-        env.append(pod.env_var(upper, str(proxy.get(key) or "")))
-    for upper, key in (
-        ("https_proxy", "httpsProxy"),
-        ("http_proxy", "httpProxy"),
-        ("no_proxy", "noProxy"),
-    ):
-        env.append(pod.env_var(upper, str(proxy.get(key) or "")))
+        env.extend(pod.env_var(name, value) for name, value in zip(names, values, strict=True))
     return env
 
 
-def _cel_literal(value: Mapping[str, Any]) -> str:
-    if "boolValue" in value:
-        return "true" if value["boolValue"] else "false"
-    if "intValue" in value:
-        return str(int(value["intValue"]))
-    if "versionValue" in value:
-        return f'semver("{value["versionValue"]}")'
-    return '"' + str(value.get("stringValue", "")).replace('"', '\\"') + '"'
+def _cel_literal(value: AttributeSelectorValue) -> str:
+    if value.bool_value is not None:
+        return "true" if value.bool_value else "false"
+    if value.int_value is not None:
+        return str(value.int_value)
+    if value.version_value is not None:
+        return f'semver("{value.version_value}")'
+    return '"' + (value.string_value or "").replace('"', '\\"') + '"'
 
 
-def _device_selector_exprs(device: Mapping[str, Any], driver: str) -> list[str]:
+def _device_selector_exprs(device: DRADeviceSpec, driver: str) -> list[str]:
     """CEL selectors for a DRA device request (attribute, capacity, raw CEL)."""
     exprs: list[str] = []
-    for sel in device.get("attributeSelectors") or []:
-        op = _SELECTOR_OPS.get(sel.get("op") or "Equal", "==")
-        value = sel.get("value") or {}
-        attr = f'device.attributes["{driver}"].{sel["key"]}'
-        if "versionValue" in value:
+    for sel in device.attribute_selectors or []:
+        op = _SELECTOR_OPS.get(sel.op or "Equal", "==")
+        value = sel.value or AttributeSelectorValue()
+        attr = f'device.attributes["{driver}"].{sel.key}'
+        if value.version_value is not None:
             exprs.append(f"{attr}.compareTo({_cel_literal(value)}) {op} 0")
         else:
             exprs.append(f"{attr} {op} {_cel_literal(value)}")
-    for sel in device.get("capacitySelectors") or []:
-        op = _SELECTOR_OPS.get(sel.get("op") or "Equal", "==")
-        cap = f'device.capacity["{driver}"].{sel["key"]}'
-        exprs.append(f'{cap}.compareTo(quantity("{sel.get("value", "0")}")) {op} 0')
-    exprs.extend(str(e) for e in device.get("celExpressions") or [])
+    for cap_sel in device.capacity_selectors or []:
+        op = _SELECTOR_OPS.get(cap_sel.op or "Equal", "==")
+        cap = f'device.capacity["{driver}"].{cap_sel.key}'
+        amount = "0" if cap_sel.value is None else cap_sel.value
+        exprs.append(f'{cap}.compareTo(quantity("{amount}")) {op} 0')
+    exprs.extend(str(e) for e in device.cel_expressions or [])
     return exprs

@@ -19,30 +19,28 @@ from manifests.labels import (
     NAME_LABEL,
 )
 from manifests.meta import object_meta
-from nimctl_runtime.meta import dig
 from platforms.standalone.errors import RenderError
-from platforms.standalone.inputs import NIMServiceInputs, resolve_nimcache
+from platforms.standalone.inputs import NIMServiceInputs, quantity, resolve_nimcache
 
 __all__ = ["model_store", "resolve_nimcache"]
 
 
 def model_store(inp: NIMServiceInputs) -> tuple[dict[str, Any], str | None, dict[str, Any] | None]:
     """The ``model-store`` volume, its mount subPath, and a PVC to create (if any)."""
-    storage = inp.spec.get("storage") or {}
-    cache_ref = storage.get("nimCache") or {}
-    read_only = bool(storage.get("readOnly", False))
-    if cache_ref.get("name"):
-        cache = inp.resolved_nimcache(cache_ref["name"])
-        pvc_spec = dig(cache, "spec", "storage", "pvc", default={})
-        claim = dig(cache, "status", "pvc", default="")
+    storage = inp.spec.storage
+    read_only = bool(storage.read_only)
+    cache_name = storage.nim_cache.name
+    if cache_name:
+        cache = inp.resolved_nimcache(cache_name)
+        claim = (cache.status.pvc if cache.status is not None else None) or ""
         if not claim:
-            raise RenderError(f"missing PVC for the nimcache instance {cache_ref['name']}")
+            raise RenderError(f"missing PVC for the nimcache instance {cache_name}")
         volume = pod.pvc_volume("model-store", claim, read_only=read_only)
-        return volume, pvc_spec.get("subPath"), None
-    pvc_spec = storage.get("pvc") or {}
-    if pvc_spec.get("create"):
-        claim = pvc_spec.get("name") or f"{inp.name}-pvc"
-        size = pvc_spec.get("size")
+        return volume, cache.spec.storage.pvc.sub_path, None
+    claim_spec = storage.pvc
+    if claim_spec.create:
+        claim = claim_spec.name or f"{inp.name}-pvc"
+        size = claim_spec.size
         if not size:
             raise RenderError(
                 f"failed to parse size for pvc creation {claim}, err quantities must match "
@@ -57,25 +55,25 @@ def model_store(inp: NIMServiceInputs) -> tuple[dict[str, Any], str | None, dict
                     NAME_LABEL: inp.name,
                     MANAGED_BY_LABEL: MANAGED_BY_VALUE,
                 },
-                annotations=pvc_spec.get("annotations"),
+                annotations=claim_spec.annotations,
                 owner_references=inp.owner_refs,
             ),
             # NVIDIA renders [""] when volumeAccessMode is unset, which the
             # API server rejects; default to ReadWriteOnce instead.
-            access_modes=[pvc_spec.get("volumeAccessMode") or "ReadWriteOnce"],
+            access_modes=[claim_spec.volume_access_mode or "ReadWriteOnce"],
             size=str(size),
-            storage_class=pvc_spec.get("storageClass") or None,
+            storage_class=claim_spec.storage_class or None,
         )
         volume = pod.pvc_volume("model-store", claim, read_only=read_only)
-        return volume, pvc_spec.get("subPath"), created
-    if pvc_spec.get("name"):
-        volume = pod.pvc_volume("model-store", pvc_spec["name"], read_only=read_only)
-        return volume, pvc_spec.get("subPath"), None
-    if "emptyDir" in storage:
-        size_limit = dig(storage, "emptyDir", "sizeLimit")
-        return pod.empty_dir_volume("model-store", size_limit=size_limit), None, None
-    if storage.get("hostPath"):
-        return pod.host_path_volume("model-store", storage["hostPath"]), None, None
+        return volume, claim_spec.sub_path, created
+    if claim_spec.name:
+        volume = pod.pvc_volume("model-store", claim_spec.name, read_only=read_only)
+        return volume, claim_spec.sub_path, None
+    if storage.empty_dir is not None:
+        size_limit = storage.empty_dir.size_limit
+        return pod.empty_dir_volume("model-store", size_limit=quantity(size_limit)), None, None
+    if storage.host_path:
+        return pod.host_path_volume("model-store", storage.host_path), None, None
     raise RenderError(
         "neither external PVC name, NIMCache volume, empty dir or local host path "
         "should be provided"

@@ -17,6 +17,7 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from api.apps.v1alpha1.nimservice import NIMService
 from api.serialize import load_all
 from controllers.nimservice import NIMServiceReconciler
 from nimctl_runtime.meta import is_controlled_by
@@ -24,6 +25,7 @@ from nimctl_runtime.reconcile import Request
 from platforms.capabilities import Capabilities
 from platforms.nimservice import NIMServiceContract
 from platforms.objects import as_dict
+from platforms.parsing import InvalidResource, parse
 from platforms.standalone.errors import RenderError
 from tests.unit.controllers.fakes import FakeAPI, FakeRecorder
 
@@ -95,7 +97,8 @@ def _nimcache() -> dict[str, Any]:
         "apiVersion": API,
         "kind": "NIMCache",
         "metadata": {"name": "cache", "namespace": NS},
-        "spec": {"storage": {"pvc": {"create": True, "size": "50Gi"}}},
+        "spec": {"source": {"ngc": {"authSecret": "ngc", "modelPuller": "nvcr.io/nim/x:1"}},
+                 "storage": {"pvc": {"create": True, "size": "50Gi"}}},
         "status": {"state": "Ready", "pvc": "cache-pvc",
                    "profiles": [{"name": "p", "model": "m", "release": "1", "config": {}}]},
     }
@@ -114,6 +117,10 @@ async def _reconcile_to(api: FakeAPI, r: NIMServiceReconciler, spec: dict[str, A
     live = api.objects[(API, "NIMService", NS, NAME)]
     live["spec"] = copy.deepcopy(spec)
     live["metadata"]["generation"] = live["metadata"].get("generation", 0) + 1
+    try:
+        parse(NIMService, live)
+    except InvalidResource:
+        return False  # a spec the API server refuses (CRD validation rules)
     try:
         await r.reconcile(Request(NS, NAME))
     except RenderError:
@@ -152,8 +159,9 @@ async def test_reconcile_a_then_b_leaves_exactly_render_b(
     assume(await _reconcile_to(api, r, spec_b))
 
     live = api.objects[(API, "NIMService", NS, NAME)]
-    ctx = await r.kind.gather(live, live, api)
-    desired = NIMServiceContract().render(live, ctx)
+    cr = r.kind.parse(live)
+    ctx = await r.kind.gather(cr, live, api)
+    desired = NIMServiceContract().render(cr, ctx)
     expected = {
         (o["apiVersion"], o["kind"], o["metadata"]["name"])
         for o in desired

@@ -46,7 +46,7 @@ def test_minimal_service_renders_the_core_objects_in_apply_order() -> None:
 
 
 def test_every_object_has_standard_labels_controller_owner_and_hash() -> None:
-    objs = render(nimservice({"scale": {"enabled": True, "hpa": {"maxReplicas": 3}}}))
+    objs = render(_svc_without_replicas({"scale": {"enabled": True, "hpa": {"maxReplicas": 3}}}))
     for obj in objs:
         meta = obj["metadata"]
         assert meta["labels"]["app.kubernetes.io/managed-by"] == "k8s-nim-operator"

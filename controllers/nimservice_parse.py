@@ -1,0 +1,89 @@
+"""Parse NIMServices and NIMCaches once: the typed model of each stored object, kept per key.
+
+Validating a NIMService against its model (CEL rules, Kubernetes core-type
+schemas) costs more CPU than rendering it, and a reconcile pass happens far
+more often than a spec changes. ``ParseMemo`` keeps the model of each object
+until its key changes: for a NIMService ``(uid, generation)`` over its
+identity and spec (what its contract reads; status stays in the stored dict,
+which the skeleton hands to ``Kind.status``), for a NIMCache ``(uid,
+resourceVersion)`` over the whole object (its status decides the render).
+
+A stored object that does not fit its model is reported, never cached:
+:func:`invalid` turns ``InvalidResource`` into a ``Blocked`` ``Failed``
+readiness whose message names the field paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, Generic, TypeVar
+
+from api.apps.v1alpha1.common import STATE_FAILED
+from nimctl_runtime.meta import name_of, namespace_of
+from platforms.contract import Blocked, Readiness
+from platforms.parsing import InvalidResource
+
+__all__ = ["ParseMemo", "by_generation", "by_resource_version", "identity_and_spec", "invalid"]
+
+M = TypeVar("M")
+Obj = Mapping[str, Any]
+
+
+def identity_and_spec(obj: Obj) -> dict[str, Any]:
+    """The parts of a stored object a spec-only contract reads: kind, identity and spec."""
+    meta = obj.get("metadata") or {}
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "generation") if k in meta},
+        "spec": obj.get("spec"),
+    }
+
+
+def by_generation(obj: Obj) -> tuple[Hashable, ...] | None:
+    """``(uid, generation)``: changes with the spec only (None: not known, parse every time)."""
+    meta = obj.get("metadata") or {}
+    generation = meta.get("generation")
+    return None if generation is None else (meta.get("uid"), generation)
+
+
+def by_resource_version(obj: Obj) -> tuple[Hashable, ...] | None:
+    """``(uid, resourceVersion)``: changes with any write (None: not known)."""
+    meta = obj.get("metadata") or {}
+    rv = meta.get("resourceVersion")
+    return None if not rv else (meta.get("uid"), rv)
+
+
+class ParseMemo(Generic[M]):
+    """The model of each stored object by namespace/name, parsed again when ``key`` changes."""
+
+    def __init__(
+        self, parse: Callable[[Obj], M], key: Callable[[Obj], tuple[Hashable, ...] | None]
+    ) -> None:
+        self._parse = parse
+        self._key = key
+        self._models: dict[tuple[str, str], tuple[tuple[Hashable, ...], M]] = {}
+
+    def get(self, obj: Obj) -> M:
+        """The model of ``obj``; ``InvalidResource`` when it does not fit (not remembered)."""
+        key = self._key(obj)
+        if key is None:
+            return self._parse(obj)
+        where = (namespace_of(obj), name_of(obj))
+        found = self._models.get(where)
+        if found is not None and found[0] == key:
+            return found[1]
+        model = self._parse(obj)
+        self._models[where] = (key, model)
+        return model
+
+    def forget(self, namespace: str, name: str) -> None:
+        self._models.pop((namespace, name), None)
+
+    def __len__(self) -> int:
+        return len(self._models)
+
+
+def invalid(err: InvalidResource, reason: str) -> Blocked:
+    """``Failed`` with ``reason`` and the field paths that do not fit (nothing is rendered)."""
+    return Blocked(Readiness(STATE_FAILED, reason, str(err), failed=True))
