@@ -9,7 +9,9 @@ exponential failure backoff from 100 ms to 3 s, and these watches:
 - ClusterPolicy (create, delete, generation change) → every NVIDIADriver
   (``useNvidiaDriverCRD`` turns them on and off);
 - Node, when its labels change → every NVIDIADriver (a label can move a node
-  between pools or owners);
+  between pools or owners); beyond NVIDIA, not when only the driver upgrade's
+  own labels (``nvidia.com/gpu-driver-upgrade*``) changed: a rollout moves
+  them on every node many times, and they choose no pool;
 - the objects an NVIDIADriver owns (DaemonSets, RBAC, the ConfigMap) → that
   NVIDIADriver (by controller owner).
 
@@ -33,9 +35,13 @@ from controllers.gpu.nvidiadriver import (
 from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from nimctl_runtime.cache.cache import ByObject, Cache
 from nimctl_runtime.controller import Controller
-from nimctl_runtime.handler import EnqueueRequestForOwner, EnqueueRequestsFromMapFunc
-from nimctl_runtime.meta import OWNER_UID_INDEX, name_of, owner_uid_index
-from nimctl_runtime.predicate import GenerationChangedPredicate, LabelChangedPredicate
+from nimctl_runtime.handler import (
+    EnqueueRequestForOwner,
+    EnqueueRequestsFromMapFunc,
+    UpdateEvent,
+)
+from nimctl_runtime.meta import OWNER_UID_INDEX, dig, name_of, owner_uid_index
+from nimctl_runtime.predicate import Funcs, GenerationChangedPredicate
 from nimctl_runtime.reconcile import Request
 from nimctl_runtime.workqueue import ItemExponentialFailureRateLimiter
 from platforms.gpu.nvidiadriver import API_VERSION, KIND, OWNED_KINDS
@@ -58,6 +64,21 @@ def trim_node(node: Obj) -> Obj:
     out = {k: meta[k] for k in ("name", "uid", "resourceVersion", "deletionTimestamp") if k in meta}
     out["labels"] = dict(meta.get("labels") or {})
     return {"apiVersion": "v1", "kind": "Node", "metadata": out}
+
+
+UPGRADE_LABEL_PREFIX: Final = "nvidia.com/gpu-driver-upgrade"
+
+
+def _pool_labels_changed() -> Funcs:
+    """Node label changes other than the upgrade's own labels."""
+
+    def changed(event: UpdateEvent) -> bool:
+        old = dig(event.object_old, "metadata", "labels") or {}
+        new = dig(event.object_new, "metadata", "labels") or {}
+        keys = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        return any(not k.startswith(UPGRADE_LABEL_PREFIX) for k in keys)
+
+    return Funcs(update=changed)
 
 
 def nvidiadriver_cache(client: Client, operator_namespace: str) -> Cache:
@@ -104,7 +125,7 @@ def setup_nvidiadriver(manager: Manager, client: Client, options: SetupOptions) 
     to_all = EnqueueRequestsFromMapFunc(every_driver)
     controller.watch(API_VERSION, KIND, to_all, GenerationChangedPredicate())
     controller.watch(CP_API, "ClusterPolicy", to_all, GenerationChangedPredicate())
-    controller.watch("v1", "Node", to_all, LabelChangedPredicate())
+    controller.watch("v1", "Node", to_all, _pool_labels_changed())
     for api_version, kind in OWNED_KINDS:
         cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
         controller.watch(api_version, kind, EnqueueRequestForOwner(API_VERSION, KIND))
