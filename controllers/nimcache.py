@@ -25,7 +25,7 @@ from api.apps.v1alpha1 import nimcache as api_nc
 from api.apps.v1alpha1.nimcache import NIMCache
 from controllers import nimcache_status as ncs
 from controllers.nimservice import detect_orchestrator
-from controllers.nimservice_parse import ParseMemo, by_resource_version, invalid
+from controllers.nimservice_parse import INVALID_SPEC, ParseMemo, by_resource_version, invalid
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import (
@@ -197,6 +197,9 @@ class NIMCacheKind(Kind[NIMCache, NIMCacheFacts]):
         return old
 
     def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:
+        if readiness.details.get(INVALID_SPEC):
+            # A spec no step can start from: Failed until it is edited.
+            return {**ncs.reconcile_failed(old, readiness.message), "state": api_nc.STATE_FAILED}
         if readiness.failed or not isinstance(readiness, NIMCacheProgress):
             return ncs.reconcile_failed(old, readiness.message)
         st = old

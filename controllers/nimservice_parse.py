@@ -23,7 +23,14 @@ from nimctl_runtime.meta import name_of, namespace_of
 from platforms.contract import Blocked, Readiness
 from platforms.parsing import InvalidResource
 
-__all__ = ["ParseMemo", "by_generation", "by_resource_version", "identity_and_spec", "invalid"]
+__all__ = [
+    "INVALID_SPEC",
+    "ParseMemo",
+    "by_generation",
+    "by_resource_version",
+    "identity_and_spec",
+    "invalid",
+]
 
 M = TypeVar("M")
 Obj = Mapping[str, Any]
@@ -84,6 +91,12 @@ class ParseMemo(Generic[M]):
         return len(self._models)
 
 
+INVALID_SPEC = "invalidSpec"
+"""``Readiness.details`` key set on the readiness :func:`invalid` reports."""
+
+
 def invalid(err: InvalidResource, reason: str) -> Blocked:
     """``Failed`` with ``reason`` and the field paths that do not fit (nothing is rendered)."""
-    return Blocked(Readiness(STATE_FAILED, reason, str(err), failed=True))
+    return Blocked(
+        Readiness(STATE_FAILED, reason, str(err), failed=True, details={INVALID_SPEC: True})
+    )
