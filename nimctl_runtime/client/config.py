@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nimctl_runtime.client.kubeconfig_modules import kube_config
+
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 TOKEN_REFRESH_SECONDS = 60.0
 
@@ -71,9 +73,8 @@ class RestConfig:
         async with self._resolve_lock:
             if self._resolved and not force:
                 return
-            from kubernetes_asyncio.client import Configuration
-
-            configuration = Configuration()
+            _, configuration_class = kube_config()
+            configuration = configuration_class()
             try:
                 await self._loader.load_and_set(configuration)
             except Exception as err:
@@ -162,8 +163,9 @@ def in_cluster_config(
 
 def kubeconfig_config(path: str, context: str | None = None) -> RestConfig:
     """Config from a kubeconfig file (or ``:``-separated files); user auth resolves lazily."""
-    from kubernetes_asyncio.config import ConfigException
-    from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
+    module, _ = kube_config()
+    ConfigException = module.ConfigException
+    KubeConfigLoader, KubeConfigMerger = module.KubeConfigLoader, module.KubeConfigMerger
 
     files = [p for p in path.split(os.pathsep) if p]
     missing = [p for p in files if not Path(p).expanduser().is_file()]
