@@ -1,5 +1,6 @@
 """The field paths of a CRD schema as comparable facts: one line per path with its
-type, whether its parent requires it, and its default and enum where present. Used to compare our generated CRDs
+type, whether its parent requires it, whether a typed object keeps unknown fields,
+and its default and enum where present. Used to compare our generated CRDs
 with NVIDIA's (tests/fixtures/nvidia_crd_paths) and to write those fixtures from
 NVIDIA's CRD files (``python -m tests.unit.api.crd_paths CRD.yaml... --out DIR``).
 
@@ -36,6 +37,8 @@ def _walk(node: Mapping[str, Any], path: str, required: bool = False) -> Iterato
     fact = _type(node)
     if required:
         fact += "\trequired"
+    if node.get("x-kubernetes-preserve-unknown-fields") and "properties" in node:
+        fact += "\tpreserve-unknown-fields"
     if "default" in node:
         fact += "\tdefault=" + json.dumps(node["default"], sort_keys=True)
     if "enum" in node:
