@@ -5,8 +5,8 @@
   while the other's nodes keep their driver pods untouched; then the other.
 - ClusterPolicy manages the driver; NVIDIA's NVIDIADriver sample, applied
   unchanged, is ``disabled``; ``useNvidiaDriverCRD: true`` orphans the
-  ClusterPolicy's driver DaemonSet (its pods keep running), and the
-  NVIDIADriver replaces them node by node.
+  ClusterPolicy's driver DaemonSet (its pods keep running: two nodes that
+  skip upgrades show it), and the NVIDIADriver replaces them node by node.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from tests.integration.gpu_nvidiadriver.env import (
 pytestmark = pytest.mark.timeout(400)
 
 NEW = "580.95.05"
+SKIP = "nvidia.com/gpu-driver-upgrade.skip"
 
 
 @contextlib.asynccontextmanager
@@ -126,6 +127,11 @@ async def test_clusterpolicy_hands_the_driver_over_to_nvidias_sample(tmp_path: P
         await env.wait_driver_state("nvidiadriver-sample", "disabled")
         assert await env.daemonsets("nvidiadriver-sample") == []
 
+        # Two nodes skip upgrades for now: their old pods show the orphaning.
+        held = [n for n in nodes if n.startswith("gpu-b")]
+        for node in held:
+            await env.admin.patch("v1", "Node", node, {"metadata": {"labels": {SKIP: "true"}}})
+
         # Handover: the ClusterPolicy's driver DaemonSet goes, its pods stay.
         await env.admin.patch(CP, "ClusterPolicy", "cluster-policy",
                               {"spec": {"driver": {"useNvidiaDriverCRD": True}}})  # fmt: skip
@@ -135,13 +141,24 @@ async def test_clusterpolicy_hands_the_driver_over_to_nvidias_sample(tmp_path: P
             return "nvidia-driver-daemonset" not in names
 
         await wait_for(orphaned, timeout=60, interval=0.25)
-        # Orphaned, not cascaded: the old pods still run (at most one node, the
-        # NVIDIADriver's default maxParallelUpgrades, may be replacing its pod already).
-        uids = {p["metadata"]["uid"] for p in (await env.driver_pods()).values()}
-        kept = [n for n in nodes if old[n]["metadata"]["uid"] in uids]
-        assert len(kept) >= len(nodes) - 1, kept
-        # The NVIDIADriver takes the nodes and replaces every old pod with its own.
+        # The NVIDIADriver takes the nodes; the others are upgraded onto its driver.
         await env.wait_labels(OWNER, dict.fromkeys(nodes, "nvidiadriver-sample"))
+        free = [n for n in nodes if n not in held]
+
+        async def free_replaced() -> bool:
+            pods = await env.driver_pods()
+            return all(
+                n in pods and pods[n]["metadata"]["uid"] != old[n]["metadata"]["uid"] for n in free
+            )
+
+        await wait_for(free_replaced, timeout=120, interval=0.25)
+        # Orphaned, not cascaded: the held nodes still run their old driver pods.
+        pods = await env.driver_pods()
+        for node in held:
+            assert pods[node]["metadata"]["uid"] == old[node]["metadata"]["uid"], node
+            assert not pods[node]["metadata"].get("ownerReferences")
+        for node in held:
+            await env.admin.patch("v1", "Node", node, {"metadata": {"labels": {SKIP: None}}})
 
         async def replaced() -> bool:
             pods = await env.driver_pods()
