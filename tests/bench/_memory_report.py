@@ -19,7 +19,10 @@ import tracemalloc
 from collections import Counter
 from typing import Any
 
-from nimctl_runtime.cache.store import members
+
+def _count(keys: Any) -> int:
+    """Keys under one index value: a set, or the key itself (a str) when it is the only one."""
+    return 1 if isinstance(keys, str) else len(keys)
 
 
 def caches_of(manager: Any) -> list[Any]:
@@ -43,12 +46,10 @@ def informer_table(manager: Any) -> int:
             n = len(store)
             size = store.size_bytes()
             index_entries = sum(
-                len(members(keys)) for index in store._indices.values() for keys in index.values()
+                _count(keys) for index in store._indices.values() for keys in index.values()
             )
             label_entries = sum(
-                len(members(keys))
-                for by_value in store._labels.values()
-                for keys in by_value.values()
+                _count(keys) for by_value in store._labels.values() for keys in by_value.values()
             )
             total_objects += n
             total_bytes += size
@@ -61,6 +62,21 @@ def informer_table(manager: Any) -> int:
             )
     print(f"  {'all informers':<52} {total_objects:8d} {total_bytes:10d}")
     return total_objects
+
+
+def connections(client: Any, label: str) -> None:
+    """Open connections of a Client: in use (watches, requests) and idle in the pool.
+
+    Each TLS connection holds asyncio's 256 KiB read buffer.
+    """
+    session = getattr(client, "_session", None)
+    connector = getattr(session, "connector", None)
+    if connector is None:
+        print(f"  {label}: no session")
+        return
+    in_use = len(getattr(connector, "_acquired", ()))
+    idle = sum(len(v) for v in getattr(connector, "_conns", {}).values())
+    print(f"  {label}: {in_use} connections in use, {idle} idle (256 KiB TLS buffer each)")
 
 
 def traced_top(limit: int = 25, per: int = 1, unit: str = "") -> int:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import resource
 import subprocess
@@ -154,7 +155,8 @@ async def _start_gpu_operator(kubeconfig: Path) -> Operator:
     return Operator(client=client, manager=manager, stop=stop, task=task)
 
 
-async def run(nodes: int, steady_seconds: float, memory: bool) -> None:
+async def run(nodes: int, steady_seconds: float, memory: bool) -> tuple[int, int, int]:
+    """One size; returns ``(nodes, cache memory, cached bytes)`` (memory 0 without --memory)."""
     tmp = Path(tempfile.mkdtemp(prefix="nimctl-cp-bench-"))
     profile = tmp / "profile.yaml"
     _profile(profile, nodes)
@@ -240,7 +242,7 @@ async def run(nodes: int, steady_seconds: float, memory: bool) -> None:
             if snapshot is None:
                 print("cache memory per node           (run with --memory)")
                 await op.shutdown()
-                return
+                return nodes, 0, cached
             print(
                 f"cache memory per node           {cache_mem / nodes:8.0f} B (all GPU-cache stores)"
             )
@@ -250,6 +252,7 @@ async def run(nodes: int, steady_seconds: float, memory: bool) -> None:
                 f"memory / cached bytes           {cache_mem / max(cached, 1):8.2f}   (aim < 1.5)"
             )
             await op.shutdown()
+            return nodes, cache_mem, cached
     finally:
         tracemalloc.stop()
         if child.stdin is not None:
@@ -274,8 +277,16 @@ def main() -> None:
         configure_logging("console", "warning")
         asyncio.run(_serve_cluster(*args.serve_cluster))
         return
-    for n in args.nodes:
-        asyncio.run(run(n, args.steady_seconds, args.memory))
+    results = [asyncio.run(run(n, args.steady_seconds, args.memory)) for n in args.nodes]
+    if args.memory and len(results) > 1:
+        # Flat memory per node: what each added node costs, between the sizes run.
+        print("memory per node added (between sizes; fixed costs cancel out):")
+        for (n0, m0, c0), (n1, m1, c1) in itertools.pairwise(results):
+            added = max(n1 - n0, 1)
+            print(
+                f"  {n0} -> {n1} nodes: {(m1 - m0) / added:8.0f} B per node "
+                f"({(c1 - c0) / added:.0f} B cached), ratio {(m1 - m0) / max(c1 - c0, 1):.2f}"
+            )
 
 
 if __name__ == "__main__":

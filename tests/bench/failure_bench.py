@@ -31,6 +31,7 @@ from nimctl_runtime.cli import apply_objects, demo_objects, install_crds
 from nimctl_runtime.client import Client
 from nimctl_runtime.localcluster import LocalCluster
 from nimctl_runtime.localcluster.extensions import extensions_of
+from tests.bench.nimservice_bench import _by_verb_and_resource
 from tests.integration.controllers.harness import API, start_operator
 
 OPERATOR_USER = "nimctl-operator"
@@ -140,14 +141,53 @@ async def main(failing: int, healthy: int, seconds: float) -> None:
     events = [w for w in writes if "/events" in w[1]]
     print(f"failing / healthy NIMServices  {failing} / {healthy} for {seconds:.0f} s")
     print(f"operator writes                {len(writes):8d}   (aim < 2,000 at 750; NVIDIA 22,070)")
-    print(f"  in the failing namespace     {len(in_failing):8d}   "
-          f"({len(in_failing) / max(failing, 1):.2f} per failing NIMService)")
+    print(
+        f"  in the failing namespace     {len(in_failing):8d}   "
+        f"({len(in_failing) / max(failing, 1):.2f} per failing NIMService)"
+    )
     print(f"  Events                       {len(events):8d}")
     print(f"status writes per failing      {len(status) / max(failing, 1):8.2f}   (aim 1)")
     print(f"log bytes at info level        {stream.bytes:8d}")
     print(f"  error lines                  {stream.error_lines:8d}   (one per failing NIMService)")
     print(f"  tracebacks                   {stream.tracebacks:8d}   (aim 0)")
     print(f"healthy NIMServices Ready      {ready:8d} / {healthy}")
+    _arithmetic(in_failing, failing, seconds)
+
+
+def _arithmetic(in_failing: list[tuple[str, str]], failing: int, seconds: float) -> None:
+    """Why the aim of < 2,000 writes cannot be met: the writes each failing object needs.
+
+    Every failing NIMService needs, before any retry: the objects applied before
+    the Service (ServiceAccount, Role, RoleBinding), the Service create that
+    fails, its one ``Failed`` status write and the one Event of that
+    transition. Retries then cost one failed create each, bounded per object by
+    the exponential backoff and in all by the controller's retry bucket
+    (client-go's 10 qps, burst 100).
+    """
+    by = _by_verb_and_resource(in_failing)
+    print("writes in the failing namespace, per failing NIMService:")
+    for key, n in by.items():
+        print(f"    {key:<38} {n / max(failing, 1):6.2f}")
+    before_service = sum(
+        n for k, n in by.items() if k in ("POST serviceaccounts", "POST roles", "POST rolebindings")
+    )
+    service_creates = by.get("POST services", 0)
+    floor = before_service + 3 * failing  # + one failed create, one status, one Event each
+    retries = max(0, service_creates - failing)
+    bucket = int(10 * seconds) + 100
+    print(
+        f"floor without retries          {floor:8d}   = {before_service} creates before the "
+        f"Service + {failing} x (failed create + status + Event)"
+    )
+    print(
+        f"retried Service creates        {retries:8d}   (<= {bucket}: the 10 qps retry bucket "
+        f"over {seconds:.0f} s + burst 100)"
+    )
+    print(
+        f"unreachable: even the floor is {floor / 2000:.1f}x the aim of 2,000"
+        if floor >= 2000
+        else "the floor is below the aim of 2,000"
+    )
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from typing import Any
 from nimctl_runtime.cli import apply_objects, demo_objects, install_crds
 from nimctl_runtime.client import Client
 from nimctl_runtime.reconcile import Request
-from tests.bench._memory_report import informer_table, object_census, traced_top
+from tests.bench._memory_report import connections, informer_table, object_census, traced_top
 from tests.integration.controllers.harness import API, start_operator
 
 NS = "bench"
@@ -267,6 +267,8 @@ async def main(
             print(
                 f"operator RSS at {count} Ready   {rss_ready:8.1f} MB  (aim <= 198; NVIDIA 198 MB)"
             )
+            connections(op.client, "operator client")
+            connections(admin, "bench client")
             if memory:
                 cached = informer_table(op.manager)
                 traced_top(per=count, unit="NIMService")
@@ -361,6 +363,7 @@ if __name__ == "__main__":
 
     configure_logging("json", "warning")
     if ns.serve_cluster:
+        tracemalloc.stop()  # PYTHONTRACEMALLOC is for the operator's process, not the cluster's
         asyncio.run(_serve_cluster(ns.serve_cluster))
     else:
         asyncio.run(
