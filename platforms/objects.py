@@ -1,9 +1,9 @@
-"""Turn a typed CR (pydantic model) or a plain dict into a JSON-shaped dict.
+"""A typed CR (pydantic model) or a plain dict as the JSON-shaped dict the API server stores.
 
-Render functions read CRs by their Kubernetes JSON names (camelCase), which
-NVIDIA's API fixes, rather than by Python attribute names. That keeps the
-rendering rules readable next to the reference and lets tests and the CLI pass
-either a model from ``api`` or a dict read from YAML.
+NIMService and NIMCache renders read their typed models (``platforms.parsing``
+parses them once). The renders that still read dicts by their Kubernetes JSON
+names (NIMPipeline's, NIMBuild's, the ClusterPolicy's) get ``as_dict`` of a
+model from ``nimctl render``, and tests use it to build stored objects.
 """
 
 from __future__ import annotations
