@@ -14,7 +14,8 @@ exist; this module is what installing those projects leaves behind:
 
 The CRDs keep their real names, groups, versions, short names and
 subresources; their schemas accept any content (the simulator, not the
-schema, gives them behaviour).
+schema, gives them behaviour), except the Gateway API routes': the parts of
+their published schemas that NIMService's routes use (``addons_schemas``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nimctl_runtime.client import AlreadyExists, ApiError, Client
+from nimctl_runtime.localcluster.addons_schemas import route_schema
 from nimctl_runtime.localcluster.simulator.kserve import kserve_objects
 
 Obj = dict[str, Any]
@@ -76,16 +78,17 @@ def _crd(  # noqa: PLR0917 - one row of _CRDS
                     "served": True,
                     "storage": True,
                     "subresources": subresources,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
+                    "schema": {"openAPIV3Schema": _schema(kind)},
                 }
             ],
         },
     }
+
+
+def _schema(kind: str) -> Obj:
+    if kind in ("HTTPRoute", "GRPCRoute"):
+        return route_schema(http=kind == "HTTPRoute")
+    return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
 def ecosystem_crds() -> list[Obj]:

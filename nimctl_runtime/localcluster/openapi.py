@@ -183,3 +183,32 @@ def root_doc(registry: Registry) -> dict[str, Any]:
             path = _gv_path(group, version)
             out[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={doc_hash(doc)}"}
     return {"paths": out}
+
+
+# -- OpenAPI v2 -------------------------------------------------------------------
+
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def empty_v2(version: str) -> dict[str, Any]:
+    """``/openapi/v2`` as JSON: a Swagger 2.0 document without definitions.
+
+    kubectl validates a ``kind: List`` against OpenAPI v2 and skips the kinds it
+    finds no definition for; the server's own validation still runs.
+    """
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": version},
+        "paths": {},
+        "definitions": {},
+    }
+
+
+def empty_v2_protobuf(version: str) -> bytes:
+    """The same document in gnostic's ``openapi_v2.Document`` protobuf, as kubectl asks."""
+
+    def field(number: int, data: bytes) -> bytes:
+        return bytes([number << 3 | 2, len(data)]) + data
+
+    info = field(1, b"Kubernetes") + field(2, version.encode())  # Info: title, version
+    return field(1, b"2.0") + field(2, info)  # Document: swagger, info

@@ -329,12 +329,19 @@ class ApiServer:
                 body = await self._openapi_gv(*gv)
                 if body is not None:
                     return web.Response(body=body, content_type="application/json")
-        if path in ("/openapi/v2", "/openapi/v3") or path.startswith("/openapi/"):
+        if path == "/openapi/v2":
+            version = f"v{self.cluster.kubernetes_version}"
+            if "protobuf" in request.headers.get("Accept", ""):
+                return web.Response(
+                    body=openapi.empty_v2_protobuf(version), content_type=openapi.V2_PROTOBUF
+                )
+            return json_response(openapi.empty_v2(version))
+        if path.startswith("/openapi/"):
             raise StatusError(
                 404,
                 "NotFound",
-                "the server could not find the requested resource: localcluster serves only "
-                "a minimal OpenAPI v3 (/openapi/v3), not OpenAPI v2",
+                "the server could not find the requested resource: localcluster serves "
+                "OpenAPI v3 (/openapi/v3) and an empty OpenAPI v2 document",
                 {},
             )
         if path == "/":
