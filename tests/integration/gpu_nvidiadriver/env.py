@@ -120,18 +120,22 @@ class DriverEnv:
             ]
         return out
 
-    async def driver_pods(self) -> dict[str, dict[str, Any]]:
-        """Node -> its driver pod (not terminating)."""
+    async def pods_by_node(self) -> dict[str, list[dict[str, Any]]]:
+        """Node -> its driver pods (not terminating)."""
         items = (
             await self.admin.list(
                 "v1", "Pod", NS, label_selector="app.kubernetes.io/component=nvidia-driver"
             )
         )["items"]
-        return {
-            p["spec"]["nodeName"]: p
-            for p in items
-            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
-        }
+        out: dict[str, list[dict[str, Any]]] = {}
+        for p in items:
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp"):
+                out.setdefault(p["spec"]["nodeName"], []).append(p)
+        return out
+
+    async def driver_pods(self) -> dict[str, dict[str, Any]]:
+        """Node -> its driver pod, where it runs exactly one (not terminating)."""
+        return {n: ps[0] for n, ps in (await self.pods_by_node()).items() if len(ps) == 1}
 
     async def wait_driver_state(
         self, name: str, state: str, reason: str | None = None, timeout: float = 90
