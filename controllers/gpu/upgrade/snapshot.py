@@ -9,7 +9,8 @@ still using.
 A driver pod is *in sync* when its ``controller-revision-hash`` is the hash
 of its DaemonSet's newest ControllerRevision; an orphaned pod (no driver
 DaemonSet owns it) is never in sync. ``None`` means undecidable (the
-DaemonSet has no revision yet).
+DaemonSet has no revision yet). A node with an orphaned driver pod and
+a DaemonSet's pod is judged by the orphan.
 """
 
 from __future__ import annotations
@@ -127,6 +128,11 @@ class ManagedNode:
         return running is not None and running == config_digest(self.daemonset)
 
 
+def _owned(pod: Obj, daemonsets: Mapping[str, Obj]) -> bool:
+    owner = controller_of(pod)
+    return owner is not None and str(owner.get("uid")) in daemonsets
+
+
 def build_nodes(
     nodes: Iterable[Obj],
     pods: Iterable[Obj],
@@ -144,6 +150,9 @@ def build_nodes(
         on_node = grouped.get(name, [])
         drivers = [p for p in on_node if driver_selector.matches(dig(p, "metadata", "labels"))]
         live = [p for p in drivers if not dig(p, "metadata", "deletionTimestamp")]
+        # An orphaned driver pod beside a DaemonSet's (after a handover to NVIDIADriver;
+        # the new pod waits on the anti-affinity) decides: the node is not upgraded yet.
+        live.sort(key=lambda p: _owned(p, by_uid))
         chosen = live or drivers
         driver: Obj | None = chosen[0] if chosen else None
         state = str((dig(node, "metadata", "labels") or {}).get(STATE_LABEL, ""))

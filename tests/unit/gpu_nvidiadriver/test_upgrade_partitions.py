@@ -120,3 +120,15 @@ def test_an_orphaned_driver_pod_is_upgraded_onto_its_nvidiadriver() -> None:
     assert part.policy is not None
     decided = plan(part.nodes, [orphan], part.daemonsets, part.policy, 0.0, revisions=revisions)
     assert decided.patches["a1"].labels[c.STATE_LABEL] == "upgrade-required"
+
+
+def test_a_node_with_an_orphan_beside_its_new_pod_is_judged_by_the_orphan() -> None:
+    new = _pod("a1", "ds-a", "ua", "new")
+    orphan = _pod("a1", "nvidia-driver-daemonset", "gone", "old")
+    orphan["metadata"]["uid"] = "pod-orphan"
+    revisions = [_revision("ds-a", "ua", "new", 1)]
+    (part,) = partitions([_driver("pool-a")], NODES[:1], DAEMONSETS)
+    assert part.policy is not None
+    for pods in ([new, orphan], [orphan, new]):
+        decided = plan(part.nodes, pods, part.daemonsets, part.policy, 0.0, revisions=revisions)
+        assert decided.patches["a1"].labels[c.STATE_LABEL] == "upgrade-required"
