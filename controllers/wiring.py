@@ -133,8 +133,8 @@ def filtered_cache_options(capabilities: Capabilities) -> dict[GVK, ByObject]:
     kinds = list(ALWAYS_FILTERED) + [g for g in FILTERED_IF_PRESENT if capabilities.has(g)]
     out = {gvk: ByObject(label_selector=selector) for gvk in kinds}
     # Nodes are read whole (orchestrator, GPU products), never by label selector.
-    out[("v1", "Node")] = ByObject(index_labels=False)
-    out[CRD] = ByObject(transform=crd_without_schemas, index_labels=False)
+    out[("v1", "Node")] = ByObject(index_labels=False, keep_labels=False)
+    out[CRD] = ByObject(transform=crd_without_schemas, index_labels=False, keep_labels=False)
     return out
 
 

@@ -46,6 +46,9 @@ class ByObject:
     resync_period: float | None = None
     #: False: no label index for this kind (label selectors then scan; see Store).
     index_labels: bool = True
+    #: False: no labels kept beside the stored object either (selectors decode
+    #: each candidate; for kinds never read by label; implies no label index).
+    keep_labels: bool = True
 
 
 class CacheNotStartedError(RuntimeError):
@@ -132,6 +135,7 @@ class Cache:
                 resync_period=options.resync_period or self.resync_period,
                 use_watch_list=self.watch_list,
                 index_labels=options.index_labels,
+                keep_labels=options.keep_labels,
             )
             self._informers[gvk] = informer
             self._mappings[gvk] = mapping

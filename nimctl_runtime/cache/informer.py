@@ -192,9 +192,12 @@ class SharedInformer:
         resync_period: float | None = None,
         use_watch_list: bool = False,
         index_labels: bool = True,
+        keep_labels: bool = True,
     ) -> None:
         self.name = name or (f"{api_version}/{kind}" if kind else "informer")
-        self.store = Store(indexers, transform=transform, index_labels=index_labels)
+        self.store = Store(
+            indexers, transform=transform, index_labels=index_labels, keep_labels=keep_labels
+        )
         self.reflector = Reflector(
             lister_watcher,
             self,

@@ -120,3 +120,60 @@ def test_unique_owner_and_label_values_cost_less_than_a_set_each() -> None:
     # plus the entry (1,250 B per object here); now the key itself (~750 B).
     per_object = _index_bytes_per_object(2000)
     assert per_object < 1000, f"{per_object:.0f} B per object beside its stored bytes"
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(OP, max_size=25))
+def test_a_store_without_label_pairs_answers_selectors_the_same(ops: list[tuple[str, Any]]) -> None:
+    indexed, bare = Store(), Store(index_labels=False, keep_labels=False)
+    for rv, (kind, arg) in enumerate(ops, start=1):
+        for store in (indexed, bare):
+            if kind == "upsert":
+                store.upsert(obj(*arg, rv))
+            elif kind == "delete":
+                store.delete(f"{arg[1]}/{arg[0]}")
+            else:
+                unique = {(o[0], o[1]): o for o in arg}
+                store.replace([obj(*o, rv) for o in unique.values()])
+    for text in SELECTORS:
+        for ns in (None, "n1"):
+            selector = Selector.parse(text)
+            assert bare.select_keys(selector, namespace=ns) == indexed.select_keys(
+                selector, namespace=ns
+            )
+    assert all(not e.labels for e in bare._items.values()) and bare._labels == {}
+
+
+def test_nodes_without_label_pairs_cost_less_per_object() -> None:
+    def labelled(i: int) -> dict[str, Any]:
+        labels = {f"nvidia.com/gpu.deploy.{c}": "true" for c in "abcdefghij"}
+        labels["kubernetes.io/hostname"] = f"gpu-node-{i}"
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": f"gpu-node-{i}",
+                "uid": f"u-{i}",
+                "resourceVersion": "1",
+                "labels": labels,
+            },
+        }
+
+    def fill(store: Store) -> Store:
+        for i in range(1000):
+            store.upsert(labelled(i))
+        return store
+
+    def per_node(store_factory: Any) -> float:
+        fill(store_factory())  # warm up (one-time growth such as the interned strings)
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            kept = fill(store_factory())
+            return (tracemalloc.get_traced_memory()[0] - base) / len(kept)
+        finally:
+            tracemalloc.stop()
+
+    scanning = per_node(lambda: Store(index_labels=False))
+    bare = per_node(lambda: Store(index_labels=False, keep_labels=False))
+    assert bare + 150 < scanning, (bare, scanning)
