@@ -144,8 +144,8 @@ def gpu_cache(
     managed = ByObject(label_selector={MANAGED_BY_LABEL: MANAGED_BY_VALUE})
     by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in owned_kinds}
     # Nodes are read whole, never by label selector: no label index (its sets cost
-    # more per node than the trimmed node itself).
-    by_object[("v1", "Node")] = ByObject(transform=trim_node, index_labels=False)
+    # more per node than the trimmed node itself), no label pairs beside the node.
+    by_object[("v1", "Node")] = ByObject(transform=trim_node, index_labels=False, keep_labels=False)
     by_object[("v1", "Pod")] = ByObject(
         label_selector={DRIVER_COMPONENT_LABEL: DRIVER_COMPONENT}, transform=trim_driver_pod
     )
