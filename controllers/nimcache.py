@@ -2,7 +2,9 @@
 
 What a NIMCache becomes at each step is decided by
 ``platforms.nimcache.NIMCacheContract``; the skeleton creates and prunes. This
-module reads what that needs (nim-operator.md §3.2): the PVC when it is not
+module parses the NIMCache into its model (one the model refuses is
+``Failed`` with ``NIM_CACHE_RECONCILE_FAILED`` naming the fields) and reads
+what the contract needs (nim-operator.md §3.2): the PVC when it is not
 ours to create (missing: ``NotReady`` with ``NIM_CACHE_RECONCILE_FAILED``), the
 model manifest from its ConfigMap or from the manifest pod's log (read once,
 then kept in ``<name>-manifest``; the pod is pruned), the cluster's GPU

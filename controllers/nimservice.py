@@ -6,9 +6,13 @@ What a NIMService becomes and when it is Ready is decided by
 updates and prunes. This module adds what needs the cluster or NVIDIA's status
 words (nim-operator.md §2):
 
-- facts: the NIMCache (missing → ``Failed/NIMCacheNotFound``, failed →
-  ``Failed/NIMCacheFailed``, not ready → ``NotReady/NIMCacheNotReady``, each
-  without a requeue: the NIMCache watch wakes the service), the orchestrator
+- parse: the typed NIMService (identity and spec), kept until its generation
+  changes; one the model refuses is ``Failed/ValidationFailed`` naming the
+  fields, with nothing rendered, until it is edited;
+- facts: the NIMCache, typed (missing → ``Failed/NIMCacheNotFound``, failed
+  or not fitting its model → ``Failed/NIMCacheFailed``, not ready →
+  ``NotReady/NIMCacheNotReady``, each without a requeue: the NIMCache watch
+  wakes the service), the orchestrator
   from node labels, the live replica count under an HPA, and on KServe the
   deployment mode (InferenceService status, then KServe's
   ``inferenceservice-config``);
