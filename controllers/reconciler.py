@@ -31,6 +31,7 @@ import contextlib
 import copy
 import json
 import time
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -180,7 +181,7 @@ class KindReconciler(Generic[CR, Facts]):
     _writes: WriteLog = field(default_factory=WriteLog)
     _status_written_at: dict[tuple[str, str], float] = field(default_factory=dict)
     _status: dict[tuple[str, str], _StatusMemo] = field(default_factory=dict)
-    _renders: dict[tuple[str, str], tuple[tuple[Any, ...], str]] = field(default_factory=dict)
+    _renders: dict[tuple[str, str], tuple[tuple[Any, ...], bytes]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._log = get_logger(f"controllers.{self.kind.kind.lower()}")
@@ -294,17 +295,22 @@ class KindReconciler(Generic[CR, Facts]):
         return k.contract.readiness(cr, facts, observed), observed, (cr, facts)
 
     def _render(self, cr: CR, obj: Obj, facts: Facts) -> list[Obj]:
-        """``contract.render``, reused while nothing it reads changed (kept as JSON)."""
+        """``contract.render``, reused while nothing it reads changed.
+
+        Kept as compressed JSON: ~1.5 KB instead of ~6 KB per NIMService (the
+        memo is held for every CR), for ~20 us more per reused render.
+        """
         memo_id = (namespace_of(obj), name_of(obj))
         memo_key = self.kind.memo_key(cr, obj, facts)
         if memo_key is not None:
             memo = self._renders.get(memo_id)
             if memo is not None and memo[0] == memo_key:
-                restored: list[Obj] = json.loads(memo[1])
+                restored: list[Obj] = json.loads(zlib.decompress(memo[1]))
                 return restored
         desired = list(self.kind.contract.render(cr, facts))
         if memo_key is not None:
-            self._renders[memo_id] = (memo_key, json.dumps(desired, separators=(",", ":")))
+            text = json.dumps(desired, separators=(",", ":")).encode()
+            self._renders[memo_id] = (memo_key, zlib.compress(text, 1))
         return desired
 
     async def _owned(self, obj: Obj) -> list[Obj]:
@@ -477,4 +483,3 @@ def _merge_patch(current: Mapping[str, Any], status: Mapping[str, Any]) -> Obj:
 
 def _same_status(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return all(a.get(k) == b.get(k) for k in b)
-
