@@ -18,14 +18,13 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from nimctl_runtime.labels import SelectorParseError, validate_label_key, validate_label_value
-
-from .validation_field import Errors, as_dict, as_list, quantity
+from .validation_field import Errors, as_dict, as_list, label_value_problems, quantity
 from .validation_scheduling import validate_affinity, validate_topology_spread
 from .validation_security import (
     validate_container_security_context,
     validate_pod_security_context,
 )
+from .validation_volumes import validate_mount, validate_volume_source
 
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -35,6 +34,7 @@ TOLERATION_OPERATORS = ("Equal", "Exists")
 TAINT_EFFECTS = ("NoExecute", "NoSchedule", "PreferNoSchedule")
 TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 URI_SCHEMES = ("HTTP", "HTTPS")
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")  # kube-apiserver's order
 _PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 _ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef", "fileKeyRef")
 _OVERCOMMITTABLE = frozenset({"cpu", "memory", "ephemeral-storage"})
@@ -81,10 +81,15 @@ def validate_pod_spec(
         errs.invalid(
             f"{path}.activeDeadlineSeconds", deadline, "must be between 1 and 2147483647, inclusive"
         )
-    for key in ("serviceAccountName", "priorityClassName"):
+    for key in ("serviceAccountName", "nodeName", "priorityClassName", "runtimeClassName"):
         value = spec.get(key)
         if isinstance(value, str) and value:
             errs.dns_subdomain(f"{path}.{key}", value)
+    for key in ("hostname", "subdomain"):
+        value = spec.get(key)
+        if isinstance(value, str) and value:
+            errs.dns_label(f"{path}.{key}", value)
+    errs.enum(f"{path}.preemptionPolicy", spec.get("preemptionPolicy"), PREEMPTION_POLICIES)
     _node_selector(as_dict(spec.get("nodeSelector")), f"{path}.nodeSelector", errs)
     validate_pod_security_context(spec, path, errs)
     validate_affinity(as_dict(spec.get("affinity")), f"{path}.affinity", errs)
@@ -125,6 +130,7 @@ def _volumes(volumes: list[Any], path: str, errs: Errors) -> set[str]:
             errs.required(f"{where}.secret.secretName")
         if "hostPath" in present and not as_dict(volume.get("hostPath")).get("path"):
             errs.required(f"{where}.hostPath.path")
+        validate_volume_source(volume, where, errs)
         size = quantity(as_dict(volume.get("emptyDir")).get("sizeLimit"))
         if size is not None and size < 0:
             errs.invalid(
@@ -191,6 +197,7 @@ def _container(
             errs.invalid(f"{where}.mountPath", mount_path, "must be unique")
         else:
             mount_paths.add(str(mount_path))
+        validate_mount(mount, c, where, errs)
     for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
         if c.get(probe) is not None:
             if group == "initContainers" and c.get("restartPolicy") != "Always":
@@ -343,19 +350,27 @@ def _probe(probe: Mapping[str, Any], path: str, errs: Errors, kind: str) -> None
 
 
 def _node_selector(selector: Mapping[str, Any], path: str, errs: Errors) -> None:
+    """ValidateLabels: keys and values both reported at the map's path."""
     for key, value in selector.items():
-        try:
-            validate_label_key(str(key))
-        except SelectorParseError as exc:
-            errs.invalid(path, key, str(exc))
-        try:
-            validate_label_value(str(value))
-        except SelectorParseError as exc:
-            errs.invalid(f"{path}[{key}]", value, str(exc))
+        errs.label_name(path, key)
+        errs.label_value(path, value)
 
 
 def _toleration(toleration: Mapping[str, Any], path: str, errs: Errors) -> None:
     operator = toleration.get("operator")
+    key = toleration.get("key")
+    if key:
+        errs.label_name(f"{path}.key", key)
+    if toleration.get("tolerationSeconds") is not None and toleration.get("effect") != "NoExecute":
+        errs.invalid(
+            f"{path}.effect",
+            toleration.get("effect") or "",
+            "effect must be 'NoExecute' when `tolerationSeconds` is set",
+        )
+    if operator in (None, "", "Equal"):
+        problems = label_value_problems(str(toleration.get("value") or ""))
+        if problems:
+            errs.invalid(f"{path}.operator", toleration.get("value"), ";".join(problems))
     errs.enum(f"{path}.operator", operator, TOLERATION_OPERATORS)
     errs.enum(f"{path}.effect", toleration.get("effect") or None, TAINT_EFFECTS)
     if operator == "Exists" and toleration.get("value"):
@@ -364,10 +379,10 @@ def _toleration(toleration: Mapping[str, Any], path: str, errs: Errors) -> None:
             toleration.get("value"),
             "value must be empty when `operator` is 'Exists'",
         )
-    if not toleration.get("key") and operator not in (None, "Exists"):
+    if not toleration.get("key") and operator != "Exists":
         errs.invalid(
             f"{path}.operator",
-            operator,
+            operator or "",
             "operator must be Exists when `key` is empty, which means "
             '"match all values and all keys"',
         )

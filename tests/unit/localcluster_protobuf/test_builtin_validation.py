@@ -443,6 +443,95 @@ REFUSED: list[tuple[str, str, dict[str, Any], str, str]] = [
         "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and "
         "'/' (e.g. 'example.com/MyName')",
     ),
+    *[
+        (
+            "apps",
+            "Deployment",
+            deployment(**{f"spec__template__spec__{key}": value}),
+            f"spec.template.spec.{path}",
+            message,
+        )
+        for key, value, path, message in [
+            (
+                "tolerations",
+                [{"key": "nvidia.com/gpu", "operator": "Exists", "tolerationSeconds": 30}],
+                "tolerations[0].effect",
+                "Invalid value: \"\": effect must be 'NoExecute' when `tolerationSeconds` is set",
+            ),
+            (
+                "tolerations",
+                [{"effect": "NoSchedule"}],
+                "tolerations[0].operator",
+                'Invalid value: "": operator must be Exists when `key` is empty, which means '
+                '"match all values and all keys"',
+            ),
+            (
+                "nodeSelector",
+                {"nvidia.com/gpu.product": "A100 SXM4"},
+                "nodeSelector",
+                'Invalid value: "A100 SXM4": a valid label must be an empty string or consist of '
+                "alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+                "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            ),
+            (
+                "runtimeClassName",
+                "Nvidia",
+                "runtimeClassName",
+                'Invalid value: "Nvidia": a lowercase RFC 1123 subdomain must consist of lower '
+                "case alphanumeric characters, '-' or '.', and must start and end with an "
+                "alphanumeric character (e.g. 'example.com', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ),
+            (
+                "preemptionPolicy",
+                "Sometimes",
+                "preemptionPolicy",
+                'Unsupported value: "Sometimes": supported values: "PreemptLowerPriority", "Never"',
+            ),
+            (
+                "volumes",
+                [{"name": "cfg", "configMap": {"name": "cfg", "defaultMode": 511 + 1}}],
+                "volumes[0].configMap.defaultMode",
+                "Invalid value: 512: must be a number between 0 and 0777 (octal), both inclusive",
+            ),
+            (
+                "volumes",
+                [
+                    {
+                        "name": "cfg",
+                        "secret": {"secretName": "s", "items": [{"key": "k", "path": "../k"}]},
+                    }
+                ],
+                "volumes[0].secret.items[0].path",
+                "Invalid value: \"../k\": must not contain '..'",
+            ),
+            (
+                "volumes",
+                [{"name": "dev", "hostPath": {"path": "/dev", "type": "Dir"}}],
+                "volumes[0].hostPath.type",
+                'Unsupported value: "Dir": supported values: "", "BlockDevice", "CharDevice", '
+                '"Directory", "DirectoryOrCreate", "File", "FileOrCreate", "Socket"',
+            ),
+            (
+                "containers",
+                container(volumeMounts=[{"name": "cache", "mountPath": "/c", "subPath": "/abs"}]),
+                "containers[0].volumeMounts[0].subPath",
+                'Invalid value: "/abs": must be a relative path',
+            ),
+            (
+                "containers",
+                container(
+                    volumeMounts=[
+                        {"name": "cache", "mountPath": "/c", "mountPropagation": "Bidirectional"}
+                    ]
+                ),
+                "containers[0].volumeMounts[0].mountPropagation",
+                "Forbidden: Bidirectional mount propagation is available only to privileged "
+                "containers",
+            ),
+        ]
+    ],
     (
         "apps",
         "DaemonSet",

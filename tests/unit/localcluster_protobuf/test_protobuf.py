@@ -329,3 +329,34 @@ def test_custom_resources_have_no_protobuf_form() -> None:
 def test_malformed_bodies_are_rejected(body: bytes, message: str) -> None:
     with pytest.raises(ProtobufError, match=message):
         decode(body)
+
+
+# kubectl create token robot --audience=vault --duration=48h (kubectl v1.32's request body)
+TOKEN_REQUEST = bytes.fromhex(
+    "6b3873000a280a1861757468656e7469636174696f6e2e6b38732e696f2f7631120c546f6b656e526571"
+    "7565737412250a100a0012001a0022002a00320038004200120b0a057661756c742080c60a1a040a0012"
+    "001a002200"
+)
+
+
+def test_token_request_from_kubectl_create_token() -> None:
+    request = decode(TOKEN_REQUEST)
+    assert request["kind"] == "TokenRequest"
+    assert request["spec"] == {"audiences": ["vault"], "expirationSeconds": 172800}
+
+
+def test_fields_whose_protobuf_name_is_not_their_json_name() -> None:
+    bound = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "metadata": {"name": "robot"},
+        "spec": {"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "u1"}},
+    }
+    assert decode(encode(bound)) == bound  # proto "uID" is JSON "uid"
+    hooks = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "nimctl"},
+        "webhooks": [{"name": "vnimservice.kb.io", "sideEffects": "None"}],
+    }
+    assert decode(encode(hooks)) == hooks  # proto "Webhooks" is JSON "webhooks"
