@@ -159,7 +159,7 @@ class AttributeSelectorValue(ApiModel):
 
     bool_value: bool | None = None
     """Boolean value."""
-    int_value: Int64 | None = None
+    int_value: Int32 | None = None
     """Integer value."""
     string_value: Annotated[str, Field(max_length=64)] | None = None
     """String value."""
