@@ -42,6 +42,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from manifests.labels import MANAGED_BY_LABEL
 from nimctl_runtime.cli import apply_objects, demo_objects, install_crds
 from nimctl_runtime.client import Client
 from nimctl_runtime.reconcile import Request
@@ -123,10 +124,13 @@ _OWNED = (
 def _copy_for(obj: dict[str, Any], name: str, namespace: str) -> dict[str, Any]:
     meta = obj["metadata"]
     out = {k: v for k, v in obj.items() if k != "status"}
+    # Without the managed-by label: the operator's filtered cache would otherwise
+    # hold the 5 x N copies too (the later RSS figures are the operator's own).
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != MANAGED_BY_LABEL}
     out["metadata"] = {
         "name": name,
         "namespace": namespace,
-        "labels": meta.get("labels") or {},
+        "labels": labels,
         "annotations": meta.get("annotations") or {},
     }
     if obj["kind"] == "Service":
