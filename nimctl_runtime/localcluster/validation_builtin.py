@@ -40,6 +40,7 @@ Validator = Callable[[Obj, "Obj | None", Errors], None]
 SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 SESSION_AFFINITIES = ("ClientIP", "None")
 TRAFFIC_POLICIES = ("Cluster", "Local")
+IP_FAMILY_POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
 DEPLOYMENT_STRATEGIES = ("Recreate", "RollingUpdate")
 DAEMONSET_STRATEGIES = ("OnDelete", "RollingUpdate")
 POD_MANAGEMENT_POLICIES = ("OrderedReady", "Parallel")
@@ -389,6 +390,12 @@ def service(obj: Obj, old: Obj | None, errs: Errors) -> None:
         )
     else:
         errs.enum("spec.externalTrafficPolicy", external or None, TRAFFIC_POLICIES)
+    for key, value in as_dict(spec.get("selector")).items():
+        errs.label_name("spec.selector", key)
+        errs.label_value("spec.selector", value)
+    errs.enum("spec.ipFamilyPolicy", spec.get("ipFamilyPolicy"), IP_FAMILY_POLICIES)
+    for i, family in enumerate(as_list(spec.get("ipFamilies"))):
+        errs.enum(f"spec.ipFamilies[{i}]", family, ("IPv4", "IPv6"))
     ports = as_list(spec.get("ports"))
     headless = spec.get("clusterIP") == "None"
     if kind == "ExternalName":
@@ -414,6 +421,8 @@ def service(obj: Obj, old: Obj | None, errs: Errors) -> None:
             errs.port_number(f"{where}.port", number)
         errs.enum(f"{where}.protocol", port.get("protocol"), PROTOCOLS)
         errs.int_or_port_name(f"{where}.targetPort", port.get("targetPort"))
+        if isinstance(port.get("appProtocol"), str):
+            errs.label_name(f"{where}.appProtocol", port["appProtocol"])
         node_port = port.get("nodePort")
         if node_port and kind == "ClusterIP":
             errs.forbidden(f"{where}.nodePort", "may not be used when `type` is 'ClusterIP'")

@@ -533,6 +533,35 @@ REFUSED: list[tuple[str, str, dict[str, Any], str, str]] = [
         ]
     ],
     (
+        "",
+        "Service",
+        {"spec": {**SERVICE["spec"], "selector": {"app.kubernetes.io/name": "llama 3"}}},
+        "spec.selector",
+        'Invalid value: "llama 3": a valid label must be an empty string or consist of '
+        "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+        "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+    ),
+    (
+        "",
+        "Service",
+        {"spec": {**SERVICE["spec"], "ipFamilyPolicy": "DualStack"}},
+        "spec.ipFamilyPolicy",
+        'Unsupported value: "DualStack": supported values: "PreferDualStack", '
+        '"RequireDualStack", "SingleStack"',
+    ),
+    (
+        "",
+        "Service",
+        {"spec": {"ports": [{"port": 8000, "appProtocol": "kubernetes.io/h2c/tls"}]}},
+        "spec.ports[0].appProtocol",
+        'Invalid value: "kubernetes.io/h2c/tls": a qualified name must consist of alphanumeric '
+        "characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+        "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and "
+        "'/' (e.g. 'example.com/MyName')",
+    ),
+    (
         "apps",
         "DaemonSet",
         {
