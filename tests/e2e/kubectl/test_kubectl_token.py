@@ -71,6 +71,12 @@ async def test_token_authenticates_as_the_service_account(kc: Kubectl) -> None:
         'pods is forbidden: User "system:serviceaccount:default:robot" cannot list resource '
         '"pods" in API group "" in the namespace "default"'
     ) in denied.stderr
+    minted = await kc.run("--token", token, "create", "token", "robot", check=False)
+    assert minted.stderr.strip() == (
+        'error: failed to create token: serviceaccounts "robot" is forbidden: User '
+        '"system:serviceaccount:default:robot" cannot create resource "serviceaccounts/token" '
+        'in API group "" in the namespace "default"'
+    )
     await kc.run("delete", "serviceaccount", "robot")
     gone = await kc.run("--token", token, "auth", "whoami", check=False)
     assert gone.returncode != 0
