@@ -4,8 +4,9 @@ Each pass: resolve the active ClusterPolicy; with upgrades off (no
 ``upgradePolicy``, ``autoUpgrade: false``, sandbox workloads, driver disabled)
 remove the state labels; with no ClusterPolicy or the drivers handed to
 NVIDIADriver (``useNvidiaDriverCRD``) run one plan per NVIDIADriver over the
-nodes it owns (``partition``: its own policy, slots and DaemonSets; no
-ClusterPolicy condition, node Events only); otherwise read the snapshot
+nodes it owns (``partition``: its own policy, slots and DaemonSets; node
+Events, and the ClusterPolicy's condition over all of them when there is
+one); otherwise read the snapshot
 (cache, plus the pods of the few nodes that wait for jobs, delete GPU pods or
 drain, and the PodDisruptionBudgets while a node drains), ``plan`` one pass,
 ``execute`` it, report (node Events, the ClusterPolicy's ``DriverUpgrade``
@@ -28,7 +29,13 @@ from controllers.gpu.upgrade.executor import Outcome, execute
 from controllers.gpu.upgrade.partition import NVIDIADRIVER_API, NVIDIADRIVER_KIND, partitions
 from controllers.gpu.upgrade.plan import NodePatch, Plan, clear_states, plan
 from controllers.gpu.upgrade.policy import DEFAULT_STALL_SECONDS, UpgradePolicy
-from controllers.gpu.upgrade.report import NodeReport, condition, merged_conditions, node_reports
+from controllers.gpu.upgrade.report import (
+    NodeReport,
+    combined,
+    condition,
+    merged_conditions,
+    node_reports,
+)
 from nimctl_runtime.cache.cache import Cache
 from nimctl_runtime.client.client import Client
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
@@ -110,13 +117,13 @@ class UpgradeReconciler:
         cp_obj = next((p for p in policies if name_of(p) == active), None)
         nodes = await self.cache.list("v1", "Node")
         if cp_obj is None:
-            return await self._driver_pass(nodes)
+            return await self._driver_pass(nodes, None)
         try:
             cp = ClusterPolicy.model_validate(cp_obj)
         except ValueError:
             return Result()  # the ClusterPolicy controller reports the invalid spec
         if cp.spec.driver.use_nvidia_driver_crd:
-            return await self._driver_pass(nodes)
+            return await self._driver_pass(nodes, cp_obj)
         if not _upgrades_on(cp) or cp.spec.driver.upgrade_policy is None:
             await self._write_patches(clear_states(nodes))
             metrics.observe_disabled()
@@ -174,8 +181,9 @@ class UpgradeReconciler:
         await self._set_condition(cp_obj, condition(decided, reports))
         return Result(requeue_after=_requeue([decided]))
 
-    async def _driver_pass(self, nodes: list[Obj]) -> Result:
-        """NVIDIADriver's path: one plan per NVIDIADriver over the nodes it owns."""
+    async def _driver_pass(self, nodes: list[Obj], cp_obj: Obj | None) -> Result:
+        """NVIDIADriver's path: one plan per NVIDIADriver over the nodes it owns (and, with
+        a ClusterPolicy, its ``DriverUpgrade`` condition over all of them)."""
         try:
             drivers = await self.cache.list(NVIDIADRIVER_API, NVIDIADRIVER_KIND)
         except ApiError:
@@ -191,6 +199,7 @@ class UpgradeReconciler:
             return Result()
         snap = await self._snapshot(nodes)
         plans: list[Plan] = []
+        reports: dict[str, NodeReport] = {}
         for part in parts:
             if part.error:
                 self.log.warning("driver upgrade policy invalid", error=part.error)
@@ -198,11 +207,14 @@ class UpgradeReconciler:
             if part.policy is None:
                 await self._write_patches(clear_states(part.nodes))
                 continue
-            decided, _ = await self._run(
+            decided, said = await self._run(
                 [dict(n) for n in part.nodes], [dict(d) for d in part.daemonsets], part.policy, snap
             )
             plans.append(decided)
+            reports.update(said)
         metrics.observe_plans(plans)
+        if cp_obj is not None:
+            await self._set_condition(cp_obj, condition(combined(plans), reports))
         return Result(requeue_after=_requeue(plans))
 
     async def _run(

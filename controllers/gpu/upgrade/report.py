@@ -9,7 +9,8 @@ find out from the label alone (gpu-operator.md §9 items 5-7). nimctl answers
   that changes (``DriverUpgradeWaiting``; Warning ``DriverUpgradeFailed`` and
   ``DriverUpgradeStalled``), and one per state change (``DriverUpgradeState``);
 - the ClusterPolicy carries a condition ``DriverUpgrade`` (True while any node
-  is not done), with a short summary and the nodes that wait, fail or stall.
+  is not done), with a short summary and the nodes that wait, fail or stall;
+  with NVIDIADriver-managed drivers it sums up every NVIDIADriver's nodes.
   The message holds no ticking counters, so it is written only when it changes.
 """
 
@@ -23,6 +24,7 @@ from typing import Any, Final
 from controllers.gpu.upgrade import consts as c
 from controllers.gpu.upgrade.executor import Outcome
 from controllers.gpu.upgrade.plan import Plan
+from controllers.gpu.upgrade.slots import SlotCounts
 
 CONDITION_DRIVER_UPGRADE: Final = "DriverUpgrade"
 REASON_IN_PROGRESS: Final = "UpgradeInProgress"
@@ -39,6 +41,7 @@ MAX_NODES_IN_MESSAGE: Final = 5
 __all__ = [
     "CONDITION_DRIVER_UPGRADE",
     "NodeReport",
+    "combined",
     "condition",
     "node_reports",
 ]
@@ -74,6 +77,23 @@ def node_reports(plan: Plan, outcome: Outcome) -> dict[str, NodeReport]:
             type_, reason = "Warning", EVENT_STALLED
             text += f" (no progress for {_minutes(plan.stalled[node])})"
         out[node] = NodeReport(state, f"{state}: {text}", type_, reason)
+    return out
+
+
+def combined(plans: list[Plan]) -> Plan:
+    """One plan's view of several (one per NVIDIADriver), for the ``DriverUpgrade`` condition."""
+    out = Plan()
+    stalls = [p.rollout_stalled for p in plans if p.rollout_stalled is not None]
+    out.rollout_stalled = max(stalls) if stalls else None
+    total = in_progress = required = unavailable = 0
+    for p in plans:
+        out.states.update(p.states)
+        out.stalled.update(p.stalled)
+        total += p.counts.total
+        in_progress += p.counts.in_progress
+        required += p.counts.upgrade_required
+        unavailable += p.counts.unavailable
+    out.counts = SlotCounts(total, in_progress, required, unavailable)
     return out
 
 

@@ -97,6 +97,15 @@ async def test_two_nvidiadrivers_upgrade_independently(tmp_path: Path) -> None:
             assert pods[node]["spec"]["containers"][0]["image"].endswith("570.148.08-ubuntu24.04")
         await env.wait_driver_state("pool-a", "ready", "Reconciled", timeout=60)
 
+        # The ClusterPolicy's DriverUpgrade condition sums up both NVIDIADrivers' nodes.
+        async def upgrade_done() -> dict[str, object] | None:
+            cp = await env.admin.get(CP, "ClusterPolicy", "cluster-policy")
+            conds = [c for c in cp["status"].get("conditions", []) if c["type"] == "DriverUpgrade"]
+            return conds[0] if conds and conds[0]["reason"] == "UpgradeDone" else None
+
+        cond = await wait_for(upgrade_done, timeout=60, interval=0.25)
+        assert cond["message"] == f"{len(nodes)} of {len(nodes)} nodes run the current driver"
+
         # Now pool b, when its own NVIDIADriver changes.
         await env.set_version("pool-b", NEW)
 
