@@ -1,6 +1,6 @@
 """The field paths of a CRD schema as comparable facts: one line per path with its
 type, whether its parent requires it, whether a typed object keeps unknown fields,
-and its default and enum where present. Used to compare our generated CRDs
+and its default, enum, format, bounds and pattern where present. Used to compare our generated CRDs
 with NVIDIA's (tests/fixtures/nvidia_crd_paths) and to write those fixtures from
 NVIDIA's CRD files (``python -m tests.unit.api.crd_paths CRD.yaml... --out DIR``).
 
@@ -33,6 +33,9 @@ def _type(node: Mapping[str, Any]) -> str:
     return "object" if "properties" in node else "any"
 
 
+_BOUNDS = ("format", "minimum", "maximum", "minLength", "maxLength", "pattern")
+
+
 def _walk(node: Mapping[str, Any], path: str, required: bool = False) -> Iterator[tuple[str, str]]:
     fact = _type(node)
     if required:
@@ -43,6 +46,9 @@ def _walk(node: Mapping[str, Any], path: str, required: bool = False) -> Iterato
         fact += "\tdefault=" + json.dumps(node["default"], sort_keys=True)
     if "enum" in node:
         fact += "\tenum=" + json.dumps(sorted(node["enum"], key=json.dumps))
+    for key in _BOUNDS:
+        if key in node:
+            fact += f"\t{key}=" + json.dumps(node[key])
     yield path, fact
     needed = set(node.get("required", []))
     for name, sub in node.get("properties", {}).items():
@@ -64,7 +70,8 @@ def schema_of(crd: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def crd_facts(crd: Mapping[str, Any]) -> dict[str, str]:
-    """Path -> ``type[\\trequired][\\tdefault=..][\\tenum=..]`` of ``spec`` and ``status``."""
+    """Path -> ``type[\\trequired][\\tdefault=..][\\tenum=..][\\tformat=..]...`` of
+    ``spec`` and ``status``."""
     props = schema_of(crd).get("properties", {})
     facts: dict[str, str] = {}
     for top in ("spec", "status"):

@@ -6,8 +6,9 @@ serve in docs/examples. :func:`nvidia_verdict` decides, from the facts of NVIDIA
 CRDs (tests/fixtures/nvidia_crd_paths), what kube-apiserver with NVIDIA's CRDs
 answers to ``kubectl apply`` (strict field validation, kubectl's default): an
 unknown kind, an unknown field, a wrong type, a value outside an enum or a missing
-required field is refused. Rules those facts do not carry (CEL, patterns, bounds)
-are listed per sample in :data:`NVIDIA_RULE_VERDICTS`.
+required field, a number or string outside its bounds or a string not matching its
+pattern is refused. Rules those facts do not carry (CEL) are listed per sample in
+:data:`NVIDIA_RULE_VERDICTS`.
 """
 
 from __future__ import annotations
@@ -138,13 +139,42 @@ _TYPES: Final[dict[str, Callable[[Any], bool]]] = {
 }
 
 
+def _fact(fact: tuple[str, ...], key: str) -> Any:
+    """The JSON value of ``key=`` in a path's facts, or None."""
+    raw = next((f for f in fact if f.startswith(f"{key}=")), None)
+    return None if raw is None else json.loads(raw.removeprefix(f"{key}="))
+
+
+def _bounds(fact: tuple[str, ...], path: str, value: Any) -> str | None:
+    """Numeric bounds, string lengths and pattern (Kubernetes searches unanchored)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        low, high = _fact(fact, "minimum"), _fact(fact, "maximum")
+        if low is not None and value < low:
+            return f"{path}: should be greater than or equal to {low}"
+        if high is not None and value > high:
+            return f"{path}: should be less than or equal to {high}"
+    if isinstance(value, str):
+        shortest, longest = _fact(fact, "minLength"), _fact(fact, "maxLength")
+        if shortest is not None and len(value) < shortest:
+            return f"{path}: should be at least {shortest} chars long"
+        if longest is not None and len(value) > longest:
+            return f"{path}: may not be more than {longest} chars long"
+        pattern = _fact(fact, "pattern")
+        if pattern is not None and re.search(pattern, value) is None:
+            return f"{path}: should match '{pattern}'"
+    return None
+
+
 def _check(facts: Mapping[str, tuple[str, ...]], path: str, value: Any) -> str | None:
     fact = facts[path]
     if not _TYPES[fact[0]](value):
         return f"{path}: must be of type {fact[0]}"
-    enum = next((f for f in fact if f.startswith("enum=")), None)
-    if enum is not None and repr(value) not in _enum_reprs(enum):
+    enum = _fact(fact, "enum")
+    if enum is not None and value not in enum:
         return f"{path}: Unsupported value: {value!r}"
+    problem = _bounds(fact, path, value)
+    if problem:
+        return problem
     if isinstance(value, dict):
         return _check_object(facts, path, value, "preserve-unknown-fields" in fact)
     if isinstance(value, list):
@@ -153,10 +183,6 @@ def _check(facts: Mapping[str, tuple[str, ...]], path: str, value: Any) -> str |
             if problem:
                 return problem
     return None
-
-
-def _enum_reprs(enum: str) -> set[str]:
-    return {repr(v) for v in json.loads(enum.removeprefix("enum="))}
 
 
 def _check_object(

@@ -62,9 +62,11 @@ def _epp_sample() -> Sample:
         ({"image": {"repository": "r"}}, "spec.image.tag: Required value"),
         ({"labels": {"a": 1}}, "spec.labels{}: must be of type string"),
         ({"replicas": None}, None),
+        ({"replicas": -1}, "spec.replicas: should be greater than or equal to 0"),
+        ({"authSecret": ""}, None),
     ],
 )
-def test_enums_types_required_fields_and_maps_are_checked(
+def test_enums_types_required_fields_maps_and_bounds_are_checked(
     change: dict[str, object], verdict: str | None
 ) -> None:
     sample = _epp_sample()
@@ -81,3 +83,12 @@ def test_unknown_fields_inside_the_endpoint_picker_config_are_kept() -> None:
     assert nvidia_verdict(sample) == (
         "spec.expose.router.eppConfig.config.plugins[].parameters: must be of type string"
     )
+
+
+def test_patterns_are_searched_as_kubernetes_does() -> None:
+    sample = _epp_sample()
+    router = sample.obj["spec"]["expose"]["router"]
+    router["hostDomainName"] = "Demo.Example.COM"
+    verdict = nvidia_verdict(sample)
+    assert verdict is not None
+    assert verdict.startswith("spec.expose.router.hostDomainName: should match")
