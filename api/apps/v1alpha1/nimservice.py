@@ -259,7 +259,7 @@ class MultiNodeParallelism(ApiModel):
 class MPI(ApiModel):
     """MPI launch settings."""
 
-    mpi_start_timeout: Int64 = Field(default=300, alias="mpiStartTimeout")
+    mpi_start_timeout: int = Field(default=300, alias="mpiStartTimeout")
     """Seconds to wait for the workers before starting MPI."""
 
 
