@@ -114,7 +114,8 @@ REASON_INFERENCE_SERVICE_FAILED: Final = "InferenceServiceFailed"
 REASON_SCC_FAILED: Final = "SCCFailed"
 REASON_VALIDATION_FAILED: Final = "ValidationFailed"
 
-DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+"""NVIDIA's DRA name pattern, exactly as its CRD has it: anchored at the start only."""
 DNSName = Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)]
 SelectorOp = Literal[
     "Equal", "NotEqual", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual"
@@ -204,9 +205,11 @@ class DRADeviceSpec(ApiModel):
     """Request name."""
     count: Int32 = 1
     """Number of devices."""
-    device_class_name: DNSName = "gpu.nvidia.com"
+    device_class_name: str = "gpu.nvidia.com"
     """DeviceClass."""
-    driver_name: DNSName = "gpu.nvidia.com"
+    driver_name: Annotated[str, Field(max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)] = (
+        "gpu.nvidia.com"
+    )
     """DRA driver the attributes belong to."""
     attribute_selectors: list[AttributeSelector] | None = None
     """Attribute selectors (ANDed)."""
