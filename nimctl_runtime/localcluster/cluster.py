@@ -35,6 +35,7 @@ from .hooks import AdmissionPlugin, PodLogProvider, RequestHook
 from .kubeconfig import render_kubeconfig, write_kubeconfig_file
 from .registry import Registry
 from .server import ApiServer
+from .serviceaccounts import ServiceAccountsController
 from .storage import Storage
 from .tokens import TokenIssuer
 
@@ -99,6 +100,7 @@ class LocalCluster:
         self.token_issuer = TokenIssuer()
         self._runner: web.AppRunner | None = None
         self._gc: GarbageCollector | None = None
+        self._serviceaccounts: ServiceAccountsController | None = None
         self.crds: CRDController = CRDController(self.storage, self.registry)
         self._extensions: _Stoppable | None = None
         self._started = False
@@ -185,6 +187,8 @@ class LocalCluster:
         self._bootstrap()
         self._gc = GarbageCollector(self.storage)
         self._gc.start()
+        self._serviceaccounts = ServiceAccountsController(self.storage)
+        self._serviceaccounts.start()
         self._extensions = await start_extensions(self)
         api = ApiServer(self)
         app = api.make_app(MAX_BODY + 64 * 1024)
@@ -219,6 +223,9 @@ class LocalCluster:
         if self._gc is not None:
             await self._gc.stop()
             self._gc = None
+        if self._serviceaccounts is not None:
+            await self._serviceaccounts.stop()
+            self._serviceaccounts = None
         self.crds.close()
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)

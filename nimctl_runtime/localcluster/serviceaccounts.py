@@ -1,0 +1,96 @@
+"""kube-controller-manager's ServiceAccount controller: a ``default`` ServiceAccount per namespace.
+
+Every namespace that is not terminating gets a ServiceAccount named ``default``
+(created when the namespace appears, and again if someone deletes it), as on a
+real cluster, so ``kubectl create token default`` and pods that name no
+ServiceAccount find one. The controller follows storage events (a listener that
+only queues) and writes in its own task, like the garbage collector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+
+from nimctl_runtime.logsetup import get_logger
+
+from .errors import StatusError
+from .storage import Storage
+from .watchcache import DELETED, StoredEvent
+
+log = get_logger(__name__)
+
+DEFAULT = "default"
+
+
+class ServiceAccountsController:
+    """Keeps a ``default`` ServiceAccount in every active namespace."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self._pending: deque[str] = deque()
+        self._wakeup = asyncio.Event()
+        self._unsubscribe = storage.subscribe(self._on_event)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        namespaces = self.storage.resolve("v1", "Namespace")
+        entries, _, _ = self.storage.list_entries(namespaces)
+        for entry in entries:
+            self.ensure(entry.name)
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name="localcluster-serviceaccounts"
+        )
+
+    async def stop(self) -> None:
+        self._unsubscribe()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def _on_event(self, ev: StoredEvent) -> None:
+        if ev.group:
+            return
+        if ev.resource == "namespaces" and ev.type != DELETED:
+            self._pending.append(ev.name)
+        elif ev.resource == "serviceaccounts" and ev.type == DELETED and ev.name == DEFAULT:
+            self._pending.append(ev.namespace)
+        else:
+            return
+        self._wakeup.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._pending:
+                self.ensure(self._pending.popleft())
+                await asyncio.sleep(0)
+
+    def ensure(self, namespace: str) -> None:
+        """Create ``default`` in *namespace* when it is active and has none."""
+        ns_info = self.storage.resolve("v1", "Namespace")
+        entry = self.storage.get_entry(ns_info, "", namespace)
+        if entry is None:
+            return
+        ns = entry.decode()
+        if (ns.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        if (ns.get("status") or {}).get("phase") == "Terminating":
+            return
+        info = self.storage.resolve("v1", "ServiceAccount")
+        if self.storage.get_entry(info, namespace, DEFAULT) is not None:
+            return
+        account = {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": DEFAULT, "namespace": namespace},
+        }
+        try:
+            self.storage.create_object(info, account)
+        except StatusError as exc:
+            if exc.code not in (403, 409):  # terminating meanwhile, or created meanwhile
+                log.warning("default serviceaccount not created", namespace=namespace, error=exc)
