@@ -47,6 +47,34 @@ def _explain_header(out: str) -> str:
     )
 
 
+def _refused(name: str, **pod_spec: object) -> str:
+    """A Deployment whose pod template kube-apiserver refuses for one reason."""
+    return json.dumps(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}], **pod_spec},
+                },
+            },
+        }
+    )
+
+
+_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "In"}]}]
+        }
+    }
+}
+_SPREAD = [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
+
+
 def _jwt(out: str) -> str:
     """A token is random; what must match is that it is one (three base64url parts)."""
     token = out.strip()
@@ -149,6 +177,28 @@ STEPS: tuple[Step, ...] = (
         _ns("create", "token", "robot"),
         'error: failed to create token: serviceaccounts "robot" not found',
         code=1,
+    ),
+    Step(
+        _ns("apply", "-f", "-"),
+        'The Deployment "bad-affinity" is invalid: spec.template.spec.affinity.nodeAffinity.'
+        "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]."
+        "values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+        code=1,
+        stdin=_refused("bad-affinity", affinity=_AFFINITY),
+    ),
+    Step(
+        _ns("apply", "-f", "-"),
+        'The Deployment "bad-spread" is invalid: spec.template.spec.topologySpreadConstraints[0].'
+        "maxSkew: Invalid value: 0: must be greater than zero",
+        code=1,
+        stdin=_refused("bad-spread", topologySpreadConstraints=_SPREAD),
+    ),
+    Step(
+        _ns("apply", "-f", "-"),
+        'The Deployment "bad-user" is invalid: spec.template.spec.securityContext.runAsUser: '
+        "Invalid value: -1: must be between 0 and 2147483647, inclusive",
+        code=1,
+        stdin=_refused("bad-user", securityContext={"runAsUser": -1}),
     ),
     Step(_ns("create", "token", "default"), "<jwt>", reduce=_jwt),
     Step(_ns("create", "serviceaccount", "robot"), "serviceaccount/robot created"),
