@@ -28,7 +28,7 @@ import copy
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple
+from typing import Annotated, Any, ClassVar, Final, Literal, NamedTuple
 
 import celpy
 from celpy.adapter import json_to_cel
@@ -46,6 +46,7 @@ from pydantic_core import CoreSchema, core_schema
 
 __all__ = [
     "QUANTITY_PATTERN",
+    "REQUIRED_MARKER",
     "ApiModel",
     "CustomResource",
     "Int32",
@@ -85,6 +86,11 @@ class Rule(NamedTuple):
         return {"message": self.message, "rule": self.rule}
 
 
+REQUIRED_MARKER: Final = "x-nimctl-required"
+"""The marker :func:`markers` sets for ``required``; the CRD generator moves it
+into the parent's ``required`` list."""
+
+
 def markers(
     *,
     validations: list[Rule] | tuple[Rule, ...] = (),
@@ -93,9 +99,16 @@ def markers(
     map_type: Literal["atomic", "granular"] | None = None,
     preserve_unknown_fields: bool = False,
     fmt: str | None = None,
+    required: bool = False,
 ) -> dict[str, Any]:
-    """Schema markers for ``Field(json_schema_extra=...)``, named as in the CRD."""
+    """Schema markers for ``Field(json_schema_extra=...)``, named as in the CRD.
+
+    ``required`` lists a field that has a default in its parent's ``required``
+    (a Go field without ``omitempty`` and with ``+kubebuilder:default``, as
+    controller-gen writes it): the API server defaults it before checking."""
     out: dict[str, Any] = {}
+    if required:
+        out[REQUIRED_MARKER] = True
     if validations:
         out["x-kubernetes-validations"] = [r.to_schema() for r in validations]
     if list_type is not None:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from api.base import CustomResource, KindInfo
+from api.base import REQUIRED_MARKER, CustomResource, KindInfo
 from api.serialize import kind_registry, yaml_dump_all
 
 __all__ = [
@@ -77,6 +77,11 @@ def _resolve(node: Any, defs: Mapping[str, Any]) -> Any:
             out[key] = [*out[key], *value]
             continue
         out[key] = value
+    defaulted_required = sorted(
+        name for name, sub in out.get("properties", {}).items() if sub.pop(REQUIRED_MARKER, False)
+    )
+    if defaulted_required:
+        out["required"] = sorted({*out.get("required", []), *defaulted_required})
     if out.get("additionalProperties") is False:
         out.pop("additionalProperties")
     if out.get("additionalProperties") is True and out.get("x-kubernetes-preserve-unknown-fields"):

@@ -15,8 +15,9 @@ In Python the dict is validated with ``jsonschema`` against that definition
 path inside the object); in a generated CRD the same definition appears inlined
 as a structural schema: ``$ref`` resolved, ``null`` dropped from types, and
 Kubernetes' ``x-kubernetes-list-type``/``-list-map-keys``/``-map-type`` and
-int-or-string markers kept, and the ``+default`` markers of the Go types that
-the published JSON omits restored (as controller-gen writes them).
+int-or-string markers kept, and the ``+default`` and ``+kubebuilder:validation``
+markers of the Go types that the published JSON omits restored (as controller-gen
+writes them).
 """
 
 from __future__ import annotations
@@ -99,6 +100,27 @@ _GO_DEFAULTS: Final = MappingProxyType(
         ("io.k8s.api.core.v1.ServicePort", "protocol"): "TCP",
         ("io.k8s.api.core.v1.FileKeySelector", "optional"): False,
         ("io.k8s.api.core.v1.GRPCAction", "service"): "",
+    }
+)
+_META_CONDITION: Final = _META + "Condition"
+_GO_MARKERS: Final = MappingProxyType(
+    {
+        # The ``+kubebuilder:validation`` markers of metav1.Condition, which the
+        # published JSON omits and controller-gen writes into every CRD that
+        # embeds it (NVIDIA's ``status.conditions[]``).
+        (_META_CONDITION, "message"): {"maxLength": 32768},
+        (_META_CONDITION, "observedGeneration"): {"minimum": 0},
+        (_META_CONDITION, "reason"): {
+            "maxLength": 1024,
+            "minLength": 1,
+            "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+        },
+        (_META_CONDITION, "status"): {"enum": ["True", "False", "Unknown"]},
+        (_META_CONDITION, "type"): {
+            "maxLength": 316,
+            "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+            r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+        },
     }
 )
 _EMPTY_NAME_DEFAULT: Final = "This field is effectively required, but due to backwards"
@@ -214,6 +236,9 @@ def _structural(node: Any, stack: tuple[str, ...], defs: Mapping[str, Any]) -> A
             for (owner, prop), default in _GO_DEFAULTS.items():
                 if owner == name and prop in props:
                     props[prop]["default"] = default
+            for (owner, prop), extra in _GO_MARKERS.items():
+                if owner == name and prop in props:
+                    props[prop].update(copy.deepcopy(extra))
             if _EMPTY_NAME_DEFAULT in str(props.get("name", {}).get("description", "")):
                 props["name"].setdefault("default", "")
         for key, value in node.items():

@@ -192,7 +192,7 @@ class NemoDataStoreSource(_DSHFCommon):
 
     endpoint: Annotated[str, Field(pattern=r"^https?://.*/v1/hf/?$")]
     """DataStore HF endpoint, `http(s)://.../v1/hf`."""
-    namespace: str = "default"
+    namespace: str = Field(default="default", json_schema_extra=markers(required=True))
     """DataStore namespace."""
 
 

@@ -87,7 +87,7 @@ class NVIDIADriverSpec(ApiModel):
     driver_type: Literal["gpu", "vgpu", "vgpu-host-manager"] = Field(
         default="gpu",
         json_schema_extra=markers(
-            validations=[Rule("self == oldSelf", DRIVER_TYPE_IMMUTABLE_MESSAGE)]
+            validations=[Rule("self == oldSelf", DRIVER_TYPE_IMMUTABLE_MESSAGE)], required=True
         ),
     )
     """Driver type (immutable)."""
@@ -116,7 +116,7 @@ class NVIDIADriverSpec(ApiModel):
     """GDRCopy driver."""
     repository: str | None = None
     """Driver image repository."""
-    image: str = "nvcr.io/nvidia/driver"
+    image: str = Field(default="nvcr.io/nvidia/driver", json_schema_extra=markers(required=True))
     """Driver image."""
     version: str | None = None
     """Driver version (the branch for precompiled drivers)."""
