@@ -35,7 +35,7 @@ from .hooks import AdmissionPlugin, PodLogProvider, RequestHook
 from .kubeconfig import render_kubeconfig, write_kubeconfig_file
 from .registry import Registry
 from .server import ApiServer
-from .serviceaccounts import ServiceAccountsController
+from .serviceaccounts import ServiceAccountAdmission, ServiceAccountsController
 from .storage import Storage
 from .tokens import TokenIssuer
 
@@ -189,6 +189,8 @@ class LocalCluster:
         self._gc.start()
         self._serviceaccounts = ServiceAccountsController(self.storage)
         self._serviceaccounts.start()
+        if not any(isinstance(p, ServiceAccountAdmission) for p in self.admission_plugins):
+            self.admission_plugins.append(ServiceAccountAdmission(self.storage))
         self._extensions = await start_extensions(self)
         api = ApiServer(self)
         app = api.make_app(MAX_BODY + 64 * 1024)

@@ -5,6 +5,8 @@ Every namespace that is not terminating gets a ServiceAccount named ``default``
 real cluster, so ``kubectl create token default`` and pods that name no
 ServiceAccount find one. The controller follows storage events (a listener that
 only queues) and writes in its own task, like the garbage collector.
+:class:`ServiceAccountAdmission` refuses pods naming a ServiceAccount that does
+not exist, as kube-apiserver's ServiceAccount admission plugin does.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from typing import Any
 
 from nimctl_runtime.logsetup import get_logger
 
+from . import errors
 from .errors import StatusError
+from .hooks import AdmissionAttributes
 from .storage import Storage
 from .watchcache import DELETED, StoredEvent
 
@@ -94,3 +99,49 @@ class ServiceAccountsController:
         except StatusError as exc:
             if exc.code not in (403, 409):  # terminating meanwhile, or created meanwhile
                 log.warning("default serviceaccount not created", namespace=namespace, error=exc)
+
+
+class ServiceAccountAdmission:
+    """The ServiceAccount admission plugin's refusal of pods whose ServiceAccount is missing.
+
+    A pod created (by a client or a simulated controller) naming a ServiceAccount
+    that does not exist in its namespace is 403 ``pods "web-7d4b9-" is forbidden:
+    error looking up service account nim/llm: serviceaccount "llm" not found``;
+    a controller records that as a ``FailedCreate`` Event and retries. A missing
+    ``default`` is not refused: the controller above creates it right after the
+    namespace, and refusing in between would only add a race.
+    """
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+
+    async def mutate(
+        self, attrs: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> tuple[dict[str, Any] | None, list[str]]:
+        if (
+            obj is None
+            or attrs.operation != "CREATE"
+            or attrs.group
+            or attrs.resource != "pods"
+            or attrs.subresource
+        ):
+            return None, []
+        spec = obj.get("spec") or {}
+        account = str(spec.get("serviceAccountName") or spec.get("serviceAccount") or DEFAULT)
+        info = self.storage.resolve("v1", "ServiceAccount")
+        if account == DEFAULT or self.storage.get_entry(info, attrs.namespace, account):
+            return None, []
+        meta = obj.get("metadata") or {}
+        name = attrs.name or str(meta.get("generateName") or "") or "Unknown"
+        raise errors.forbidden(
+            f'pods "{name}" is forbidden: error looking up service account '
+            f'{attrs.namespace}/{account}: serviceaccount "{account}" not found',
+            "",
+            "pods",
+            name,
+        )
+
+    async def validate(
+        self, attrs: AdmissionAttributes, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> list[str]:
+        return []
