@@ -132,7 +132,9 @@ class IngressPath(ApiModel):
 class IngressV1Spec(ApiModel):
     """The reduced ingress spec of the deprecated NeMo `expose.ingress`."""
 
-    ingress_class_name: Annotated[str, Field(pattern=r"[a-zA-Z0-9\.\-]+")]
+    ingress_class_name: Annotated[
+        str, Field(pattern=r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+    ]
     """IngressClass to use."""
     host: str | None = None
     """Host name."""
@@ -507,7 +509,7 @@ class NGCSecret(ApiModel):
 
     name: Annotated[str, Field(min_length=1)]
     """Secret name."""
-    key: str = "NGC_API_KEY"
+    key: str = Field(default="NGC_API_KEY", json_schema_extra=markers(required=True))
     """Key in the secret."""
 
 

@@ -23,7 +23,7 @@ from api.apps.v1alpha1.common import (
     Metrics,
     Port,
 )
-from api.base import ApiModel, Int32, Int64, Rule
+from api.base import ApiModel, Int32, Int64, Rule, markers
 
 __all__ = [
     "CONDITION_FAILED",
@@ -202,7 +202,7 @@ class WandBConfig(ApiModel):
 
     secret_name: NonEmpty
     """Secret holding the W&B API key."""
-    api_key_key: NonEmpty = "apiKey"
+    api_key_key: NonEmpty = Field(default="apiKey", json_schema_extra=markers(required=True))
     """Key of the API key in the secret."""
     encryption_key: str = "encryptionKey"
     """Key of the encryption key in the secret."""

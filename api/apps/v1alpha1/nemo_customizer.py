@@ -81,9 +81,9 @@ class TrainingConfig(ApiModel):
     """Environment of the training jobs."""
     image: Image
     """Training image."""
-    ttl_seconds_after_finished: Int32 | None = None
+    ttl_seconds_after_finished: int | None = None
     """Seconds a finished job is kept."""
-    timeout: Int32 | None = None
+    timeout: int | None = None
     """Seconds a job may run."""
     runai_queue: str = "default"
     """Run:ai queue (scheduler `runai` only)."""
@@ -123,9 +123,9 @@ class ModelDownloadJobsConfig(ApiModel):
     """Secret with the Hugging Face token."""
     security_context: k8s.PodSecurityContext | None = None
     """Pod security context of the jobs."""
-    ttl_seconds_after_finished: Annotated[Int32, Field(ge=60)]
+    ttl_seconds_after_finished: Annotated[int, Field(ge=60)]
     """Seconds a finished job is kept."""
-    poll_interval_seconds: Annotated[Int32, Field(ge=15)]
+    poll_interval_seconds: Annotated[int, Field(ge=15)]
     """Seconds between download status polls."""
 
 

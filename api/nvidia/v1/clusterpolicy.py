@@ -23,6 +23,7 @@ from api.base import (
     KindInfo,
     PrinterColumn,
     Quantity,
+    markers,
 )
 from api.nvidia import core_types as k8s
 
@@ -248,7 +249,9 @@ class OperatorMetrics(ApiModel):
 class OperatorSpec(ApiModel):
     """Operator-wide settings."""
 
-    default_runtime: Literal["docker", "crio", "containerd"] = "docker"
+    default_runtime: Literal["docker", "crio", "containerd"] = Field(
+        default="docker", json_schema_extra=markers(required=True)
+    )
     """Deprecated and ignored."""
     runtime_class: str = "nvidia"
     """RuntimeClass the operands use."""

@@ -206,7 +206,8 @@ def _check_object(
     for child, fact in facts.items():
         name = child.removeprefix(prefix)
         direct = child.startswith(prefix) and re.fullmatch(r"\w+", name) is not None
-        if direct and "required" in fact and value.get(name) is None:
+        defaulted = any(f.startswith("default=") for f in fact)  # filled in before validation
+        if direct and "required" in fact and not defaulted and value.get(name) is None:
             return f"{child}: Required value"
     return None
 
