@@ -24,7 +24,7 @@ from api.apps.v1alpha1.nemo_common import (
     OTelSpec,
     WandBConfig,
 )
-from api.base import ApiModel, CustomResource, Int32, KindInfo, Quantity
+from api.base import ApiModel, CustomResource, KindInfo, Quantity
 
 __all__ = [
     "API_PORT",
