@@ -26,6 +26,7 @@ from nimctl_runtime.predicate import Funcs
 from platforms.capabilities import GVK, OPTIONAL_GVKS, Capabilities
 
 __all__ = [
+    "ALSO_FILTERED",
     "ALWAYS_FILTERED",
     "CRD",
     "FILTERED_IF_PRESENT",
@@ -103,6 +104,15 @@ ALWAYS_FILTERED: tuple[GVK, ...] = (
     ("batch/v1", "Job"),
     ("v1", "Pod"),
 )
+#: Kinds NVIDIA caches whole (every ServiceAccount, Role and RoleBinding of the
+#: cluster) that nimctl filters too: it only ever reads the ones it made, which
+#: carry the label (an unlabelled one of the same name is read through the API
+#: when the create answers AlreadyExists, then labelled by the update).
+ALSO_FILTERED: tuple[GVK, ...] = (
+    ("v1", "ServiceAccount"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+)
 FILTERED_IF_PRESENT: tuple[GVK, ...] = (
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
@@ -130,7 +140,8 @@ def filtered_cache_options(capabilities: Capabilities) -> dict[GVK, ByObject]:
     """``ByObject`` label filters for the kinds the operator creates (NVIDIA's filtered cache),
     and the transforms and index choices that keep the rest of the cache small."""
     selector = {MANAGED_BY_LABEL: MANAGED_BY_VALUE}
-    kinds = list(ALWAYS_FILTERED) + [g for g in FILTERED_IF_PRESENT if capabilities.has(g)]
+    kinds = [*ALWAYS_FILTERED, *ALSO_FILTERED]
+    kinds += [g for g in FILTERED_IF_PRESENT if capabilities.has(g)]
     out = {gvk: ByObject(label_selector=selector) for gvk in kinds}
     # Nodes are read whole (orchestrator, GPU products), never by label selector.
     out[("v1", "Node")] = ByObject(index_labels=False, keep_labels=False)

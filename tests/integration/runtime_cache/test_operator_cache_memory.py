@@ -23,6 +23,7 @@ from tests.integration.controllers.harness import (
     API,
     cluster_with_crds,
     get_state,
+    quiet,
     start_operator,
     wait_for,
 )
@@ -86,5 +87,43 @@ async def test_slim_crds_and_nodes_and_the_operator_still_converges_and_prunes(
                 return not await hpa_names()
 
             await wait_for(pruned, timeout=60)
+        finally:
+            await op.shutdown()
+
+
+async def test_an_unlabelled_service_account_of_the_same_name_is_adopted_then_left_alone(
+    tmp_path: Path,
+) -> None:
+    """ServiceAccounts are label-filtered: one made by someone else is still found and adopted."""
+    async with cluster_with_crds(tmp_path) as (cluster, admin):
+        objs = demo_objects(NS)
+        svc = next(o for o in objs if o["kind"] == "NIMService")
+        name = svc["metadata"]["name"]
+        await apply_objects(admin, [o for o in objs if o["kind"] == "Namespace"])
+        await admin.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": name, "namespace": NS},
+            }
+        )
+        op = await start_operator(
+            cluster.write_kubeconfig(tmp_path / "op.kubeconfig", user="nimctl-operator")
+        )
+        try:
+            await apply_objects(admin, objs)
+
+            async def ready() -> bool:
+                return await get_state(admin, "NIMService", name, NS) == "Ready"
+
+            await wait_for(ready, timeout=120)
+            sa = await admin.get("v1", "ServiceAccount", name, NS)
+            assert sa["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "k8s-nim-operator"
+            assert sa["metadata"]["ownerReferences"][0]["kind"] == "NIMService"
+            sa_writes = [w for w in op.client.object_writes() if "/serviceaccounts" in w[1]]
+            # Refused creates (the cache cannot see it) until the adopting update lands.
+            assert [w[0] for w in sa_writes].count("PUT") == 1 and len(sa_writes) <= 3, sa_writes
+            await quiet(op.client, 2.0)
+            assert [w for w in op.client.object_writes() if "/serviceaccounts" in w[1]] == sa_writes
         finally:
             await op.shutdown()
