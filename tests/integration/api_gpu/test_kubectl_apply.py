@@ -66,10 +66,11 @@ async def test_examples_apply_unchanged_and_read_back(kubectl: Kubectl, tmp_path
             assert _contains(stored["spec"], doc["spec"]), f"{path.name}: spec changed"
     names = await kubectl.run("get", RESOURCES, "-n", "nemo", "-o", "name")
     assert len(names.stdout.split()) == 5
-    # Defaults NVIDIA's CRDs fill in.
+    # NVIDIA's NeMo CRDs store no userID default (the operator runs the pod as 1000);
+    # the ClusterPolicy CRD fills cdi.default.
     user_id = await kubectl.run("get", "nemoentitystore", "nemoentitystore-sample", "-n", "nemo",
                                 "-o", "jsonpath={.spec.userID}")
-    assert user_id.stdout == "1000"
+    assert user_id.stdout == ""
     cdi = await kubectl.run("get", "clusterpolicy", "cluster-policy",
                             "-o", "jsonpath={.spec.cdi.default}")
     assert cdi.stdout == "false"
