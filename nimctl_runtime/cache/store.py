@@ -18,7 +18,8 @@ Memory: most index values name one object (an owner UID, a label such as
 ``app.kubernetes.io/instance``), so an index value holds its key itself until a
 second object shares it, and only then a set (a one-key set costs ~200 B).
 Index values (namespaces, UIDs, label strings) are interned: they repeat
-across objects and kinds.
+across objects and kinds; an object's single value of an index is kept without
+a tuple around it.
 """
 
 from __future__ import annotations
@@ -90,13 +91,23 @@ def default_indexers() -> dict[str, IndexFunc]:
     return {NAMESPACE_INDEX: namespace_index, OWNER_UID_INDEX: controller_owner_uid_index}
 
 
-def _index_values(fn: IndexFunc, obj: Obj) -> tuple[str, ...]:
+#: One index's values for one object: the value itself when there is exactly one
+#: (the common case: a namespace, an owner UID), else a tuple (maybe empty).
+Values = str | tuple[str, ...]
+
+
+def _index_values(fn: IndexFunc, obj: Obj) -> Values:
     result = fn(obj)
     if result is None:
         return ()
     if isinstance(result, str):
-        return (sys.intern(result),)
-    return tuple(sys.intern(str(v)) for v in result)
+        return sys.intern(result)
+    values = tuple(sys.intern(str(v)) for v in result)
+    return values[0] if len(values) == 1 else values
+
+
+def _each(values: Values) -> tuple[str, ...]:
+    return (values,) if isinstance(values, str) else values
 
 
 def _add_member(index: dict[str, Members], value: str, key: str) -> None:
@@ -176,7 +187,7 @@ class _Entry:
     data: bytes
     resource_version: str
     uid: str
-    index_values: tuple[tuple[str, ...], ...]
+    index_values: tuple[Values, ...]
     labels: tuple[str, ...] = ()  # flat (key, value, key, value, ...), interned
 
 
@@ -237,13 +248,13 @@ class Store:
             entry.index_values = self._compute(decode(entry.data))
             self._index(key, entry)
 
-    def _compute(self, obj: Obj) -> tuple[tuple[str, ...], ...]:
+    def _compute(self, obj: Obj) -> tuple[Values, ...]:
         return tuple(_index_values(fn, obj) for fn in self._indexers.values())
 
     def _index(self, key: str, entry: _Entry) -> None:
         for name, values in zip(self._indexers, entry.index_values, strict=True):
             index = self._indices[name]
-            for value in values:
+            for value in _each(values):
                 _add_member(index, value, key)
         if not self.index_labels:
             return
@@ -254,7 +265,7 @@ class Store:
     def _unindex(self, key: str, entry: _Entry) -> None:
         for name, values in zip(self._indexers, entry.index_values, strict=False):
             index = self._indices[name]
-            for value in values:
+            for value in _each(values):
                 _discard_member(index, value, key)
         if not self.index_labels:
             return
