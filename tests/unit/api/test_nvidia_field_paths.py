@@ -102,3 +102,15 @@ def test_core_types_of_an_older_kubernetes_would_be_caught() -> None:
     lacking = sorted(nvidia_env - set(old))
     assert "spec.env[].valueFrom.fileKeyRef.volumeName" in lacking
     assert old["spec.env[].valueFrom.configMapKeyRef.name"] == 'string\tdefault=""'
+
+
+def test_defaulted_required_fields_are_listed_as_required_and_no_marker_leaks() -> None:
+    # controller-gen lists a Go field without omitempty in `required` even when it
+    # has a default (NVIDIADriver's driverType); the marker that asks for it is ours
+    # alone and must not reach a CRD (kube-apiserver refuses unknown x- keys).
+    crds = {c["spec"]["names"]["kind"]: c for c in generate_crds()}
+    spec = crds["NVIDIADriver"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    driver = spec["properties"]["spec"]
+    assert {"driverType", "image"} <= set(driver["required"])
+    assert driver["properties"]["driverType"]["default"] == "gpu"
+    assert "x-nimctl-" not in repr(list(crds.values()))
