@@ -27,6 +27,7 @@ from __future__ import annotations
 import pickle
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,13 +141,16 @@ def _discard_member(index: dict[str, Members], value: str, key: str) -> bool:
     return False
 
 
-def members(entry: Members | None) -> set[str]:
-    """The keys under one index value, as a new set."""
+_NONE: frozenset[str] = frozenset()
+
+
+def members(entry: Members | None) -> AbstractSet[str]:
+    """The keys under one index value, read-only (the index's own set: never mutate it)."""
     if entry is None:
-        return set()
+        return _NONE
     if isinstance(entry, str):
-        return {entry}
-    return set(entry)
+        return frozenset((entry,))
+    return entry
 
 
 def _label_dict(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -436,7 +440,7 @@ class Store:
             candidates = set(self.index_keys(index[0], index[1]))
         if namespace:
             in_ns = members(self._indices[NAMESPACE_INDEX].get(namespace))
-            candidates = in_ns if candidates is None else candidates & in_ns
+            candidates = set(in_ns) if candidates is None else candidates & in_ns
         if selector is not None and not selector.empty() and not self.index_labels:
             if not selector.requirements:  # Selector.nothing()
                 return []

@@ -102,8 +102,8 @@ def traced_top(limit: int = 25, per: int = 1, unit: str = "") -> int:
         print("  where the top lines were called from:")
         for stat in snapshot.statistics("traceback")[: limit // 3]:
             print(f"  {stat.size / per:10.0f} B{suffix}")
-            for frame in stat.traceback.format(limit=tracemalloc.get_traceback_limit())[::2]:
-                print(f"      {_short(frame.strip())}")
+            for line in stat.traceback.format(limit=tracemalloc.get_traceback_limit())[::2]:
+                print(f"      {_short(line.strip())}")
     by_file = snapshot.statistics("filename")
     print(f"  by file{suffix}:")
     for stat in by_file[: limit // 2]:
