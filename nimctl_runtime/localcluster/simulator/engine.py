@@ -18,7 +18,7 @@ import functools
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from nimctl_runtime.localcluster.catalog import ImageCatalog
@@ -35,6 +35,13 @@ from nimctl_runtime.localcluster.simulator.deployment import (
 )
 from nimctl_runtime.localcluster.simulator.disruption import pdb_selects, reconcile_pdb
 from nimctl_runtime.localcluster.simulator.gpu_stack import NODE_KEY, GPUStack
+from nimctl_runtime.localcluster.simulator.interpod import (
+    InterPodState,
+    has_required_anti_affinity,
+    has_required_pod_affinity,
+    prefilter,
+    uses_namespace_selector,
+)
 from nimctl_runtime.localcluster.simulator.job import reconcile_job
 from nimctl_runtime.localcluster.simulator.kserve import reconcile_inferenceservice
 from nimctl_runtime.localcluster.simulator.kubelet import (
@@ -220,6 +227,10 @@ class Simulator:
         self._requests: dict[str, Usage] = {}
         self._allocatable: dict[str, tuple[str, Usage]] = {}
         self._unbound: set[tuple[str, str]] = set()
+        # Inter-pod affinity: bound pods with required anti-affinity (checked against every
+        # pod scheduled) and pending pods with required affinity (retried when pods bind).
+        self._anti_affinity_pods: dict[tuple[str, str], Obj] = {}
+        self._affinity_waiting: set[tuple[str, str]] = set()
         self._failure_modes: dict[str, str] = {}
         self._pending_deletes: list[Delete] = []
         self._container_runs: dict[str, set[tuple[str, int]]] = {}
@@ -465,12 +476,22 @@ class Simulator:
         if previous is not None:
             add_usage(self._node_usage.setdefault(previous[0], {}), previous[1], -1)
         self._unbound.discard(key)
+        self._anti_affinity_pods.pop(key, None)
+        self._affinity_waiting.discard(key)
         if deleted:
             self._requests.pop(uid_of(pod), None)
             return
         node = (pod.get("spec") or {}).get("nodeName")
         if not node:
             self._unbound.add(key)
+            if has_required_pod_affinity(pod):
+                self._affinity_waiting.add(key)
+        elif has_required_anti_affinity(pod):
+            self._anti_affinity_pods[key] = pod
+        if node and self._affinity_waiting:
+            # A bound pod may be what a pending pod's required affinity waits for.
+            for namespace, name in sorted(self._affinity_waiting):
+                self._enqueue(("Pod", namespace, name))
         elif (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
             requests = self._requests.get(uid_of(pod))
             if requests is None:
@@ -905,6 +926,7 @@ class Simulator:
             nodes,
             usage=self._node_usage,
             allocatable={name_of(n): self._allocatable_of(n) for n in nodes},
+            inter_pod=self._inter_pod(pod),
         )
         if result.node_name is None:
             await self._unschedulable(pod, "Unschedulable", result.message)
@@ -920,6 +942,28 @@ class Simulator:
             "Scheduled",
             f"Successfully assigned {namespace_of(pod)}/{name_of(pod)} to {result.node_name}",
         )
+
+    def _inter_pod(self, pod: Obj) -> InterPodState | None:
+        """kube-scheduler's InterPodAffinity PreFilter over the bound pods (``interpod``)."""
+        if not self._anti_affinity_pods and not (
+            has_required_pod_affinity(pod) or has_required_anti_affinity(pod)
+        ):
+            return None
+
+        def with_node(pods: Iterable[Obj]) -> Iterator[tuple[Obj, Obj]]:
+            for other in pods:
+                node_name = (other.get("spec") or {}).get("nodeName")
+                node = self.view.get("Node", "", str(node_name)) if node_name else None
+                if node is not None:
+                    yield other, node
+
+        anti = list(self._anti_affinity_pods.values())
+        namespaces: dict[str, Mapping[str, str]] = {}
+        if uses_namespace_selector(pod) or any(uses_namespace_selector(p) for p in anti):
+            with contextlib.suppress(StatusError):
+                for ns in self.storage.list("v1", "Namespace"):
+                    namespaces[name_of(ns)] = (ns.get("metadata") or {}).get("labels") or {}
+        return prefilter(pod, with_node(self.view.list("Pod")), with_node(anti), namespaces)
 
     def _claim_problem(self, pod: Obj) -> str:
         for volume in (pod.get("spec") or {}).get("volumes") or []:

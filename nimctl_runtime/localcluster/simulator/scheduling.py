@@ -5,8 +5,16 @@ affinity (``matchExpressions`` and ``matchFields``), every ``NoSchedule``/
 ``NoExecute`` taint is tolerated, the node is schedulable, and the pod's
 requests (``cpu``, ``memory``, ``pods``, extended resources such as
 ``nvidia.com/gpu``) fit in what the node's other pods leave of its
-allocatable. A pod that fits nowhere gets kube-scheduler's message, e.g.
-``0/3 nodes are available: 3 Insufficient nvidia.com/gpu.``
+allocatable, and the InterPodAffinity filter passes (required pod affinity and
+anti-affinity, ``interpod``). A pod that fits nowhere gets kube-scheduler's
+message: the per-node reasons counted and sorted as it sorts them, then what
+preemption found, e.g. ``0/3 nodes are available: 1 node(s) didn't match pod
+anti-affinity rules, 2 node(s) didn't match Pod's node affinity/selector.
+preemption: 0/3 nodes are available: 1 No preemption victims found for incoming
+pod, 2 Preemption is not helpful for scheduling.`` Nothing is ever preempted:
+a node that fails a filter preemption could help with (resources, pod count,
+anti-affinity) reports "No preemption victims found", as it does on a cluster
+whose pods share one priority.
 """
 
 from __future__ import annotations
@@ -16,6 +24,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nimctl_runtime.localcluster.simulator.interpod import (
+    REASON_AFFINITY_RULES,
+    InterPodState,
+)
 from nimctl_runtime.quantity import parse_milli
 
 Obj = dict[str, Any]
@@ -23,6 +35,10 @@ Obj = dict[str, Any]
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_TOO_MANY_PODS = "Too many pods"
+UNTOLERATED_TAINT_PREFIX = "node(s) had untolerated taint"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+_UNRESOLVABLE = (REASON_AFFINITY, REASON_UNSCHEDULABLE, REASON_AFFINITY_RULES)
 
 
 @dataclass(frozen=True)
@@ -201,7 +217,7 @@ def fit_failures(
     taint = untolerated_taint(pod, node)
     if taint is not None:
         key, value = taint.get("key", ""), taint.get("value", "")
-        return [f"node(s) had untolerated taint {{{key}: {value}}}"]
+        return [f"{UNTOLERATED_TAINT_PREFIX} {{{key}: {value}}}"]
     allocatable = node_allocatable(node) if allocatable is None else allocatable
     used = usage_of(pods_on_node) if used is None else used
     requests = pod_requests(pod) if requests is None else requests
@@ -229,6 +245,29 @@ def _free_score(
     return score / 2
 
 
+def _histogram(counts: Counter[str]) -> str:
+    """kube-scheduler's ``<count> <reason>`` list, sorted as strings (as it sorts them)."""
+    return ", ".join(sorted(f"{count} {reason}" for reason, count in counts.items()))
+
+
+def _unresolvable(reasons: list[str]) -> bool:
+    """A node whose filter status is UnschedulableAndUnresolvable: preemption cannot help."""
+    return any(r in _UNRESOLVABLE or r.startswith(UNTOLERATED_TAINT_PREFIX) for r in reasons)
+
+
+def unschedulable_message(pod: Mapping[str, Any], total: int, per_node: Iterable[list[str]]) -> str:
+    """The FailedScheduling message for a pod no node took (*per_node*: each node's reasons)."""
+    reasons: Counter[str] = Counter()
+    preemption: Counter[str] = Counter()
+    for node_reasons in per_node:
+        reasons.update(node_reasons)
+        preemption[NOT_HELPFUL if _unresolvable(node_reasons) else NO_VICTIMS] += 1
+    message = f"0/{total} nodes are available: {_histogram(reasons)}."
+    if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+        return f"{message} preemption: not eligible due to preemptionPolicy=Never."
+    return f"{message} preemption: 0/{total} nodes are available: {_histogram(preemption)}."
+
+
 def schedule(
     pod: Mapping[str, Any],
     nodes: Iterable[Mapping[str, Any]],
@@ -236,13 +275,15 @@ def schedule(
     *,
     usage: Mapping[str, Mapping[str, int]] | None = None,
     allocatable: Mapping[str, Mapping[str, int]] | None = None,
+    inter_pod: InterPodState | None = None,
 ) -> ScheduleResult:
     """Pick the feasible node with most free cpu/memory, then fewest pods (ties by name),
-    or say why none fits. Node usage comes from *usage* or is summed from *pods_by_node*.
+    or say why none fits. Node usage comes from *usage* or is summed from *pods_by_node*;
+    *inter_pod* (``interpod.prefilter``) adds the InterPodAffinity filter.
     """
     node_list = sorted(nodes, key=lambda n: (n.get("metadata") or {}).get("name", ""))
     requests = pod_requests(pod)
-    reasons: Counter[str] = Counter()
+    failed: list[list[str]] = []
     best: tuple[float, int, str] | None = None
     for node in node_list:
         name = (node.get("metadata") or {}).get("name", "")
@@ -252,8 +293,11 @@ def schedule(
             used = usage_of((pods_by_node or {}).get(name, ()))
         alloc = (allocatable or {}).get(name) or node_allocatable(node)
         failures = fit_failures(pod, node, used=used, requests=requests, allocatable=alloc)
+        if not failures and inter_pod is not None:
+            reason = inter_pod.failure(node)
+            failures = [reason] if reason else []
         if failures:
-            reasons.update(failures)
+            failed.append(failures)
             continue
         # Most free cpu/memory first, then the node running fewest pods (spreading).
         score = (_free_score(requests, alloc, used), -used.get("pods", 0), name)
@@ -264,9 +308,4 @@ def schedule(
     total = len(node_list)
     if not total:
         return ScheduleResult(None, "no nodes available to schedule pods")
-    detail = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
-    message = (
-        f"0/{total} nodes are available: {detail}. preemption: 0/{total} nodes are available: "
-        f"{total} Preemption is not helpful for scheduling."
-    )
-    return ScheduleResult(None, message)
+    return ScheduleResult(None, unschedulable_message(pod, total, failed))

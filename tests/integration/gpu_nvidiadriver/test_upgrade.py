@@ -7,6 +7,8 @@
   unchanged, is ``disabled``; ``useNvidiaDriverCRD: true`` orphans the
   ClusterPolicy's driver DaemonSet (its pods keep running: two nodes that
   skip upgrades show it), and the NVIDIADriver replaces them node by node.
+  On the held nodes its pods stay Pending (the driver pods' required
+  anti-affinity, kube-scheduler's message) and the NVIDIADriver is not ready.
 """
 
 from __future__ import annotations
@@ -171,6 +173,37 @@ async def test_clusterpolicy_hands_the_driver_over_to_nvidias_sample(tmp_path: P
             pod = alive.get(old[node]["metadata"]["uid"])
             assert pod is not None, node
             assert not pod["metadata"].get("ownerReferences")
+
+        # As on a real cluster, the NVIDIADriver's pod for each held node is Pending, with
+        # kube-scheduler's reason, and `kubectl get nvd` does not say ready meanwhile.
+        async def waiting() -> dict[str, dict[str, object]] | None:
+            pods = (await env.admin.list("v1", "Pod", "gpu-operator",
+                                         label_selector="app.kubernetes.io/component=nvidia-driver")
+                    )["items"]  # fmt: skip
+            pending: dict[str, dict[str, object]] = {}
+            for p in pods:
+                cond = next((c for c in p.get("status", {}).get("conditions", [])
+                             if c["type"] == "PodScheduled"), None)  # fmt: skip
+                if p["spec"].get("nodeName") or cond is None or cond["status"] != "False":
+                    continue
+                target = p["spec"]["affinity"]["nodeAffinity"][
+                    "requiredDuringSchedulingIgnoredDuringExecution"
+                ]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+                pending[target] = cond
+            return pending if sorted(pending) == held else None
+
+        pending = await wait_for(waiting, timeout=60, interval=0.25)
+        others = len(nodes) - 1
+        for cond in pending.values():
+            assert cond["reason"] == "Unschedulable"
+            assert cond["message"] == (
+                f"0/{len(nodes)} nodes are available: 1 node(s) didn't match pod anti-affinity "
+                f"rules, {others} node(s) didn't match Pod's node affinity/selector. preemption: "
+                f"0/{len(nodes)} nodes are available: 1 No preemption victims found for incoming "
+                f"pod, {others} Preemption is not helpful for scheduling."
+            )
+        status = (await env.driver("nvidiadriver-sample")).get("status") or {}
+        assert status.get("state") == "notReady", status
         for node in held:
             await env.admin.patch("v1", "Node", node, {"metadata": {"labels": {SKIP: None}}})
 
