@@ -193,7 +193,24 @@ def pvc(obj: Obj) -> None:
 
 
 def hpa(obj: Obj) -> None:
-    _d(obj, "spec").setdefault("minReplicas", 1)
+    spec = _d(obj, "spec")
+    spec.setdefault("minReplicas", 1)
+    behavior = spec.get("behavior")
+    if isinstance(behavior, dict):
+        # a behavior given in part is completed, rule by rule (policies only when absent)
+        up = _d(behavior, "scaleUp")
+        up.setdefault("stabilizationWindowSeconds", 0)
+        up.setdefault("selectPolicy", "Max")
+        up.setdefault(
+            "policies",
+            [
+                {"type": "Pods", "value": 4, "periodSeconds": 15},
+                {"type": "Percent", "value": 100, "periodSeconds": 15},
+            ],
+        )
+        down = _d(behavior, "scaleDown")
+        down.setdefault("selectPolicy", "Max")
+        down.setdefault("policies", [{"type": "Percent", "value": 100, "periodSeconds": 15}])
 
 
 DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {

@@ -19,7 +19,15 @@ def deployment(**spec: Any) -> dict[str, Any]:
             "selector": {"matchLabels": {"app": "d"}},
             "template": {
                 "metadata": {"labels": {"app": "d"}},
-                "spec": {"containers": [{"name": "c", "image": "nvcr.io/nim/x:1.0", "ports": [{"containerPort": 8000}]}]},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "nvcr.io/nim/x:1.0",
+                            "ports": [{"containerPort": 8000}],
+                        }
+                    ]
+                },
             },
             **spec,
         },
@@ -31,7 +39,10 @@ def test_deployment_without_replicas_has_one() -> None:
     apply_builtin_defaults("apps", "deployments", obj)
     spec = obj["spec"]
     assert spec["replicas"] == 1
-    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}
+    assert spec["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+    }
     assert spec["revisionHistoryLimit"] == 10
     assert spec["progressDeadlineSeconds"] == 600
     pod = spec["template"]["spec"]
@@ -59,8 +70,13 @@ def test_user_values_win_and_defaulting_is_idempotent() -> None:
 
 @pytest.mark.parametrize(
     ("image", "policy"),
-    [("nginx", "Always"), ("nginx:latest", "Always"), ("nginx:1.27", "IfNotPresent"),
-     ("registry:5000/nginx", "Always"), ("nginx@sha256:abc", "IfNotPresent")],
+    [
+        ("nginx", "Always"),
+        ("nginx:latest", "Always"),
+        ("nginx:1.27", "IfNotPresent"),
+        ("registry:5000/nginx", "Always"),
+        ("nginx@sha256:abc", "IfNotPresent"),
+    ],
 )
 def test_image_pull_policy_follows_the_tag(image: str, policy: str) -> None:
     obj = {"spec": {"containers": [{"name": "c", "image": image}]}}
@@ -69,7 +85,9 @@ def test_image_pull_policy_follows_the_tag(image: str, policy: str) -> None:
 
 
 def test_job_defaults() -> None:
-    obj: dict[str, Any] = {"spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}}
+    obj: dict[str, Any] = {
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}
+    }
     apply_builtin_defaults("batch", "jobs", obj)
     assert obj["spec"]["completions"] == 1
     assert obj["spec"]["parallelism"] == 1
@@ -82,7 +100,10 @@ def test_statefulset_daemonset_pvc_hpa_defaults() -> None:
     apply_builtin_defaults("apps", "statefulsets", sts)
     assert sts["spec"]["replicas"] == 1
     assert sts["spec"]["podManagementPolicy"] == "OrderedReady"
-    assert sts["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    assert sts["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"partition": 0},
+    }
     ds: dict[str, Any] = {"spec": {"template": {"spec": {"containers": []}}}}
     apply_builtin_defaults("apps", "daemonsets", ds)
     assert ds["spec"]["updateStrategy"]["rollingUpdate"] == {"maxUnavailable": 1, "maxSurge": 0}
@@ -98,3 +119,31 @@ def test_other_kinds_are_untouched() -> None:
     obj = {"data": {"a": "b"}}
     apply_builtin_defaults("", "configmaps", obj)
     assert obj == {"data": {"a": "b"}}
+
+
+def test_an_hpa_behavior_given_in_part_is_completed_as_kube_apiserver_does() -> None:
+    hpa: dict[str, Any] = {
+        "spec": {
+            "maxReplicas": 3,
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60, "policies": []}},
+        }
+    }
+    apply_builtin_defaults("autoscaling", "horizontalpodautoscalers", hpa)
+    behavior = hpa["spec"]["behavior"]
+    assert behavior["scaleUp"] == {
+        "stabilizationWindowSeconds": 0,
+        "selectPolicy": "Max",
+        "policies": [
+            {"type": "Pods", "value": 4, "periodSeconds": 15},
+            {"type": "Percent", "value": 100, "periodSeconds": 15},
+        ],
+    }
+    # what was given stays, an explicit empty policy list included (validation refuses it)
+    assert behavior["scaleDown"] == {
+        "stabilizationWindowSeconds": 60,
+        "selectPolicy": "Max",
+        "policies": [],
+    }
+    without: dict[str, Any] = {"spec": {"maxReplicas": 3}}
+    apply_builtin_defaults("autoscaling", "horizontalpodautoscalers", without)
+    assert "behavior" not in without["spec"]  # no behavior, no defaults

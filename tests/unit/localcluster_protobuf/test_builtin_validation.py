@@ -773,7 +773,7 @@ REFUSED: list[tuple[str, str, dict[str, Any], str, str]] = [
                 'Unsupported value: "Maximum": supported values: "Disabled", "Max", "Min"',
             ),
             (
-                {"behavior": {"scaleUp": {"selectPolicy": "Max"}}},
+                {"behavior": {"scaleUp": {"selectPolicy": "Max", "policies": []}}},
                 "spec.behavior.scaleUp.policies",
                 "Required value: must specify at least one Policy",
             ),
