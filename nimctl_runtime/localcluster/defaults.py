@@ -195,6 +195,16 @@ def pvc(obj: Obj) -> None:
 def hpa(obj: Obj) -> None:
     spec = _d(obj, "spec")
     spec.setdefault("minReplicas", 1)
+    if not spec.get("metrics"):  # none given: 80% CPU utilization
+        spec["metrics"] = [
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 80},
+                },
+            }
+        ]
     behavior = spec.get("behavior")
     if isinstance(behavior, dict):
         # a behavior given in part is completed, rule by rule (policies only when absent)

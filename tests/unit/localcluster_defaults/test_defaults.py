@@ -147,3 +147,12 @@ def test_an_hpa_behavior_given_in_part_is_completed_as_kube_apiserver_does() -> 
     without: dict[str, Any] = {"spec": {"maxReplicas": 3}}
     apply_builtin_defaults("autoscaling", "horizontalpodautoscalers", without)
     assert "behavior" not in without["spec"]  # no behavior, no defaults
+    assert without["spec"]["metrics"] == [  # no metrics: CPU at 80%
+        {
+            "type": "Resource",
+            "resource": {
+                "name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 80},
+            },
+        }
+    ]
