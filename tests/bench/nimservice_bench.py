@@ -42,6 +42,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+from controllers.reconciler import KindReconciler
 from manifests.labels import MANAGED_BY_LABEL
 from nimctl_runtime.cli import apply_objects, demo_objects, install_crds
 from nimctl_runtime.client import Client
@@ -290,11 +291,15 @@ async def main(
             await _create_all(admin, [_service(count + i, schedulable=False) for i in range(count)])
             while await _count_state(admin, "NotReady", "svc-") < count:
                 await asyncio.sleep(1.0)
-            # Settle: the rollout messages change a few times while the pods go Pending.
+            # Settle: the rollout messages change a few times while the pods go Pending,
+            # and a message-only change is written at most once per message interval,
+            # so the last of them lands up to one interval later. Quiet means no write
+            # for longer than that interval.
+            quiet = KindReconciler.message_interval + 5.0
             settle_start = time.monotonic()
-            while time.monotonic() - settle_start < 180:
+            while time.monotonic() - settle_start < 240:
                 before = len(op.client.object_writes())
-                await asyncio.sleep(10.0)
+                await asyncio.sleep(quiet)
                 if len(op.client.object_writes()) == before:
                     break
             w1, c1 = len(op.client.object_writes()), _cpu()
