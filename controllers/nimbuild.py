@@ -4,9 +4,13 @@
 state; the skeleton creates the pod and prunes the one of the previous phase.
 This module adds what needs the cluster (NVIDIA's NIMBuild controller):
 
-- gather: the NIMCache (missing -> ``Failed`` with ``NIM_BUILD_NIM_CACHE_NOT_FOUND``,
-  failed -> ``Failed`` with ``NIM_BUILD_NIM_CACHE_FAILED``, not Ready ->
-  ``Pending`` with ``NIM_BUILD_WAIT_FOR_NIM_CACHE_READY``; the NIMCache watch
+- parse: the NIMBuild into its model (one the model refuses is ``Failed``
+  with ``NIM_BUILD_RECONCILE_FAILED`` naming the fields); its status stays in
+  the stored object (the phase is read from its conditions);
+- gather: the NIMCache, parsed into its model (missing -> ``Failed`` with
+  ``NIM_BUILD_NIM_CACHE_NOT_FOUND``, failed or not fitting its model ->
+  ``Failed`` with ``NIM_BUILD_NIM_CACHE_FAILED``, not Ready -> ``Pending``
+  with ``NIM_BUILD_WAIT_FOR_NIM_CACHE_READY``; the NIMCache watch
   wakes the build), the input profile (one buildable profile, or the named
   one; none or several -> ``Failed`` with NVIDIA's condition), the
   orchestrator, and the local manifest pod's logs once it runs;
@@ -28,6 +32,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from api.apps.v1alpha1 import nimbuild as api_nb
+from api.apps.v1alpha1.nimbuild import NIMBuild
+from api.apps.v1alpha1.nimcache import NIMCache
+from controllers.nimservice_parse import (
+    ParseMemo,
+    by_generation,
+    by_resource_version,
+    identity_and_spec,
+    invalid,
+)
 from controllers.reconciler import Event, Kind, KindReconciler
 from controllers.wiring import SetupOptions, own_kinds, spec_change_predicate
 from nimctl_runtime.client.errors import ApiError, NotFound
@@ -50,6 +63,7 @@ from platforms.nimbuild import (
     NIMBuildFacts,
     phase_of,
 )
+from platforms.parsing import InvalidResource, parse
 from platforms.standalone import nimbuild as objects
 from platforms.standalone.nimcache import manifest_config_map_name
 
@@ -99,8 +113,12 @@ def _blocked(state: str, condition: str, reason: str, message: str) -> Blocked:
     )
 
 
-class NIMBuildKind(Kind[Obj, NIMBuildFacts]):
-    """NIMBuild: the NIMCache and profile as facts, NVIDIA's conditions, the NIMCache update."""
+class NIMBuildKind(Kind[NIMBuild, NIMBuildFacts]):
+    """NIMBuild: the NIMCache and profile as facts, NVIDIA's conditions, the NIMCache update.
+
+    ``parse`` keeps each NIMBuild's model (identity and spec) until its
+    generation changes, and each NIMCache's until its resourceVersion does.
+    """
 
     api_version = API_VERSION
     kind = KIND
@@ -120,22 +138,44 @@ class NIMBuildKind(Kind[Obj, NIMBuildFacts]):
         self.api_reader = api_reader
         self.pod_logs = pod_logs
         self.orchestrator = orchestrator
+        self.parsed: ParseMemo[NIMBuild] = ParseMemo(
+            lambda o: parse(NIMBuild, identity_and_spec(o)), by_generation
+        )
+        self.nimcaches: ParseMemo[NIMCache] = ParseMemo(
+            lambda o: parse(NIMCache, o), by_resource_version
+        )
 
-    def parse(self, obj: Obj) -> Obj:
-        return obj
+    def parse(self, obj: Obj) -> NIMBuild:
+        try:
+            return self.parsed.get(obj)
+        except InvalidResource as err:
+            raise invalid(err, api_nb.REASON_RECONCILE_FAILED) from None
 
-    async def gather(self, cr: Obj, obj: Obj, reader: Reader) -> NIMBuildFacts:
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop what is kept about a NIMBuild that is gone."""
+        self.parsed.forget(namespace, name)
+
+    async def gather(self, cr: NIMBuild, obj: Obj, reader: Reader) -> NIMBuildFacts:
         namespace = namespace_of(obj)
-        cache_name = str(dig(cr, "spec", "nimCache", "name", default=""))
-        nimcache = await get_or_none(reader, API_VERSION, "NIMCache", cache_name, namespace)
-        if nimcache is None:
+        cache_name = cr.spec.nim_cache.name
+        stored = await get_or_none(reader, API_VERSION, "NIMCache", cache_name, namespace)
+        if stored is None:
             raise _blocked(
                 api_nb.STATE_FAILED,
                 api_nb.CONDITION_NIM_CACHE_NOT_FOUND,
                 api_nb.REASON_NIMCACHE_NOT_FOUND,
                 api_nb.MESSAGE_NIMCACHE_NOT_FOUND,
             )
-        state = dig(nimcache, "status", "state")
+        try:
+            nimcache = self.nimcaches.get(stored)
+        except InvalidResource as err:
+            raise _blocked(
+                api_nb.STATE_FAILED,
+                api_nb.CONDITION_NIM_CACHE_FAILED,
+                api_nb.REASON_NIMCACHE_FAILED,
+                f"NIMCache {cache_name}: {err}",
+            ) from None
+        state = nimcache.status.state if nimcache.status is not None else None
         if state == "Failed":
             raise _blocked(
                 api_nb.STATE_FAILED,
@@ -233,7 +273,7 @@ class NIMBuildKind(Kind[Obj, NIMBuildFacts]):
         return out
 
     async def complete_status(
-        self, cr: Obj, obj: Obj, facts: NIMBuildFacts, status: Obj, observed: Observed
+        self, cr: NIMBuild, obj: Obj, facts: NIMBuildFacts, status: Obj, observed: Observed
     ) -> Obj:
         """On the pass that reads the local manifest: extend the NIMCache with the built profile."""
         if facts.phase != PHASE_MANIFEST:
@@ -246,9 +286,12 @@ class NIMBuildKind(Kind[Obj, NIMBuildFacts]):
             await self._add_profile(facts.nimcache, output)
         return status
 
-    async def _add_profile(self, nimcache: Mapping[str, Any], profile: Mapping[str, Any]) -> None:
+    async def _add_profile(self, nimcache: NIMCache, profile: Mapping[str, Any]) -> None:
         fresh = await self.api_reader.get(
-            API_VERSION, "NIMCache", name_of(nimcache), namespace_of(nimcache) or None
+            API_VERSION,
+            "NIMCache",
+            nimcache.metadata.name or "",
+            nimcache.metadata.namespace or None,
         )
         profiles = list(dig(fresh, "status", "profiles", default=[]) or [])
         if any(p.get("name") == profile.get("name") for p in profiles):
@@ -266,9 +309,9 @@ class NIMBuildKind(Kind[Obj, NIMBuildFacts]):
             subresource="status",
         )
 
-    async def _store_local_manifest(self, nimcache: Mapping[str, Any], manifest_yaml: str) -> None:
-        name = manifest_config_map_name(name_of(nimcache))
-        namespace = namespace_of(nimcache)
+    async def _store_local_manifest(self, nimcache: NIMCache, manifest_yaml: str) -> None:
+        name = manifest_config_map_name(nimcache.metadata.name or "")
+        namespace = nimcache.metadata.namespace
         try:
             current = await self.api_reader.get("v1", "ConfigMap", name, namespace or None)
         except NotFound:
@@ -311,8 +354,8 @@ class NIMBuildKind(Kind[Obj, NIMBuildFacts]):
                 await writer.delete("v1", "Pod", pod, namespace_of(obj) or None)
 
 
-class NIMBuildReconciler(KindReconciler[Obj, NIMBuildFacts]):
-    """The skeleton running NIMBuild's contract."""
+class NIMBuildReconciler(KindReconciler[NIMBuild, NIMBuildFacts]):
+    """The skeleton running NIMBuild's contract (see ``NIMBuildKind``)."""
 
     def __init__(
         self,
@@ -325,10 +368,11 @@ class NIMBuildReconciler(KindReconciler[Obj, NIMBuildFacts]):
         orchestrator: str | None = None,
         use_finalizer: bool = True,
     ) -> None:
+        self.nimbuild_kind = NIMBuildKind(
+            client=client, api_reader=api_reader, pod_logs=pod_logs, orchestrator=orchestrator
+        )
         super().__init__(
-            kind=NIMBuildKind(
-                client=client, api_reader=api_reader, pod_logs=pod_logs, orchestrator=orchestrator
-            ),
+            kind=self.nimbuild_kind,
             cache=cache,
             client=client,
             api_reader=api_reader,
@@ -336,6 +380,10 @@ class NIMBuildReconciler(KindReconciler[Obj, NIMBuildFacts]):
             capabilities=Capabilities.nothing(),
             use_finalizer=use_finalizer,
         )
+
+    def _forget(self, namespace: str, name: str) -> None:
+        super()._forget(namespace, name)
+        self.nimbuild_kind.forget(namespace, name)
 
 
 def setup_nimbuild(manager: Manager, client: Client, options: SetupOptions) -> None:

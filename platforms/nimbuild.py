@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from api.apps.v1alpha1 import nimbuild as api_nb
-from nimctl_runtime.meta import dig, is_true, name_of
+from api.apps.v1alpha1.nimbuild import NIMBuild
+from api.apps.v1alpha1.nimcache import NIMCache
+from nimctl_runtime.meta import dig, is_true
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness
 from platforms.standalone import nimbuild as objects
@@ -59,7 +61,7 @@ Obj = Mapping[str, Any]
 
 
 def phase_of(build: Obj) -> str:
-    """The build's phase, from its status conditions."""
+    """The build's phase, from the status conditions of the stored NIMBuild."""
     conditions = dig(build, "status", "conditions", default=[]) or []
     if is_true(conditions, api_nb.CONDITION_MODEL_MANIFEST_POD_COMPLETED):
         return PHASE_DONE
@@ -72,13 +74,13 @@ def phase_of(build: Obj) -> str:
 class NIMBuildFacts:
     """What a NIMBuild's render and readiness need, read by the controller.
 
-    ``nimcache`` is Ready; ``profile`` is the input profile (chosen in the
+    ``nimcache`` is the (Ready) NIMCache's model; ``profile`` is the input profile (chosen in the
     build phase, else ``status.inputProfile``); ``profile_found`` the
     condition recording how it was chosen; ``manifest_logs`` what a running
     local manifest pod printed (None: not running yet).
     """
 
-    nimcache: Obj
+    nimcache: NIMCache
     phase: str
     profile: Obj
     profile_found: Condition | None = None
@@ -103,7 +105,7 @@ class NIMBuildContract:
     def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
         return (("v1", "Pod"),)
 
-    def render(self, cr: Obj, facts: NIMBuildFacts) -> list[dict[str, Any]]:
+    def render(self, cr: NIMBuild, facts: NIMBuildFacts) -> list[dict[str, Any]]:
         if facts.phase == PHASE_BUILD:
             # A profile the pod cannot be sized for raises RenderError (Failed).
             return [
@@ -111,19 +113,19 @@ class NIMBuildContract:
                     cr, facts.nimcache, facts.profile, orchestrator=facts.orchestrator
                 )
             ]
-        if facts.phase == PHASE_MANIFEST and dig(facts.nimcache, "spec", "source", "ngc"):
+        if facts.phase == PHASE_MANIFEST and _has_ngc_manifest(facts.nimcache):
             return [objects.local_manifest_pod(cr, facts.nimcache, orchestrator=facts.orchestrator)]
         return []
 
-    def readiness(self, cr: Obj, facts: NIMBuildFacts, observed: Observed) -> Readiness:
+    def readiness(self, cr: NIMBuild, facts: NIMBuildFacts, observed: Observed) -> Readiness:
         conditions: list[Condition] = []
         if facts.profile_found is not None:
             conditions.append(facts.profile_found)
         details: dict[str, Any] = {"conditions": conditions, "inputProfile": dict(facts.profile)}
-        name = name_of(cr)
+        name = cr.metadata.name or ""
         if facts.phase == PHASE_BUILD:
             return self._building(name, observed, conditions, details)
-        if facts.phase == PHASE_MANIFEST and dig(facts.nimcache, "spec", "source", "ngc"):
+        if facts.phase == PHASE_MANIFEST and _has_ngc_manifest(facts.nimcache):
             return self._reading_manifest(cr, facts, conditions, details)
         if facts.phase == PHASE_MANIFEST:
             # Only NGC caches have a model manifest: nothing to add to the NIMCache.
@@ -205,7 +207,7 @@ class NIMBuildContract:
 
     @staticmethod
     def _reading_manifest(
-        cr: Obj, facts: NIMBuildFacts, conditions: list[Condition], details: dict[str, Any]
+        cr: NIMBuild, facts: NIMBuildFacts, conditions: list[Condition], details: dict[str, Any]
     ) -> Readiness:
         manifest = objects.parse_local_manifest(facts.manifest_logs or "")
         if manifest is None:
@@ -229,6 +231,11 @@ class NIMBuildContract:
             details=details,
             requeue_after=PHASE_REQUEUE,
         )
+
+
+def _has_ngc_manifest(nimcache: NIMCache) -> bool:
+    """Whether the NIMCache caches from NGC (only those have a model manifest to extend)."""
+    return nimcache.spec.source.ngc is not None
 
 
 def _manifest_completed() -> Condition:

@@ -15,7 +15,9 @@ TensorRT-LLM engine (nim-operator.md §1.5 and NVIDIA's NIMBuild controller):
    the build's model name: that profile is added to the NIMCache's
    ``status.profiles`` and becomes the NIMBuild's ``status.outputProfile``.
 
-Everything here is pure; ``controllers.nimbuild`` does the I/O.
+Everything here is pure and reads the typed models (``NIMBuild``, ``NIMCache``;
+a stored dict given instead is parsed once on the way in); the input profile
+and the rendered pods are dicts. ``controllers.nimbuild`` does the I/O.
 """
 
 from __future__ import annotations
@@ -25,14 +27,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from api.apps.v1alpha1.nimbuild import NIMBuild
+from api.apps.v1alpha1.nimcache import NIMCache
 from manifests.hashing import stamp_hash
 from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from manifests.meta import owner_reference
-from platforms.objects import dig
+from platforms.parsing import parse, spec_json
 from platforms.standalone import sources
 from platforms.standalone.context import ORCHESTRATOR_OPENSHIFT, ORCHESTRATOR_TKGS
 from platforms.standalone.errors import RenderError
 from platforms.standalone.nimcache_profiles import Manifest, ManifestError, parse_manifest
+from platforms.standalone.podspec import image_of
 
 __all__ = [
     "BUILDABLE_TAG",
@@ -59,7 +64,15 @@ LOCAL_MANIFEST_PATH = "/model-store/local_cache/local_manifest.yaml"
 GPU = "nvidia.com/gpu"
 API_PORT = 8000
 
+DEFAULT_USER_ID = 1000
+DEFAULT_GROUP_ID = 2000
+"""The NIMCache's ``userID``/``groupID`` CRD defaults (a stored NIMCache has them set)."""
+
 Obj = Mapping[str, Any]
+BuildInput = NIMBuild | Obj
+"""A NIMBuild model, or a stored NIMBuild (parsed once on the way in)."""
+CacheInput = NIMCache | Obj
+"""A NIMCache model, or a stored NIMCache (parsed once on the way in)."""
 
 
 def engine_build_pod_name(name: str) -> str:
@@ -70,17 +83,18 @@ def local_manifest_pod_name(name: str) -> str:
     return f"{name}-local-manifest-pod"
 
 
-def model_name(build: Obj) -> str:
+def model_name(build: BuildInput) -> str:
     """``spec.modelName``, else the NIMBuild's name."""
-    return str(dig(build, "spec", "modelName") or dig(build, "metadata", "name", default=""))
+    cr = parse(NIMBuild, build)
+    return cr.spec.model_name or cr.metadata.name or ""
 
 
-def buildable_profiles(nimcache: Obj) -> list[dict[str, Any]]:
-    """The cache's ``status.profiles`` tagged ``trtllm_buildable: "true"``."""
+def buildable_profiles(nimcache: CacheInput) -> list[dict[str, Any]]:
+    """The cache's ``status.profiles`` tagged ``trtllm_buildable: "true"``, as stored."""
+    cache = parse(NIMCache, nimcache)
+    profiles = (cache.status.profiles if cache.status is not None else None) or []
     return [
-        dict(p)
-        for p in dig(nimcache, "status", "profiles", default=[]) or []
-        if str((p.get("config") or {}).get(BUILDABLE_TAG, "")) == "true"
+        spec_json(p) for p in profiles if str((p.config or {}).get(BUILDABLE_TAG, "")) == "true"
     ]
 
 
@@ -98,12 +112,12 @@ class ProfileChoice:
     message: str
 
 
-def select_profile(build: Obj, nimcache: Obj) -> ProfileChoice:
+def select_profile(build: BuildInput, nimcache: CacheInput) -> ProfileChoice:
     """The buildable profile to build: the named one, else the only one."""
     single = "NIM_BUILD_SINGLE_BUILDABLE_PROFILE_FOUND"
     none = "NIM_BUILD_NO_BUILDABLE_PROFILE_FOUND"
     candidates = buildable_profiles(nimcache)
-    wanted = dig(build, "spec", "nimCache", "profile")
+    wanted = parse(NIMBuild, build).spec.nim_cache.profile
     if wanted:
         for p in candidates:
             if p.get("name") == wanted:
@@ -135,33 +149,29 @@ def select_profile(build: Obj, nimcache: Obj) -> ProfileChoice:
     )
 
 
-def _labels(build: Obj, *, user: bool) -> dict[str, str]:
-    name = str(dig(build, "metadata", "name", default=""))
+def _labels(build: NIMBuild, *, user: bool) -> dict[str, str]:
     standard = {
         "app": "k8s-nim-operator",
-        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/name": build.metadata.name or "",
         MANAGED_BY_LABEL: MANAGED_BY_VALUE,
     }
-    extra = dict(dig(build, "spec", "labels", default={}) or {}) if user else {}
+    extra = dict(build.spec.labels or {}) if user else {}
     return {**extra, **standard}  # the standard labels win, as NVIDIA's MergeMaps
 
 
-def _owner(build: Obj) -> dict[str, Any]:
-    return owner_reference(
-        {
-            "apiVersion": build.get("apiVersion", API_VERSION),
-            "kind": build.get("kind", KIND),
-            "metadata": build.get("metadata") or {},
-        }
-    )
+def _owner(build: NIMBuild) -> dict[str, Any]:
+    meta = {"name": build.metadata.name or "", "uid": build.metadata.uid or ""}
+    return owner_reference({"apiVersion": build.api_version, "kind": build.kind, "metadata": meta})
 
 
-def _ids(nimcache: Obj) -> tuple[int, int]:
-    spec = nimcache.get("spec") or {}
-    return int(spec.get("userID", 1000)), int(spec.get("groupID", 2000))
+def _ids(nimcache: NIMCache) -> tuple[int, int]:
+    spec = nimcache.spec
+    user = DEFAULT_USER_ID if spec.user_id is None else spec.user_id
+    group = DEFAULT_GROUP_ID if spec.group_id is None else spec.group_id
+    return user, group
 
 
-def _pod_security_context(nimcache: Obj, orchestrator: str) -> dict[str, Any]:
+def _pod_security_context(nimcache: NIMCache, orchestrator: str) -> dict[str, Any]:
     user, group = _ids(nimcache)
     ctx: dict[str, Any] = {"runAsUser": user, "fsGroup": group, "runAsNonRoot": True}
     if orchestrator == ORCHESTRATOR_TKGS:
@@ -169,7 +179,7 @@ def _pod_security_context(nimcache: Obj, orchestrator: str) -> dict[str, Any]:
     return ctx
 
 
-def _container_security_context(nimcache: Obj) -> dict[str, Any]:
+def _container_security_context(nimcache: NIMCache) -> dict[str, Any]:
     user, group = _ids(nimcache)
     return {
         "allowPrivilegeEscalation": False,
@@ -180,19 +190,20 @@ def _container_security_context(nimcache: Obj) -> dict[str, Any]:
     }
 
 
-def _cache_volume(nimcache: Obj) -> tuple[dict[str, Any], dict[str, Any]]:
-    claim = str(dig(nimcache, "status", "pvc") or sources.cache_pvc_name(nimcache))
+def _cache_volume(nimcache: NIMCache) -> tuple[dict[str, Any], dict[str, Any]]:
+    status_pvc = nimcache.status.pvc if nimcache.status is not None else None
+    claim = status_pvc or sources.cache_pvc_name(nimcache)
     volume = {"name": "nim-cache-volume", "persistentVolumeClaim": {"claimName": claim}}
     mount: dict[str, Any] = {"name": "nim-cache-volume", "mountPath": "/model-store"}
-    sub_path = dig(nimcache, "spec", "storage", "pvc", "subPath")
+    sub_path = nimcache.spec.storage.pvc.sub_path
     if sub_path:
         mount["subPath"] = sub_path
     return volume, mount
 
 
 def _pod(
-    build: Obj,
-    nimcache: Obj,
+    build: NIMBuild,
+    nimcache: NIMCache,
     name: str,
     container: dict[str, Any],
     *,
@@ -208,25 +219,23 @@ def _pod(
         "containers": [container],
         "volumes": [volume],
     }
-    runtime_class = dig(nimcache, "spec", "runtimeClassName")
-    if runtime_class:
-        spec["runtimeClassName"] = runtime_class
-    pull_secrets = dig(build, "spec", "image", "pullSecrets", default=[]) or []
+    if nimcache.spec.runtime_class_name:
+        spec["runtimeClassName"] = nimcache.spec.runtime_class_name
+    pull_secrets = build.spec.image.pull_secrets or []
     if pull_secrets:
         spec["imagePullSecrets"] = [{"name": s} for s in pull_secrets]
-    tolerations = dig(build, "spec", "tolerations")
-    if tolerations:
-        spec["tolerations"] = copy.deepcopy(list(tolerations))
-    node_selector = dig(build, "spec", "nodeSelector")
-    if node_selector:
-        spec["nodeSelector"] = dict(node_selector)
+    if build.spec.tolerations:
+        spec["tolerations"] = copy.deepcopy(build.spec.tolerations)
+    if build.spec.node_selector:
+        spec["nodeSelector"] = dict(build.spec.node_selector)
+    namespace = build.metadata.namespace
     return stamp_hash(
         {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {
                 "name": name,
-                "namespace": dig(build, "metadata", "namespace", default="default"),
+                "namespace": "default" if namespace is None else namespace,
                 "labels": _labels(build, user=user_labels),
                 "annotations": annotations,
                 "ownerReferences": [_owner(build)],
@@ -236,11 +245,11 @@ def _pod(
     )
 
 
-def _gpu_resources(build: Obj, profile: Obj) -> dict[str, Any]:
+def _gpu_resources(build: NIMBuild, profile: Obj) -> dict[str, Any]:
     """``spec.resources`` with ``nvidia.com/gpu`` = the profile's tensor parallelism."""
-    res = dig(build, "spec", "resources", default={}) or {}
-    requests = dict(res.get("requests") or {})
-    limits = dict(res.get("limits") or {})
+    res = build.spec.resources
+    requests: dict[str, Any] = dict((res.requests if res is not None else None) or {})
+    limits: dict[str, Any] = dict((res.limits if res is not None else None) or {})
     config = profile.get("config") or {}
     tp = str(config.get("tensorParallelism") or config.get("tp") or "")
     if not tp:
@@ -280,59 +289,51 @@ def _merge_env(base: Sequence[Obj], extra: Sequence[Obj]) -> list[dict[str, Any]
     return [dict(e) for e in extra] + [dict(e) for e in base if e.get("name") not in names]
 
 
-def _image_of(image: Obj | None) -> str:
-    """``repository:tag`` of a NIMBuild's ``spec.image`` (just the repository without a tag)."""
-    repo, tag = str((image or {}).get("repository", "")), str((image or {}).get("tag") or "")
-    return f"{repo}:{tag}" if tag else repo
-
-
 def engine_build_pod(
-    build: Obj, nimcache: Obj, profile: Obj, *, orchestrator: str = "Kubernetes"
+    build: BuildInput, nimcache: CacheInput, profile: Obj, *, orchestrator: str = "Kubernetes"
 ) -> dict[str, Any]:
     """The pod that builds the engine: the NIM image, pointed at the input profile."""
-    name = str(dig(build, "metadata", "name", default=""))
+    cr, cache = parse(NIMBuild, build), parse(NIMCache, nimcache)
     env: list[dict[str, Any]] = [
         {"name": "NIM_CACHE_PATH", "value": "/model-store"},
         {"name": "NIM_SERVER_PORT", "value": str(API_PORT)},
         {"name": "NIM_HTTP_API_PORT", "value": str(API_PORT)},
-        {"name": "NIM_CUSTOM_MODEL_NAME", "value": model_name(build)},
+        {"name": "NIM_CUSTOM_MODEL_NAME", "value": model_name(cr)},
         {"name": "NIM_MODEL_PROFILE", "value": str(profile.get("name", ""))},
     ]
     if str((profile.get("config") or {}).get("feat_lora", "")) == "true":
         env.append({"name": "NIM_PEFT_SOURCE", "value": "/tmp"})
-    auth_secret = dig(nimcache, "spec", "source", "ngc", "authSecret")
-    if auth_secret:
+    ngc = cache.spec.source.ngc
+    if ngc is not None and ngc.auth_secret:
         env.append(
             {
                 "name": "NGC_API_KEY",
-                "valueFrom": {"secretKeyRef": {"name": auth_secret, "key": "NGC_API_KEY"}},
+                "valueFrom": {"secretKeyRef": {"name": ngc.auth_secret, "key": "NGC_API_KEY"}},
             }
         )
-    env = _merge_env(env, dig(build, "spec", "env", default=[]) or [])
+    env = _merge_env(env, cr.spec.env or [])
     container: dict[str, Any] = {
         "name": BUILD_CONTAINER,
-        "image": _image_of(dig(build, "spec", "image")),
+        "image": image_of(cr.spec.image),
         "env": env,
-        "resources": _gpu_resources(build, profile),
+        "resources": _gpu_resources(cr, profile),
         "terminationMessagePath": "/dev/termination-log",
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "ports": [{"name": "api", "containerPort": API_PORT, "protocol": "TCP"}],
         "readinessProbe": _probe("/v1/health/ready", 15, 3),
         "livenessProbe": _probe("/v1/health/live", 15, 3),
         "startupProbe": _probe("/v1/health/ready", 30, 30),
-        "securityContext": _container_security_context(nimcache),
+        "securityContext": _container_security_context(cache),
     }
-    pull_policy = dig(build, "spec", "image", "pullPolicy")
-    if pull_policy:
-        container["imagePullPolicy"] = pull_policy
-    user_annotations = dict(dig(build, "spec", "annotations", default={}) or {})
-    annotations = {**user_annotations, "sidecar.istio.io/inject": "false"}
+    if cr.spec.image.pull_policy:
+        container["imagePullPolicy"] = cr.spec.image.pull_policy
+    annotations = {**(cr.spec.annotations or {}), "sidecar.istio.io/inject": "false"}
     if orchestrator == ORCHESTRATOR_OPENSHIFT:
         annotations["openshift.io/scc"] = "nonroot"
     return _pod(
-        build,
-        nimcache,
-        engine_build_pod_name(name),
+        cr,
+        cache,
+        engine_build_pod_name(cr.metadata.name or ""),
         container,
         annotations=annotations,
         orchestrator=orchestrator,
@@ -341,23 +342,23 @@ def engine_build_pod(
 
 
 def local_manifest_pod(
-    build: Obj, nimcache: Obj, *, orchestrator: str = "Kubernetes"
+    build: BuildInput, nimcache: CacheInput, *, orchestrator: str = "Kubernetes"
 ) -> dict[str, Any]:
     """The pod that prints the local manifest the engine build wrote into the cache PVC."""
-    name = str(dig(build, "metadata", "name", default=""))
+    cr, cache = parse(NIMBuild, build), parse(NIMCache, nimcache)
     container: dict[str, Any] = {
         "name": MANIFEST_CONTAINER,
-        "image": _image_of(dig(build, "spec", "image")),
+        "image": image_of(cr.spec.image),
         "command": ["sh", "-c", f"cat {LOCAL_MANIFEST_PATH}; sleep infinity"],
-        "securityContext": _container_security_context(nimcache),
+        "securityContext": _container_security_context(cache),
     }
     annotations = {"sidecar.istio.io/inject": "false"}
     if orchestrator == ORCHESTRATOR_OPENSHIFT:
         annotations = {"openshift.io/required-scc": "nonroot"}
     return _pod(
-        build,
-        nimcache,
-        local_manifest_pod_name(name),
+        cr,
+        cache,
+        local_manifest_pod_name(cr.metadata.name or ""),
         container,
         annotations=annotations,
         orchestrator=orchestrator,
@@ -375,7 +376,9 @@ def parse_local_manifest(logs: str) -> Manifest | None:
         return None
 
 
-def built_profile(manifest: Manifest, build: Obj, input_profile: str) -> dict[str, Any] | None:
+def built_profile(
+    manifest: Manifest, build: BuildInput, input_profile: str
+) -> dict[str, Any] | None:
     """The NIMCache ``status.profiles`` entry of the engine this build produced, if listed.
 
     The built profile is the manifest's profile whose ``model_name`` tag is the
