@@ -4,7 +4,9 @@ What a pipeline becomes and when it is Ready is
 ``platforms.nimpipeline.NIMPipelineContract``; the skeleton creates, updates
 and prunes its NIMServices. This module adds (nim-operator.md §4):
 
-- parse: the spec must name every enabled service once (else ``Failed`` /
+- parse: the NIMPipeline into its model, kept until its generation changes
+  (one the model refuses is ``Failed`` / ``InvalidSpec`` naming the field
+  paths); the spec must name every enabled service once (else ``Failed`` /
   ``InvalidSpec`` naming the entry);
 - status: ``states`` (service -> state), ``state``, and the ``Ready`` and
   ``Failed`` conditions NVIDIA defines but never writes, so
@@ -26,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from api.apps.v1alpha1 import nimpipeline as api_np
 from api.apps.v1alpha1.common import STATE_FAILED
+from api.apps.v1alpha1.nimpipeline import NIMPipeline
+from controllers.nimservice_parse import ParseMemo, by_generation, identity_and_spec, invalid
 from controllers.reconciler import Event, Kind, KindReconciler
 from controllers.wiring import SetupOptions, own_kinds, spec_change_predicate
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
@@ -33,6 +37,7 @@ from nimctl_runtime.meta import dig, name_of, set_condition, uid_of
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.nimpipeline import API_VERSION, KIND, NIMPipelineContract
+from platforms.parsing import InvalidResource, parse
 
 if TYPE_CHECKING:
     from nimctl_runtime.client.client import Client
@@ -60,17 +65,17 @@ def _invalid(message: str) -> Blocked:
     return Blocked(Readiness(STATE_FAILED, api_np.REASON_INVALID_SPEC, message, failed=True))
 
 
-def check_spec(obj: Mapping[str, Any]) -> None:
+def check_spec(cr: NIMPipeline) -> None:
     """Raise ``Blocked`` (Failed/InvalidSpec) when the services cannot be deployed as named.
 
     The schema (and its CEL rules) the API server checked already; what it
     cannot check is that each enabled service has a name of its own.
     """
     seen: dict[str, int] = {}
-    for i, entry in enumerate(dig(obj, "spec", "services", default=[]) or []):
-        if entry.get("enabled") is not True:
+    for i, entry in enumerate(cr.spec.services or []):
+        if entry.enabled is not True:
             continue
-        svc = entry.get("name")
+        svc = entry.name
         if not svc:
             raise _invalid(f"spec.services[{i}].name: required for an enabled service")
         if svc in seen:
@@ -103,8 +108,12 @@ def pipeline_status(old: Mapping[str, Any], readiness: Readiness) -> Obj:
     return out
 
 
-class NIMPipelineKind(Kind[Obj, None]):
-    """NIMPipeline: a checked spec, NVIDIA's states, Ready/Failed conditions, Events."""
+class NIMPipelineKind(Kind[NIMPipeline, None]):
+    """NIMPipeline: a checked spec, NVIDIA's states, Ready/Failed conditions, Events.
+
+    ``parse`` keeps each NIMPipeline's model (identity and spec; its status is
+    written from readiness, never read) until its generation changes.
+    """
 
     api_version = API_VERSION
     kind = KIND
@@ -114,15 +123,26 @@ class NIMPipelineKind(Kind[Obj, None]):
 
     def __init__(self) -> None:
         self.contract = NIMPipelineContract()
+        self.parsed: ParseMemo[NIMPipeline] = ParseMemo(
+            lambda o: parse(NIMPipeline, identity_and_spec(o)), by_generation
+        )
 
-    def parse(self, obj: Obj) -> Obj:
-        check_spec(obj)
-        return obj
+    def parse(self, obj: Obj) -> NIMPipeline:
+        try:
+            cr = self.parsed.get(obj)
+        except InvalidResource as err:
+            raise invalid(err, api_np.REASON_INVALID_SPEC) from None
+        check_spec(cr)
+        return cr
 
-    async def gather(self, cr: Obj, obj: Obj, reader: Reader) -> None:
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop what is kept about a NIMPipeline that is gone."""
+        self.parsed.forget(namespace, name)
+
+    async def gather(self, cr: NIMPipeline, obj: Obj, reader: Reader) -> None:
         return None
 
-    def memo_key(self, cr: Obj, obj: Obj, facts: None) -> tuple[Any, ...] | None:
+    def memo_key(self, cr: NIMPipeline, obj: Obj, facts: None) -> tuple[Any, ...] | None:
         generation = dig(obj, "metadata", "generation")
         return None if generation is None else (uid_of(obj), generation)
 
@@ -144,8 +164,8 @@ class NIMPipelineKind(Kind[Obj, None]):
         return "NIMServiceFailed" if kind == "NIMService" else "Failed"
 
 
-class NIMPipelineReconciler(KindReconciler[Obj, None]):
-    """The skeleton running NIMPipeline's contract."""
+class NIMPipelineReconciler(KindReconciler[NIMPipeline, None]):
+    """The skeleton running NIMPipeline's contract (see ``NIMPipelineKind``)."""
 
     def __init__(
         self,
@@ -156,8 +176,9 @@ class NIMPipelineReconciler(KindReconciler[Obj, None]):
         recorder: EventRecorder,
         use_finalizer: bool = True,
     ) -> None:
+        self.nimpipeline_kind = NIMPipelineKind()
         super().__init__(
-            kind=NIMPipelineKind(),
+            kind=self.nimpipeline_kind,
             cache=cache,
             client=client,
             api_reader=api_reader,
@@ -165,6 +186,10 @@ class NIMPipelineReconciler(KindReconciler[Obj, None]):
             capabilities=Capabilities.nothing(),
             use_finalizer=use_finalizer,
         )
+
+    def _forget(self, namespace: str, name: str) -> None:
+        super()._forget(namespace, name)
+        self.nimpipeline_kind.forget(namespace, name)
 
 
 def setup_nimpipeline(manager: Manager, client: Client, options: SetupOptions) -> None:

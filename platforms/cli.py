@@ -32,18 +32,20 @@ from api.apps.v1alpha1.nimcache import (
     NimCacheStorage,
     NIMSource,
 )
+from api.apps.v1alpha1.nimpipeline import NIMPipeline
 from api.apps.v1alpha1.nimservice import NIMService
 from api.base import CustomResource, ObjectMeta
+from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from api.serialize import LoadError, load
 from platforms.gpu import cli as gpu_cli
 from platforms.gpu.errors import RenderError as GPURenderError
 from platforms.nemo.common import RenderFailed as NemoRenderFailed
 from platforms.nemo.contract import CONTRACTS as NEMO_CONTRACTS
 from platforms.nemo.offline import offline_facts
-from platforms.nimpipeline import pipeline_services
+from platforms.nimpipeline import pipeline_nimservices, pipeline_services
 from platforms.nimservice import NIMServiceContract
-from platforms.objects import as_dict, dig
-from platforms.parsing import InvalidResource, apply_defaults, parse
+from platforms.objects import dig
+from platforms.parsing import InvalidResource, apply_defaults
 from platforms.standalone import RenderContext, RenderError, sources
 from platforms.standalone import nimcache as cache_objects
 
@@ -86,7 +88,7 @@ def main(
                 kind, name = doc.get("kind"), dig(doc, "metadata", "name", default="<unnamed>")
                 print(f"note: {filename}: {kind} {name} passed through unchanged", file=sys.stderr)
                 continue
-            if doc.kind == "ClusterPolicy":
+            if isinstance(doc, ClusterPolicy):
                 objects.extend(_render_cluster_policy(doc, nodes, filename))
                 continue
             objects.extend(_render_doc(doc, caches, filename))
@@ -172,11 +174,11 @@ def _render_doc(
     try:
         if isinstance(doc, NIMService):
             return _render_service(doc, caches)
-        if kind == "NIMPipeline":
-            # The pipeline's render reads it as the API server stores it.
+        if isinstance(doc, NIMPipeline):
+            # The NIMServices the pipeline deploys, built from its model.
             out: list[dict[str, Any]] = []
-            for svc in pipeline_services(as_dict(doc)):
-                out.extend(_render_service(parse(NIMService, svc), caches))
+            for svc in pipeline_nimservices(doc):
+                out.extend(_render_service(svc, caches))
             return out
         if isinstance(doc, NIMCache):
             return _render_cache(doc)
@@ -202,13 +204,12 @@ def _render_nemo(doc: CustomResource) -> list[dict[str, Any]]:
 
 
 def _render_cluster_policy(
-    doc: CustomResource, nodes: str | None, filename: str
+    doc: ClusterPolicy, nodes: str | None, filename: str
 ) -> list[dict[str, Any]]:
     """A ClusterPolicy's objects on the cluster ``nodes`` describes (platforms.gpu.cli)."""
     where = f"{filename}: ClusterPolicy {doc.metadata.name or '<unnamed>'}"
     try:
-        # platforms.gpu renders the policy as the API server stores it.
-        return gpu_cli.render_policy(as_dict(doc), gpu_cli.read_cluster(nodes))
+        return gpu_cli.render_policy(doc, gpu_cli.read_cluster(nodes))
     except GPURenderError as err:
         raise _CliError(f"{where}: {err}") from None
 

@@ -17,12 +17,15 @@ service failed, ``Ready`` when all are Ready (also with none enabled), else
 written (``Kind.overwrite_foreign = False``) and is reported with NVIDIA's
 error text.
 
-``nimctl render`` uses :func:`pipeline_services` for the same NIMServices.
+The contract reads the ``NIMPipeline`` model (a stored dict given instead is
+parsed once on the way in); the child NIMServices are built from the entries'
+``NIMServiceSpec`` models and serialized once, as the objects the API server
+receives. ``nimctl render`` renders the same NIMServices as models
+(:func:`pipeline_nimservices`).
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,21 +35,28 @@ from api.apps.v1alpha1.nimpipeline import (
     REASON_NOT_OWNED,
     REASON_NOT_READY,
     REASON_READY,
+    NIMPipeline,
+    NIMServicePipelineSpec,
 )
+from api.apps.v1alpha1.nimservice import NIMService, NIMServiceSpec
+from api.base import ObjectMeta
 from manifests.hashing import stamp_hash
 from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from nimctl_runtime.meta import dig, is_controlled_by, name_of, uid_of
+from nimctl_runtime.meta import dig, is_controlled_by
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness
+from platforms.parsing import parse, spec_json
 
 __all__ = [
     "API_VERSION",
     "KIND",
     "NIMSERVICE",
     "NIMPipelineContract",
+    "PipelineInput",
     "enabled_services",
     "foreign_message",
     "merge_env",
+    "pipeline_nimservices",
     "pipeline_services",
     "service_states",
 ]
@@ -56,6 +66,8 @@ KIND = "NIMPipeline"
 NIMSERVICE: GVK = (API_VERSION, "NIMService")
 
 Obj = Mapping[str, Any]
+PipelineInput = NIMPipeline | Obj
+"""A NIMPipeline model, or a stored NIMPipeline (parsed once on the way in)."""
 
 
 def merge_env(base: Sequence[Obj], extra: Sequence[Obj]) -> list[dict[str, Any]]:
@@ -64,43 +76,82 @@ def merge_env(base: Sequence[Obj], extra: Sequence[Obj]) -> list[dict[str, Any]]
     return [dict(e) for e in extra] + [dict(e) for e in base if e.get("name") not in names]
 
 
-def enabled_services(pipeline: Obj) -> list[Obj]:
+def enabled_services(pipeline: PipelineInput) -> list[NIMServicePipelineSpec]:
     """The ``spec.services`` entries that are deployed: ``enabled: true`` only."""
-    services = dig(pipeline, "spec", "services", default=[]) or []
-    return [s for s in services if s.get("enabled") is True]
+    services = parse(NIMPipeline, pipeline).spec.services or []
+    return [s for s in services if s.enabled is True]
 
 
-def pipeline_services(pipeline: Obj) -> list[dict[str, Any]]:
-    """The NIMServices a NIMPipeline deploys: enabled ones only, dependency env merged in."""
-    name = dig(pipeline, "metadata", "name", default="")
-    namespace = dig(pipeline, "metadata", "namespace", default="default")
-    owner = {
-        "apiVersion": pipeline.get("apiVersion", API_VERSION),
+def _service_spec(entry: NIMServicePipelineSpec) -> NIMServiceSpec | None:
+    """The entry's NIMService spec with each dependency's env merged in (None: no spec)."""
+    spec = entry.spec
+    if spec is None:
+        return None
+    env = list(spec.env or [])
+    merged = False
+    for dep in entry.dependencies or []:
+        if dep.env_name and dep.env_value:
+            env = merge_env(env, [{"name": dep.env_name, "value": dep.env_value}])
+            merged = True
+    return spec.model_copy(update={"env": env}) if merged else spec
+
+
+def _owner(cr: NIMPipeline) -> dict[str, Any]:
+    return {
+        "apiVersion": cr.api_version,
         "kind": KIND,
-        "name": name,
-        "uid": dig(pipeline, "metadata", "uid", default=""),
+        "name": cr.metadata.name or "",
+        "uid": cr.metadata.uid or "",
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+def _namespace(cr: NIMPipeline) -> str:
+    namespace = cr.metadata.namespace
+    return "default" if namespace is None else namespace
+
+
+def pipeline_services(pipeline: PipelineInput) -> list[dict[str, Any]]:
+    """The NIMServices a NIMPipeline deploys, as the objects the API server receives:
+    enabled ones only, dependency env merged in, each spec serialized once from its model."""
+    cr = parse(NIMPipeline, pipeline)
+    owner = _owner(cr)
     out = []
-    for entry in enabled_services(pipeline):
-        spec = copy.deepcopy(dict(entry.get("spec") or {}))
-        for dep in entry.get("dependencies") or []:
-            if dep.get("envName") and dep.get("envValue"):
-                extra = [{"name": dep["envName"], "value": dep["envValue"]}]
-                spec["env"] = merge_env(spec.get("env") or [], extra)
+    for entry in enabled_services(cr):
+        spec = _service_spec(entry)
         out.append(
             {
                 "apiVersion": API_VERSION,
                 "kind": "NIMService",
                 "metadata": {
-                    "name": entry["name"],
-                    "namespace": namespace,
-                    "ownerReferences": [owner],
+                    "name": entry.name,
+                    "namespace": _namespace(cr),
+                    "ownerReferences": [dict(owner)],
                 },
-                "spec": spec,
+                "spec": {} if spec is None else spec_json(spec),
             }
         )
+    return out
+
+
+def pipeline_nimservices(pipeline: NIMPipeline) -> list[NIMService]:
+    """The NIMServices a NIMPipeline deploys, as models (``nimctl render`` renders them).
+
+    An enabled entry without a spec raises ``InvalidResource`` (a NIMService needs one).
+    """
+    out = []
+    for entry in enabled_services(pipeline):
+        spec = _service_spec(entry)
+        meta = ObjectMeta(
+            name=entry.name,
+            namespace=_namespace(pipeline),
+            owner_references=[_owner(pipeline)],
+        )
+        if spec is None:
+            out.append(parse(NIMService, {"metadata": spec_json(meta), "spec": {}}))
+        else:
+            out.append(NIMService(metadata=meta, spec=spec))
     return out
 
 
@@ -109,13 +160,14 @@ def foreign_message(service: str, pipeline: str) -> str:
     return f"NIMservice {service} already exists and is not owned by the NIMPipeline {pipeline}"
 
 
-def service_states(pipeline: Obj, observed: Observed) -> tuple[dict[str, str], list[str]]:
+def service_states(pipeline: PipelineInput, observed: Observed) -> tuple[dict[str, str], list[str]]:
     """Each enabled service's state, and the enabled services someone else owns."""
-    uid = uid_of(pipeline)
+    cr = parse(NIMPipeline, pipeline)
+    uid = cr.metadata.uid or ""
     states: dict[str, str] = {}
     foreign: list[str] = []
-    for entry in enabled_services(pipeline):
-        svc = str(entry.get("name") or "")
+    for entry in enabled_services(cr):
+        svc = entry.name or ""
         live = observed.get(*NIMSERVICE, svc)
         if live is None:
             states[svc] = STATE_NOT_READY
@@ -136,14 +188,15 @@ class NIMPipelineContract:
     def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
         return (NIMSERVICE,)
 
-    def render(self, cr: Obj, facts: object) -> list[dict[str, Any]]:
+    def render(self, cr: PipelineInput, facts: object) -> list[dict[str, Any]]:
         out = []
         for svc in pipeline_services(cr):
             svc["metadata"]["labels"] = {MANAGED_BY_LABEL: MANAGED_BY_VALUE}
             out.append(stamp_hash(svc))
         return out
 
-    def readiness(self, cr: Obj, facts: object, observed: Observed) -> Readiness:
+    def readiness(self, cr: PipelineInput, facts: object, observed: Observed) -> Readiness:
+        cr = parse(NIMPipeline, cr)
         states, foreign = service_states(cr, observed)
         details = {"states": states}
         failed = sorted(s for s, st in states.items() if st == STATE_FAILED)
@@ -157,7 +210,7 @@ class NIMPipelineContract:
                 details=details,
             )
         if foreign:
-            message = "; ".join(foreign_message(s, name_of(cr)) for s in foreign)
+            message = "; ".join(foreign_message(s, cr.metadata.name or "") for s in foreign)
             return Readiness(STATE_NOT_READY, REASON_NOT_OWNED, message, details=details)
         if waiting:
             return Readiness(

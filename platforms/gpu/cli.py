@@ -114,18 +114,15 @@ def _assume_labelled(node: Mapping[str, Any], err: TextIO) -> dict[str, Any]:
 
 
 def render_policy(
-    doc: Mapping[str, Any],
+    policy: ClusterPolicy,
     cluster: list[dict[str, Any]],
     *,
     err: TextIO | None = None,
 ) -> list[dict[str, Any]]:
-    """The objects of every enabled state of the ClusterPolicy ``doc``, in apply order;
-    one line per state on ``err`` (enabled or not, how many objects)."""
+    """The objects of every enabled state of the ClusterPolicy ``policy`` (its model, as
+    ``nimctl render`` loaded it), in apply order; one line per state on ``err`` (enabled
+    or not, how many objects)."""
     err = err or sys.stderr
-    try:
-        policy = ClusterPolicy.model_validate(doc)
-    except ValueError as error:
-        raise RenderError(f"not a valid ClusterPolicy: {error}") from None
     facts = facts_from(cluster, environ=os.environ, err=err)
     if not facts.nodes:
         print(
