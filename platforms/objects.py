@@ -1,9 +1,10 @@
 """A typed CR (pydantic model) or a plain dict as the JSON-shaped dict the API server stores.
 
-NIMService and NIMCache renders read their typed models (``platforms.parsing``
-parses them once). The renders that still read dicts by their Kubernetes JSON
-names (NIMPipeline's, NIMBuild's, the ClusterPolicy's) get ``as_dict`` of a
-model from ``nimctl render``, and tests use it to build stored objects.
+No render needs this: every kind's render reads its typed model
+(``platforms.parsing`` parses a stored object once, ``nimctl render`` loads each
+document once). ``as_dict`` is for tests that build the stored objects a
+reconciler reads (a model from ``api`` as the API server would hold it, CRD
+defaults included).
 """
 
 from __future__ import annotations
