@@ -9,8 +9,7 @@ All read the typed ``NIMCache``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from api.apps.v1alpha1.nimcache import (
     HuggingFaceHubSource,
@@ -83,14 +82,7 @@ def hf_uri(nimcache: NIMCache) -> str:
     return f"hf://{src.namespace}/{src.model_name or ''}"
 
 
-def cache_pvc_name(nimcache: NIMCache | Mapping[str, Any]) -> str:
-    """Name of the PVC a NIMCache caches into (before it reports ``status.pvc``).
-
-    Also takes the NIMCache as a dict (NIMBuild reads it so).
-    """
-    if isinstance(nimcache, NIMCache):
-        name = nimcache.spec.storage.pvc.name
-        return name or f"{nimcache.metadata.name or ''}-pvc"
-    spec = nimcache.get("spec") or {}
-    claim = ((spec.get("storage") or {}).get("pvc") or {}).get("name")
-    return str(claim or f"{(nimcache.get('metadata') or {}).get('name', '')}-pvc")
+def cache_pvc_name(nimcache: NIMCache) -> str:
+    """Name of the PVC a NIMCache caches into (before it reports ``status.pvc``)."""
+    name = nimcache.spec.storage.pvc.name
+    return name or f"{nimcache.metadata.name or ''}-pvc"
