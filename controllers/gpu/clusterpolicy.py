@@ -42,7 +42,13 @@ from api.nvidia.v1.clusterpolicy import (
 from controllers.gpu import metrics
 from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL
 from controllers.gpu.config import GPUConfig
-from controllers.gpu.contract import API_VERSION, KIND, ClusterPolicyContract, PolicyFacts
+from controllers.gpu.contract import (
+    API_VERSION,
+    KIND,
+    ClusterPolicyContract,
+    PolicyFacts,
+    incomplete_driver_upgrades,
+)
 from controllers.plan import Action, key
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
@@ -194,6 +200,7 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
             driver_pods=tuple(pods),
             revisions=tuple(revisions),
             unlabelled_gpu_nodes=unlabelled,
+            upgrading_nodes=incomplete_driver_upgrades(nodes),
         )
 
     async def _config_map_keys(self, cr: ClusterPolicy) -> dict[str, list[str]]:

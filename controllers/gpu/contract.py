@@ -10,6 +10,16 @@ labels and validation files), never here. The result, in NVIDIA's words:
 - some state not ready: ``notReady``, ``OperandNotReady``, "ClusterPolicy is
   not ready; states not ready: [state-driver ...]", requeue after 5 s. We add
   which DaemonSet and why (§9.1: users could not tell what was stuck);
+- with ``driver.useNvidiaDriverCRD``, a node an NVIDIADriver owns
+  (``nvidia.com/gpu-operator.driver.owner``) whose upgrade state is neither
+  unset nor ``upgrade-done`` (pending, in progress, failed, or unknown to us),
+  unless it carries ``nvidia.com/gpu-driver-upgrade.skip=true``: ``notReady``,
+  ``OperandNotReady``, "ClusterPolicy is not ready; [states not ready: [...];]
+  NVIDIADriver upgrade has not completed; one or more NVIDIADriver-owned Nodes
+  are marked pending, in-progress, or failed", then (ours) how many nodes (the
+  ``DriverUpgrade`` condition says what each waits for). With no state not
+  ready there is no periodic requeue: the Node label
+  events bring the next pass, as NVIDIA's;
 - a node NFD found a GPU on is not labelled ``gpu.present`` yet: ``notReady``
   (NVIDIA reports ``ready`` for the nodes labelled so far, or ``NoGPUNodes``);
 - no node carries an NFD label: ``ready``, ``NFDLabelsMissing``, requeue 45 s;
@@ -23,7 +33,7 @@ in ``PolicyFacts``, gathered from the cache by ``controllers.gpu.clusterpolicy``
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -49,6 +59,14 @@ API_VERSION: Final = "nvidia.com/v1"
 KIND: Final = "ClusterPolicy"
 DRIVER_STATE: Final = "state-driver"
 DRIVER_DAEMONSET: Final = "nvidia-driver-daemonset"
+DRIVER_OWNER_LABEL: Final = "nvidia.com/gpu-operator.driver.owner"
+UPGRADE_STATE_LABEL: Final = "nvidia.com/gpu-driver-upgrade-state"
+UPGRADE_SKIP_LABEL: Final = "nvidia.com/gpu-driver-upgrade.skip"
+UPGRADE_DONE: Final = "upgrade-done"
+UPGRADE_INCOMPLETE_REASONS: Final = (
+    "NVIDIADriver upgrade has not completed",
+    "one or more NVIDIADriver-owned Nodes are marked pending, in-progress, or failed",
+)
 NOT_READY_REQUEUE: Final = 5.0
 NFD_MISSING_REQUEUE: Final = 45.0
 READY_MESSAGE: Final = "ClusterPolicy is ready as all resources have been successfully reconciled"
@@ -68,6 +86,7 @@ __all__ = [
     "NOT_READY_REQUEUE",
     "ClusterPolicyContract",
     "PolicyFacts",
+    "incomplete_driver_upgrades",
     "not_ready_message",
 ]
 
@@ -83,14 +102,46 @@ class PolicyFacts:
     """ControllerRevisions of the operator namespace."""
     unlabelled_gpu_nodes: int = 0
     """Nodes NFD found a GPU on that node labelling has not marked ``gpu.present`` yet."""
+    upgrading_nodes: tuple[tuple[str, str], ...] = ()
+    """``incomplete_driver_upgrades`` of the nodes: (node, upgrade state), by name."""
 
 
-def not_ready_message(states: list[str], details: list[str]) -> str:
-    """NVIDIA's message, then which DaemonSet of each state holds it and why."""
-    message = f"ClusterPolicy is not ready; states not ready: [{' '.join(states)}]"
-    if details:
-        message += "; " + "; ".join(details)
-    return message
+def incomplete_driver_upgrades(nodes: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """NVIDIADriver-owned nodes whose driver upgrade is pending, in progress or failed.
+
+    A node counts when it carries the driver owner label, its upgrade state is
+    neither unset nor ``upgrade-done`` (an unknown state counts), and it is not
+    skip-labelled (``nvidia.com/gpu-driver-upgrade.skip=true``).
+    """
+    out: list[tuple[str, str]] = []
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        labels: Mapping[str, str] = meta.get("labels") or {}
+        state = labels.get(UPGRADE_STATE_LABEL, "")
+        if (
+            labels.get(DRIVER_OWNER_LABEL)
+            and state not in ("", UPGRADE_DONE)
+            and labels.get(UPGRADE_SKIP_LABEL) != "true"
+        ):
+            out.append((str(meta.get("name", "")), state))
+    return tuple(sorted(out))
+
+
+def not_ready_message(states: list[str], details: list[str], reasons: Iterable[str] = ()) -> str:
+    """NVIDIA's message (the states not ready, then its other reasons), then ours: which
+    DaemonSet of each state holds it and why, which nodes are mid-upgrade."""
+    parts = ["ClusterPolicy is not ready"]
+    if states:
+        parts.append(f"states not ready: [{' '.join(states)}]")
+    parts.extend(reasons)
+    parts.extend(details)
+    return "; ".join(parts)
+
+
+def _upgrading_detail(nodes: tuple[tuple[str, str], ...]) -> str:
+    """How many nodes hold the policy; which state each is in changes too often for a
+    status message (the DriverUpgrade condition and the node Events say it)."""
+    return f"{len(nodes)} node(s) mid-upgrade; the DriverUpgrade condition says what each waits for"
 
 
 def _stale_driver_pods(state: StateRender, facts: PolicyFacts, observed: Observed) -> bool:
@@ -179,12 +230,18 @@ class ClusterPolicyContract:
                 if state.name == DRIVER_STATE and _stale_driver_pods(state, facts, observed):
                     not_ready.append(state.name)
                     details.append(f"{state.name}: pods of a removed driver DaemonSet still run")
-        if not_ready:
+        upgrading = facts.upgrading_nodes if cr.spec.driver.use_nvidia_driver_crd else ()
+        if not_ready or upgrading:
+            reasons: tuple[str, ...] = ()
+            if upgrading:
+                reasons = UPGRADE_INCOMPLETE_REASONS
+                details.append(_upgrading_detail(upgrading))
             return Readiness(
                 state=STATE_NOT_READY,
                 reason=REASON_OPERAND_NOT_READY,
-                message=not_ready_message(not_ready, details),
-                requeue_after=NOT_READY_REQUEUE,
+                message=not_ready_message(not_ready, details, reasons),
+                # Only an operand is polled; an upgrade moves on Node label events.
+                requeue_after=NOT_READY_REQUEUE if not_ready else None,
             )
         if facts.unlabelled_gpu_nodes:
             return Readiness(

@@ -4,7 +4,10 @@ NVIDIA reconciles a singleton request that walks every node on any Node event
 (gpu-operator.md §3.2). Here a Node event reconciles that node only, and a
 ClusterPolicy change enqueues every node: the work per event does not grow
 with the cluster. What a node should carry is ``controllers.gpu.nodelabels``'
-pure ``node_patch``; without an active ClusterPolicy nothing is written.
+pure ``node_patch``; without an active ClusterPolicy nothing is written. With
+``useNvidiaDriverCRD`` the NVIDIADrivers are read too (each owner's
+``upgradePolicy.autoUpgrade`` sets its nodes' auto-upgrade annotation), and an
+NVIDIADriver change enqueues every node.
 
 The patch sent to a node is remembered with the node's resourceVersion, so a
 reconcile that runs before the cache has seen our own patch does not send it
@@ -19,7 +22,7 @@ from typing import Any
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from controllers.gpu.clusterpolicy import active_policy
 from controllers.gpu.contract import API_VERSION, KIND
-from controllers.gpu.nodelabels import node_patch
+from controllers.gpu.nodelabels import driver_auto_upgrades, node_patch, uses_driver_crd
 from nimctl_runtime.client.errors import NotFound
 from nimctl_runtime.client.interfaces import Reader, Writer
 from nimctl_runtime.logsetup import get_logger
@@ -28,7 +31,10 @@ from nimctl_runtime.reconcile import Request, Result
 
 Obj = dict[str, Any]
 
-__all__ = ["NodeLabelingReconciler"]
+ND_API = "nvidia.com/v1alpha1"
+ND_KIND = "NVIDIADriver"
+
+__all__ = ["ND_API", "ND_KIND", "NodeLabelingReconciler"]
 
 
 @dataclass
@@ -64,7 +70,12 @@ class NodeLabelingReconciler:
         if policy is None:
             return Result()
         meta = node.get("metadata") or {}
-        patch = node_patch(meta.get("labels") or {}, meta.get("annotations") or {}, policy.spec)
+        drivers = None
+        if uses_driver_crd(policy.spec):
+            drivers = driver_auto_upgrades(await self.cache.list(ND_API, ND_KIND))
+        patch = node_patch(
+            meta.get("labels") or {}, meta.get("annotations") or {}, policy.spec, drivers
+        )
         if patch is None:
             self._sent.pop(request.name, None)
             return Result()

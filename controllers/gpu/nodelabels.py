@@ -4,7 +4,9 @@ NVIDIA's node-labelling controller (gpu-operator.md §3): ``nvidia.com/gpu.prese
 on every node NFD found an NVIDIA GPU on (``"false"`` once the GPU is gone), the
 ``nvidia.com/gpu.deploy.<component>`` labels the operand DaemonSets select on,
 chosen by the node's workload config, MIG capability and the default MIG
-config, and the driver auto-upgrade annotation. Rules that matter to users:
+config, and the driver auto-upgrade annotation
+(``nvidia.com/gpu-driver-upgrade-enabled``, which k8s-driver-manager reads).
+Rules that matter to users:
 
 - the kill switch ``nvidia.com/gpu.deploy.operands=false`` removes every deploy
   label, so every operand pod leaves the node;
@@ -12,7 +14,14 @@ config, and the driver auto-upgrade annotation. Rules that matter to users:
   is how the driver manager and the MIG manager pause an operand
   (``paused-for-driver-upgrade``, ``paused-for-mig-change``);
 - deploy labels outside the node's set are removed, except
-  ``gpu.deploy.mig-manager`` in the ``container`` config.
+  ``gpu.deploy.mig-manager`` in the ``container`` config;
+- the auto-upgrade annotation follows the ClusterPolicy (``driver.enabled``,
+  ``driver.upgradePolicy.autoUpgrade``, sandbox workloads off). With
+  ``useNvidiaDriverCRD`` (sandbox workloads off) it follows, on each node, the
+  ``upgradePolicy.autoUpgrade`` of the NVIDIADriver named by the node's
+  ``nvidia.com/gpu-operator.driver.owner`` label (true when unset, as NVIDIA
+  defaults it); a node no NVIDIADriver owns keeps its annotation as it is, as
+  NVIDIA's (gpu-operator.md §3.2, §4.4).
 
 ``node_patch`` returns the merge patch (``None`` values delete) or ``None`` when
 the node already carries what it should: one PATCH per node that changed,
@@ -21,7 +30,7 @@ nothing otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from api.nvidia.v1.clusterpolicy import ClusterPolicySpec
@@ -35,6 +44,7 @@ MIG_CONFIG_LABEL: Final = "nvidia.com/mig.config"
 GPU_PRODUCT_LABEL: Final = "nvidia.com/gpu.product"
 VGPU_HOST_DRIVER_LABEL: Final = "nvidia.com/vgpu.host-driver-version"
 UPGRADE_ENABLED_ANNOTATION: Final = "nvidia.com/gpu-driver-upgrade-enabled"
+DRIVER_OWNER_LABEL: Final = "nvidia.com/gpu-operator.driver.owner"
 MIG_MANAGER_LABEL: Final = DEPLOY_PREFIX + "mig-manager"
 
 WORKLOAD_CONTAINER: Final = "container"
@@ -96,8 +106,10 @@ __all__ = [
     "STATE_LABELS",
     "UPGRADE_ENABLED_ANNOTATION",
     "WORKLOAD_CONFIG_LABEL",
+    "driver_auto_upgrades",
     "is_mig_capable",
     "node_patch",
+    "uses_driver_crd",
     "workload_config",
 ]
 
@@ -138,7 +150,27 @@ def _wanted_deploy_labels(labels: Mapping[str, str], spec: ClusterPolicySpec) ->
     return CONTAINER_LABELS
 
 
-def _upgrade_annotation(spec: ClusterPolicySpec) -> bool:
+def driver_auto_upgrades(drivers: Iterable[Mapping[str, Any]]) -> dict[str, bool]:
+    """NVIDIADriver name -> its ``spec.upgradePolicy.autoUpgrade`` (true when unset)."""
+    out: dict[str, bool] = {}
+    for driver in drivers:
+        name = str((driver.get("metadata") or {}).get("name") or "")
+        policy = (driver.get("spec") or {}).get("upgradePolicy") or {}
+        out[name] = policy.get("autoUpgrade") is not False
+    return out
+
+
+def uses_driver_crd(spec: ClusterPolicySpec) -> bool:
+    """Whether the annotation follows NVIDIADrivers (``useNvidiaDriverCRD``, no sandbox)."""
+    return bool(spec.driver.use_nvidia_driver_crd) and not spec.sandbox_workloads.is_enabled()
+
+
+def _upgrade_annotation(
+    labels: Mapping[str, str], spec: ClusterPolicySpec, drivers: Mapping[str, bool]
+) -> bool | None:
+    """Whether the node should carry the annotation; None: leave it as it is."""
+    if uses_driver_crd(spec):
+        return drivers.get(labels.get(DRIVER_OWNER_LABEL) or "")
     policy = spec.driver.upgrade_policy
     auto = bool(policy is not None and policy.auto_upgrade)
     return spec.driver.is_enabled() and auto and not spec.sandbox_workloads.is_enabled()
@@ -148,8 +180,13 @@ def node_patch(
     labels: Mapping[str, str],
     annotations: Mapping[str, str],
     spec: ClusterPolicySpec,
+    drivers: Mapping[str, bool] | None = None,
 ) -> dict[str, Any] | None:
-    """The merge patch that brings one node's labels to NVIDIA's rules (None: nothing to do)."""
+    """The merge patch that brings one node's labels to NVIDIA's rules (None: nothing to do).
+
+    *drivers* is ``driver_auto_upgrades`` of the NVIDIADrivers (read with
+    ``useNvidiaDriverCRD`` only).
+    """
     want: dict[str, str | None] = {}
     present = labels.get(GPU_PRESENT_LABEL)
     if is_gpu_node_by_nfd(labels):
@@ -187,10 +224,10 @@ def node_patch(
 
     annotation: dict[str, str | None] = {}
     if present_now == "true":
-        enabled = _upgrade_annotation(spec)
+        enabled = _upgrade_annotation(labels, spec, drivers or {})
         if enabled and annotations.get(UPGRADE_ENABLED_ANNOTATION) != "true":
             annotation[UPGRADE_ENABLED_ANNOTATION] = "true"
-        elif not enabled and UPGRADE_ENABLED_ANNOTATION in annotations:
+        elif enabled is False and UPGRADE_ENABLED_ANNOTATION in annotations:
             annotation[UPGRADE_ENABLED_ANNOTATION] = None
 
     if not want and not annotation:

@@ -10,10 +10,11 @@ than NVIDIA:
 - ClusterPolicy controller: ClusterPolicy (spec changes; a deletion wakes the
   others, one of which becomes active), every kind a ClusterPolicy owns (by
   controller owner), Nodes only when something a render or the status reads
-  changed (GPU presence, NFD presence, kernel, OS, container runtime), driver
+  changed (GPU presence, NFD presence, kernel, OS, container runtime; the
+  driver owner, upgrade-state and upgrade-skip labels, as NVIDIA's), driver
   pods when their readiness or revision changed;
 - node-labelling controller: a Node when its labels or annotations changed
-  (that node only), and a ClusterPolicy change (every node).
+  (that node only), and a ClusterPolicy or NVIDIADriver change (every node).
 
 ``OPERATOR_NAMESPACE`` is required. NVIDIA's operator exits 1 without it;
 nimctl also serves the NIM kinds, so ``setup_gpu`` logs the error (what to
@@ -33,7 +34,7 @@ from controllers.gpu.clusterpolicy import (
 )
 from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
 from controllers.gpu.contract import API_VERSION, KIND, ClusterPolicyContract
-from controllers.gpu.nodelabeling import NodeLabelingReconciler
+from controllers.gpu.nodelabeling import ND_API, ND_KIND, NodeLabelingReconciler
 from controllers.gpu.readiness import REVISION_HASH_LABEL
 from nimctl_runtime.controller import Controller
 from nimctl_runtime.handler import (
@@ -68,6 +69,12 @@ Obj = dict[str, Any]
 CLUSTERPOLICY_CONTROLLER = "clusterpolicy-controller"
 NODE_LABELING_CONTROLLER = "nodelabeling-controller"
 LABELING_WORKERS = 4
+OWNER = "nvidia.com/gpu-operator.driver.owner"
+DRIVER_UPGRADE_LABELS = (
+    OWNER,
+    "nvidia.com/gpu-driver-upgrade-state",
+    "nvidia.com/gpu-driver-upgrade.skip",
+)
 
 __all__ = [
     "CLUSTERPOLICY_CONTROLLER",
@@ -86,6 +93,7 @@ def _node_facts(node: Mapping[str, Any]) -> tuple[Any, ...]:
         labels.get(OS_ID_LABEL),
         labels.get(OS_VERSION_LABEL),
         dig(node, "status", "nodeInfo", "containerRuntimeVersion"),
+        *(labels.get(k) for k in DRIVER_UPGRADE_LABELS),
     )
 
 
@@ -101,7 +109,7 @@ def node_facts_changed() -> Funcs:
 
     def delete(event: DeleteEvent) -> bool:
         labels = dig(event.object, "metadata", "labels") or {}
-        return has_nfd_labels(labels) or is_gpu_node_by_nfd(labels)
+        return has_nfd_labels(labels) or is_gpu_node_by_nfd(labels) or bool(labels.get(OWNER))
 
     return Funcs(create=create, update=update, delete=delete)
 
@@ -198,5 +206,8 @@ def setup_gpu(manager: Manager, client: Client, options: SetupOptions) -> None:
     labeler.watch("v1", "Node", EnqueueRequestForObject(), _labels_changed())
     labeler.watch(
         API_VERSION, KIND, EnqueueRequestsFromMapFunc(every_node), GenerationChangedPredicate()
+    )
+    labeler.watch(
+        ND_API, ND_KIND, EnqueueRequestsFromMapFunc(every_node), GenerationChangedPredicate()
     )
     manager.add(labeler)
