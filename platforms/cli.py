@@ -1,6 +1,7 @@
 """``nimctl render -f FILE [--cache FILE] [--nodes FILE]``: the objects a CR would
 produce, offline. A ClusterPolicy renders against the Nodes of ``--nodes``
-(``platforms.gpu.cli``).
+(``platforms.gpu.cli``), and so do the file's NVIDIADrivers, all of them
+together where the first one stands (``platforms.gpu.nvidiadriver_cli``).
 
 Reads NIMService, NIMPipeline, NIMCache and NeMo manifests (several per file, ``-``
 for stdin; other kinds in the file, a ConfigMap say, are passed through
@@ -36,8 +37,10 @@ from api.apps.v1alpha1.nimpipeline import NIMPipeline
 from api.apps.v1alpha1.nimservice import NIMService
 from api.base import CustomResource, ObjectMeta
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
+from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriver
 from api.serialize import LoadError, load
 from platforms.gpu import cli as gpu_cli
+from platforms.gpu import nvidiadriver_cli
 from platforms.gpu.errors import RenderError as GPURenderError
 from platforms.nemo.common import RenderFailed as NemoRenderFailed
 from platforms.nemo.contract import CONTRACTS as NEMO_CONTRACTS
@@ -72,7 +75,7 @@ def main(
             raise _CliError(
                 f"{filename}: no kind {str(_kind(docs[0]))!r} in nimctl's APIs; the file holds "
                 f"only {kinds}, which nimctl render passes through next to a NIMService, "
-                "NIMCache, NIMPipeline, NIMBuild, NeMo or ClusterPolicy manifest"
+                "NIMCache, NIMPipeline, NIMBuild, NeMo, ClusterPolicy or NVIDIADriver manifest"
             )
         # A cache given with --cache wins over one of the same name in the file.
         caches = {
@@ -90,6 +93,10 @@ def main(
                 continue
             if isinstance(doc, ClusterPolicy):
                 objects.extend(_render_cluster_policy(doc, nodes, filename))
+                continue
+            if isinstance(doc, NVIDIADriver):
+                if doc is next(d for d in docs if isinstance(d, NVIDIADriver)):
+                    objects.extend(_render_nvidia_drivers(docs, nodes, filename))
                 continue
             objects.extend(_render_doc(doc, caches, filename))
     except _CliError as err:
@@ -189,8 +196,8 @@ def _render_doc(
     except InvalidResource as err:
         raise _CliError(f"{where}: {err}") from None
     raise _CliError(
-        f"{where}: nimctl render handles NIMService, NIMPipeline, NIMCache, the NeMo kinds "
-        "and ClusterPolicy"
+        f"{where}: nimctl render handles NIMService, NIMPipeline, NIMCache, the NeMo kinds, "
+        "ClusterPolicy and NVIDIADriver"
     )
 
 
@@ -212,6 +219,18 @@ def _render_cluster_policy(
         return gpu_cli.render_policy(doc, gpu_cli.read_cluster(nodes))
     except GPURenderError as err:
         raise _CliError(f"{where}: {err}") from None
+
+
+def _render_nvidia_drivers(
+    docs: list[Doc], nodes: str | None, filename: str
+) -> list[dict[str, Any]]:
+    """The file's NVIDIADrivers, together, on the cluster ``nodes`` describes."""
+    drivers = [d for d in docs if isinstance(d, NVIDIADriver)]
+    policies = [d for d in docs if isinstance(d, ClusterPolicy)]
+    try:
+        return nvidiadriver_cli.render_drivers(drivers, gpu_cli.read_cluster(nodes), policies)
+    except GPURenderError as err:
+        raise _CliError(f"{filename}: {err}") from None
 
 
 def _render_service(svc: NIMService, caches: Mapping[str | None, NIMCache]) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """``nimctl render`` for a ClusterPolicy: its states' objects on the cluster a
-``--nodes`` file describes, offline.
+``--nodes`` file describes, offline (NVIDIADrivers: ``nvidiadriver_cli``, on
+the same file).
 
 The nodes file is what ``kubectl get nodes -o yaml`` prints (a List, or a YAML
 stream of Nodes). It may also hold the ConfigMaps the driver mounts file by
@@ -71,7 +72,7 @@ def facts_from(
         kind = obj.get("kind")
         meta = obj.get("metadata") or {}
         if kind == "Node":
-            nodes.append(_assume_labelled(obj, err))
+            nodes.append(assume_labelled(obj, err))
         elif kind == "ConfigMap":
             keys = [*(obj.get("data") or {}), *(obj.get("binaryData") or {})]
             config_maps[str(meta.get("name", ""))] = keys
@@ -97,7 +98,8 @@ def facts_from(
     )
 
 
-def _assume_labelled(node: Mapping[str, Any], err: TextIO) -> dict[str, Any]:
+def assume_labelled(node: Mapping[str, Any], err: TextIO) -> dict[str, Any]:
+    """The node as node labelling would leave it: NFD-found GPU nodes get ``gpu.present``."""
     labels = dict((node.get("metadata") or {}).get("labels") or {})
     if GPU_PRESENT_LABEL in labels or not is_gpu_node_by_nfd(labels):
         return dict(node)

@@ -1,0 +1,140 @@
+"""``nimctl render`` for NVIDIADrivers: their driver DaemonSets on the ``--nodes`` cluster, offline.
+
+The NVIDIADrivers of the file are rendered together, as the controller decides
+over all of them: node ownership (``nvidia.com/gpu-operator.driver.owner``, a
+matching non-default NVIDIADriver first, else the ``default: true`` one),
+``ConflictingNodeSelector`` for overlapping selectors, one DaemonSet per node
+pool, through the same ``NVIDIADriverContract.render`` the controller uses.
+The ``--nodes`` file is read as for a ClusterPolicy (``platforms.gpu.cli``): Nodes
+as ``kubectl get nodes -o yaml`` prints them (NFD-found GPU nodes are taken as
+labelled ``gpu.present``), the driver's user ConfigMaps, and optionally the
+cluster's ClusterPolicy. A ClusterPolicy (there or in the file) without
+``driver.useNvidiaDriverCRD`` leaves every NVIDIADriver ``disabled``: nothing
+is rendered. What the controller would report instead of objects (disabled, a
+conflict, no matching node) is a note on stderr.
+
+A DaemonSet's name ends in a hash of the NVIDIADriver's ``metadata.uid``: give
+the object as the cluster returns it (``kubectl get nvd NAME -o yaml``) to get
+the names the cluster has; without a uid a note says the names will differ.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TextIO
+
+from pydantic import ValidationError
+
+from api.nvidia.v1.clusterpolicy import ClusterPolicy
+from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriver
+from platforms.contract import Observed, ReconcileError
+from platforms.gpu.cli import assume_labelled, facts_from
+from platforms.gpu.errors import RenderError
+from platforms.gpu.nvidiadriver import (
+    DISABLED_MESSAGE,
+    MULTIPLE_DEFAULTS_MESSAGE,
+    NVIDIADriverContract,
+)
+from platforms.gpu.nvidiadriver_pools import DriverSelector, assign_owners, conflicts
+from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of
+
+Obj = dict[str, Any]
+
+__all__ = ["cluster_policies", "render_drivers"]
+
+
+def cluster_policies(cluster: Iterable[Mapping[str, Any]]) -> list[ClusterPolicy]:
+    """The ClusterPolicies of the ``--nodes`` file (RenderError names an invalid one)."""
+    out: list[ClusterPolicy] = []
+    for obj in cluster:
+        if obj.get("kind") != "ClusterPolicy":
+            continue
+        try:
+            out.append(ClusterPolicy.model_validate(obj))
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            name = (obj.get("metadata") or {}).get("name", "<unnamed>")
+            raise RenderError(f"ClusterPolicy {name}: {where}: {first['msg']}") from None
+    return out
+
+
+def _active(policies: Sequence[ClusterPolicy]) -> ClusterPolicy | None:
+    """The oldest ClusterPolicy (lowest name on a tie), as the operator picks it."""
+    if not policies:
+        return None
+    return min(
+        policies,
+        key=lambda p: (str(p.metadata.creation_timestamp or ""), p.metadata.name or ""),
+    )
+
+
+def render_drivers(
+    drivers: Sequence[NVIDIADriver],
+    cluster: list[Obj],
+    policies: Sequence[ClusterPolicy] = (),
+    *,
+    err: TextIO | None = None,
+) -> list[Obj]:
+    """The objects the NVIDIADriver controller would create for ``drivers`` on ``cluster``
+    (the ``--nodes`` file's objects); notes and one line per NVIDIADriver on ``err``."""
+    err = err or sys.stderr
+    policy = _active([*policies, *cluster_policies(cluster)])
+    if policy is not None and not policy.spec.driver.use_nvidia_driver_crd:
+        for driver in drivers:
+            print(
+                f"note: NVIDIADriver {driver.metadata.name}: disabled: {DISABLED_MESSAGE} "
+                f"{policy.metadata.name}; nothing rendered",
+                file=err,
+            )
+        return []
+    facts = facts_from(cluster, environ=os.environ, err=err)
+    quiet = io.StringIO()  # facts_from has said which nodes are taken as labelled
+    nodes = tuple(assume_labelled(o, quiet) for o in cluster if o.get("kind") == "Node")
+    selectors = [
+        DriverSelector(d.metadata.name or "", dict(d.spec.node_selector or {}), d.spec.default)
+        for d in drivers
+    ]
+    defaults = sorted(s.name for s in selectors if s.default)
+    found = conflicts(selectors, nodes)
+    nvd_facts = NVIDIADriverFacts(
+        cluster=facts,
+        nodes=nodes,
+        owners=assign_owners(selectors, nodes),
+        host_paths=policy.spec.host_paths if policy is not None else None,
+    )
+    contract = NVIDIADriverContract()
+    out: list[Obj] = []
+    for driver in drivers:
+        name = driver.metadata.name or "<unnamed>"
+        if driver.spec.default and len(defaults) > 1:
+            listed = " ".join(defaults)
+            print(f"note: NVIDIADriver {name}: {MULTIPLE_DEFAULTS_MESSAGE}: [{listed}]; "
+                  "nothing rendered", file=err)  # fmt: skip
+            continue
+        if name in found:
+            print(f"note: NVIDIADriver {name}: ConflictingNodeSelector: {found[name]}; "
+                  "nothing rendered", file=err)  # fmt: skip
+            continue
+        try:
+            objects = contract.render(driver, nvd_facts)
+        except ReconcileError as error:
+            raise RenderError(f"NVIDIADriver {name}: {error}") from None
+        if not objects:
+            why = contract.readiness(driver, nvd_facts, Observed()).message
+            print(f"note: NVIDIADriver {name}: {why}; nothing rendered", file=err)
+            continue
+        pools, _ = pools_of(driver, nvd_facts)
+        listed = ", ".join(f"{p.name} ({len(p.nodes)} nodes)" for p in pools)
+        print(f"# NVIDIADriver {name}: {len(objects)} objects; pools: {listed}", file=err)
+        if not driver.metadata.uid:
+            print(
+                f"note: NVIDIADriver {name} has no metadata.uid: its DaemonSet names end in "
+                "another hash than on the cluster (render `kubectl get nvd -o yaml` to match)",
+                file=err,
+            )
+        out.extend(objects)
+    return out
