@@ -963,7 +963,11 @@ class Simulator:
             with contextlib.suppress(StatusError):
                 for ns in self.storage.list("v1", "Namespace"):
                     namespaces[name_of(ns)] = (ns.get("metadata") or {}).get("labels") or {}
-        return prefilter(pod, with_node(self.view.list("Pod")), with_node(anti), namespaces)
+
+        def bound() -> Iterator[tuple[Obj, Obj]]:  # every pod: read only for a pod with terms
+            yield from with_node(self.view.list("Pod"))
+
+        return prefilter(pod, bound(), with_node(anti), namespaces)
 
     def _claim_problem(self, pod: Obj) -> str:
         for volume in (pod.get("spec") or {}).get("volumes") or []:
