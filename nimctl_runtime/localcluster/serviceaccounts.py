@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections import deque
 from typing import Any
 
@@ -102,7 +103,8 @@ class ServiceAccountsController:
 
 
 class ServiceAccountAdmission:
-    """The ServiceAccount admission plugin's refusal of pods whose ServiceAccount is missing.
+    """The ServiceAccount admission plugin: a pod's ServiceAccount is ``default`` unless named,
+    and a pod whose ServiceAccount is missing is refused.
 
     A pod created (by a client or a simulated controller) naming a ServiceAccount
     that does not exist in its namespace is 403 ``pods "web-7d4b9-" is forbidden:
@@ -127,7 +129,11 @@ class ServiceAccountAdmission:
         ):
             return None, []
         spec = obj.get("spec") or {}
-        account = str(spec.get("serviceAccountName") or spec.get("serviceAccount") or DEFAULT)
+        account = str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "")
+        if not account:  # a pod naming none runs as ``default``, and says so
+            named = copy.deepcopy(obj)
+            named.setdefault("spec", {}).update(serviceAccountName=DEFAULT, serviceAccount=DEFAULT)
+            return named, []
         info = self.storage.resolve("v1", "ServiceAccount")
         if account == DEFAULT or self.storage.get_entry(info, attrs.namespace, account):
             return None, []

@@ -58,6 +58,9 @@ async def test_new_namespaces_have_a_default_service_account(kc: Kubectl) -> Non
     await _until(has_default)
     token = await kc.run("create", "token", "default", "-n", "nim")
     assert token.stdout.count(".") == 2
+    await kc.run("run", "shell", "--image=busybox", "-n", "nim", "--", "sleep", "3600")
+    pod = json.loads((await kc.run("get", "pod", "shell", "-n", "nim", "-o", "json")).stdout)
+    assert pod["spec"]["serviceAccountName"] == "default"  # set on admission when none is named
 
 
 async def test_a_pod_naming_a_missing_service_account_is_refused(kc: Kubectl) -> None:
