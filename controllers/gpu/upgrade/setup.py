@@ -8,7 +8,10 @@ readiness changed; a driver DaemonSet
 with a new generation, or a new ControllerRevision; and, beyond NVIDIA, an
 operand pod of the operator namespace (driver, validator) created, deleted or
 changing readiness, restarts or revision, so a node moves on as soon as its
-driver is up (or fails) instead of at the next 2-minute tick.
+driver is up (or fails) instead of at the next 2-minute tick; and a
+ClusterPolicy whose ``DriverUpgrade`` condition changed: the ClusterPolicy
+controller writes its conditions as a whole list, so a write of its own
+from an older copy can undo ours, which the next pass puts back.
 
 ``OPERATOR_NAMESPACE`` is required (``setup_gpu`` logs when it is missing).
 ``NIMCTL_DRIVER_UPGRADE_STALL_SECONDS`` (environment) sets after how long a
@@ -84,6 +87,15 @@ def _pod_changed(event: UpdateEvent) -> bool:
     return _pod_facts(event.object_old) != _pod_facts(event.object_new)
 
 
+def _upgrade_condition(policy: Mapping[str, Any]) -> Any:
+    conditions = dig(policy, "status", "conditions") or []
+    return next((cond for cond in conditions if cond.get("type") == "DriverUpgrade"), None)
+
+
+def _upgrade_condition_changed(event: UpdateEvent) -> bool:
+    return bool(_upgrade_condition(event.object_old) != _upgrade_condition(event.object_new))
+
+
 def _stall_seconds(environ: Mapping[str, str] | None) -> float:
     env = os.environ if environ is None else environ
     text = (env.get(STALL_ENV) or "").strip()
@@ -128,6 +140,9 @@ def setup_driver_upgrade(manager: Manager, client: Client, options: SetupOptions
 
     to_singleton = EnqueueRequestsFromMapFunc(singleton)
     controller.watch(CP_API, "ClusterPolicy", to_singleton, GenerationChangedPredicate())
+    controller.watch(CP_API, "ClusterPolicy", to_singleton,
+                     Funcs(create=lambda e: False, update=_upgrade_condition_changed,
+                           delete=lambda e: False))  # fmt: skip
     controller.watch(NVIDIADRIVER_API, NVIDIADRIVER_KIND, to_singleton,
                      GenerationChangedPredicate())  # fmt: skip
     controller.watch("v1", "Node", to_singleton, node_upgrade_facts_changed())
