@@ -6,7 +6,11 @@ ClusterPolicy managing the driver. The user applies
 ``disabled``), lets its upgrades delete GPU pods with an ``emptyDir`` (the demo
 NIM's), patches ``useNvidiaDriverCRD: true``, and watches the nodes
 (``kubectl get nodes -o custom-columns=...``) take their owner label and come back to ``upgrade-done`` on the NVIDIADriver's
-driver, until ``kubectl get nvd`` says ``ready``.
+driver, until ``kubectl get nvd`` says ``ready``. One node skips upgrades at
+first: there the NVIDIADriver's driver pod stays Pending beside the old one
+(``kubectl get pods`` and ``kubectl get events`` show kube-scheduler's
+anti-affinity message) and ``kubectl get nvd`` says ``notReady``, until the
+skip label is removed.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pytest
 KUBECTL = "/usr/bin/kubectl"
 STATE = "nvidia.com/gpu-driver-upgrade-state"
 OWNER = "nvidia.com/gpu-operator.driver.owner"
+SKIP = "nvidia.com/gpu-driver-upgrade.skip"
 SAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "nvidiadriver-sample.yaml"
 
 pytestmark = [
@@ -99,9 +104,29 @@ def test_the_driver_moves_to_nvidias_nvidiadriver_sample(tmp_path: Path) -> None
         patched = _kubectl(kubeconfig, "patch", "nvd", "nvidiadriver-sample", "--type", "merge",
                            "-p", policy)  # fmt: skip
         assert patched.returncode == 0, patched.stderr
+        held = nodes[0]
+        labelled = _kubectl(kubeconfig, "label", "node", held, f"{SKIP}=true")
+        assert labelled.returncode == 0, labelled.stderr
         patched = _kubectl(kubeconfig, "patch", "clusterpolicy", "cluster-policy", "--type",
                            "merge", "-p", '{"spec":{"driver":{"useNvidiaDriverCRD":true}}}')  # fmt: skip
         assert patched.returncode == 0, patched.stderr
+
+        def pending_beside_the_old_pod() -> bool:
+            out = _kubectl(kubeconfig, "get", "pods", "-n", "gpu-operator", "-l",
+                           "app.kubernetes.io/component=nvidia-driver", "--field-selector",
+                           "status.phase=Pending", "-o",
+                           "jsonpath={range .items[*]}{.status.conditions[0].message}{'\\n'}{end}"
+                           ).stdout  # fmt: skip
+            return "1 node(s) didn't match pod anti-affinity rules" in out
+
+        _wait(pending_beside_the_old_pod, 120, "the held node's new driver pod Pending")
+        events = _kubectl(kubeconfig, "get", "events", "-n", "gpu-operator", "--field-selector",
+                          "reason=FailedScheduling", "-o",
+                          "jsonpath={range .items[*]}{.message}{'\\n'}{end}").stdout  # fmt: skip
+        assert "didn't match pod anti-affinity rules" in events, events
+        assert _nvd_status(kubeconfig) == "notReady"
+        unlabelled = _kubectl(kubeconfig, "label", "node", held, f"{SKIP}-")
+        assert unlabelled.returncode == 0, unlabelled.stderr
 
         def handed_over() -> bool:
             rows = _columns(kubeconfig)
