@@ -700,7 +700,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     render.add_argument("-f", "--filename", required=True)
     render.add_argument("--cache", default=None, help="a NIMCache manifest to resolve against")
-    render.add_argument("--nodes", default=None, help="Nodes a ClusterPolicy renders against")
+    render.add_argument(
+        "--nodes", default=None, help="Nodes a ClusterPolicy or NVIDIADrivers render against"
+    )
     render.set_defaults(handler=_cmd_render)
     return parser
 
