@@ -18,6 +18,8 @@ from controllers.gpu.contract import (
     PolicyFacts,
     incomplete_driver_upgrades,
 )
+from controllers.gpu.setup import node_facts_changed
+from nimctl_runtime.handler import DeleteEvent, UpdateEvent
 from platforms.contract import Observed
 from platforms.gpu import ClusterFacts
 from platforms.gpu.images import DEFAULT_OPERATOR_ENV
@@ -123,3 +125,27 @@ def test_states_not_ready_come_first_and_keep_the_5s_poll() -> None:
     assert result.message.startswith(
         f"ClusterPolicy is not ready; states not ready: [state-device-plugin]; {NVIDIA_WORDS}; "
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "wakes"),
+    [
+        ({OWNER: "old-driver"}, {OWNER: "new-driver"}, True),
+        ({STATE: "upgrade-required"}, {STATE: "upgrade-done"}, True),
+        ({SKIP: "false"}, {SKIP: "true"}, True),
+        ({"unrelated": "a"}, {"unrelated": "b"}, False),
+    ],
+)
+def test_the_driver_upgrade_labels_wake_the_clusterpolicy(
+    old: dict[str, str], new: dict[str, str], wakes: bool
+) -> None:
+    # With no periodic requeue while only an upgrade holds it, these events are what
+    # brings the ClusterPolicy back to ready.
+    predicate = node_facts_changed()
+    assert predicate.update(UpdateEvent(node("n", **old), node("n", **new))) is wakes
+
+
+def test_deleting_an_nvidiadriver_owned_node_wakes_the_clusterpolicy() -> None:
+    predicate = node_facts_changed()
+    assert predicate.delete(DeleteEvent(node("n", **{OWNER: "driver-a"})))
+    assert not predicate.delete(DeleteEvent(node("n", unrelated="x")))
