@@ -36,10 +36,12 @@ from nimctl_runtime.localcluster.simulator.deployment import (
 from nimctl_runtime.localcluster.simulator.disruption import pdb_selects, reconcile_pdb
 from nimctl_runtime.localcluster.simulator.gpu_stack import NODE_KEY, GPUStack
 from nimctl_runtime.localcluster.simulator.interpod import (
+    AffinityTerm,
     InterPodState,
     has_required_anti_affinity,
     has_required_pod_affinity,
     prefilter,
+    required_terms,
     uses_namespace_selector,
 )
 from nimctl_runtime.localcluster.simulator.job import reconcile_job
@@ -229,7 +231,7 @@ class Simulator:
         self._unbound: set[tuple[str, str]] = set()
         # Inter-pod affinity: bound pods with required anti-affinity (checked against every
         # pod scheduled) and pending pods with required affinity (retried when pods bind).
-        self._anti_affinity_pods: dict[tuple[str, str], Obj] = {}
+        self._anti_affinity_pods: dict[tuple[str, str], tuple[Obj, tuple[AffinityTerm, ...]]] = {}
         self._affinity_waiting: set[tuple[str, str]] = set()
         self._failure_modes: dict[str, str] = {}
         self._pending_deletes: list[Delete] = []
@@ -487,7 +489,7 @@ class Simulator:
             if has_required_pod_affinity(pod):
                 self._affinity_waiting.add(key)
         elif has_required_anti_affinity(pod):
-            self._anti_affinity_pods[key] = pod
+            self._anti_affinity_pods[key] = (pod, required_terms(pod, "podAntiAffinity"))
         if node and self._affinity_waiting:
             # A bound pod may be what a pending pod's required affinity waits for.
             for namespace, name in sorted(self._affinity_waiting):
@@ -959,7 +961,7 @@ class Simulator:
 
         anti = list(self._anti_affinity_pods.values())
         namespaces: dict[str, Mapping[str, str]] = {}
-        if uses_namespace_selector(pod) or any(uses_namespace_selector(p) for p in anti):
+        if uses_namespace_selector(pod) or any(uses_namespace_selector(p) for p, _ in anti):
             with contextlib.suppress(StatusError):
                 for ns in self.storage.list("v1", "Namespace"):
                     namespaces[name_of(ns)] = (ns.get("metadata") or {}).get("labels") or {}
@@ -967,7 +969,12 @@ class Simulator:
         def bound() -> Iterator[tuple[Obj, Obj]]:  # every pod: read only for a pod with terms
             yield from with_node(self.view.list("Pod"))
 
-        return prefilter(pod, bound(), with_node(anti), namespaces)
+        def with_anti() -> Iterator[tuple[Obj, Obj, tuple[AffinityTerm, ...]]]:
+            for other, terms in anti:
+                for _, node in with_node((other,)):
+                    yield other, node, terms
+
+        return prefilter(pod, bound(), with_anti(), namespaces)
 
     def _claim_problem(self, pod: Obj) -> str:
         for volume in (pod.get("spec") or {}).get("volumes") or []:

@@ -192,25 +192,28 @@ class InterPodState:
 def prefilter(
     pod: Mapping[str, Any],
     bound: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]],
-    with_anti_affinity: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]],
+    with_anti_affinity: Iterable[
+        tuple[Mapping[str, Any], Mapping[str, Any], tuple[AffinityTerm, ...]]
+    ],
     namespace_labels: NamespaceLabels | None = None,
 ) -> InterPodState | None:
     """Count, per topology pair, the bound pods the incoming *pod*'s terms select and the
     bound pods whose anti-affinity selects it; None when nothing can constrain it.
 
     *bound* yields ``(pod, node)`` for every bound pod (read only when *pod* has
-    terms); *with_anti_affinity* the same for the bound pods that carry required
-    anti-affinity. Finished pods are skipped.
+    terms); *with_anti_affinity* ``(pod, node, required_terms(pod,
+    "podAntiAffinity"))`` for the bound pods that carry required anti-affinity
+    (resolved once per pod by the caller). Finished pods are skipped.
     """
     ns_labels: NamespaceLabels = namespace_labels or {}
     affinity = required_terms(pod, "podAffinity")
     anti = required_terms(pod, "podAntiAffinity")
     existing: Counter[Pair] = Counter()
-    for other, node in with_anti_affinity:
+    for other, node, other_terms in with_anti_affinity:
         if _finished(other):
             continue
         node_labels = _labels(node)
-        for term in required_terms(other, "podAntiAffinity"):
+        for term in other_terms:
             if term.matches(pod, ns_labels):
                 _count(existing, node_labels, term.topology_key)
     if not affinity and not anti and not existing:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.localcluster.simulator.interpod import prefilter
+from nimctl_runtime.localcluster.simulator.interpod import prefilter, required_terms
 from nimctl_runtime.localcluster.simulator.scheduling import ScheduleResult, schedule
 
 Obj = dict[str, Any]
@@ -56,9 +56,7 @@ def place(incoming: Obj, existing: list[Obj], nodes: list[Obj] = NODES,
           namespaces: dict[str, dict[str, str]] | None = None) -> ScheduleResult:  # fmt: skip
     by_name = {n["metadata"]["name"]: n for n in nodes}
     bound = [(p, by_name[p["spec"]["nodeName"]]) for p in existing]
-    with_anti = [
-        (p, n) for p, n in bound if (p["spec"].get("affinity") or {}).get("podAntiAffinity")
-    ]
+    with_anti = [(p, n, required_terms(p, "podAntiAffinity")) for p, n in bound]
     state = prefilter(incoming, bound, with_anti, namespaces)
     return schedule(incoming, nodes, {}, inter_pod=state)
 
