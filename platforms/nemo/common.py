@@ -61,6 +61,10 @@ __all__ = [
 API_PORT_NAME = "api"
 WAIT_FOR_POSTGRES = "wait-for-postgres"
 DB_MIGRATION_LIMITS = {"limits": {"cpu": "1", "memory": "1Gi"}}
+DEFAULT_USER_ID = 1000
+"""The pod's runAsUser when ``spec.userID`` is unset (NVIDIA's CRD has no default)."""
+DEFAULT_GROUP_ID = 2000
+"""The pod's runAsGroup and fsGroup when ``spec.groupID`` is unset."""
 
 CR = TypeVar("CR", bound=BaseModel)
 Obj = dict[str, Any]
@@ -433,7 +437,8 @@ class NemoRenderer(Generic[CR]):
             readiness_probe=readiness,
             startup_probe=startup,
         )
-        user_id, group_id = int(self.spec.user_id), int(self.spec.group_id)
+        user_id = DEFAULT_USER_ID if self.spec.user_id is None else int(self.spec.user_id)
+        group_id = DEFAULT_GROUP_ID if self.spec.group_id is None else int(self.spec.group_id)
         affinity = plain(self.spec.affinity) if self.spec.affinity else None
         spec = pod.pod_spec(
             [ctr],

@@ -7,7 +7,7 @@ types every NeMo kind has in common.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -247,12 +247,6 @@ class ConfigMapRef(ApiModel):
     """ConfigMap name."""
 
 
-def _operator_default(schema: dict[str, Any]) -> None:
-    """Keep a field's default out of the CRD: the operator applies it when it
-    renders, and NVIDIA's CRD stores no default (the field stays unset)."""
-    schema.pop("default", None)
-
-
 class NemoServiceSpec(ApiModel):
     """The spec fields every NeMo kind has (the kinds add their own)."""
 
@@ -288,9 +282,9 @@ class NemoServiceSpec(ApiModel):
     """ServiceMonitor."""
     replicas: Annotated[Int32, Field(ge=1)] | None = None
     """Replicas (not with `scale.enabled`)."""
-    user_id: Int64 = Field(default=1000, alias="userID", json_schema_extra=_operator_default)
+    user_id: Int64 | None = Field(default=None, alias="userID")
     """Pod runAsUser (1000 when unset)."""
-    group_id: Int64 = Field(default=2000, alias="groupID", json_schema_extra=_operator_default)
+    group_id: Int64 | None = Field(default=None, alias="groupID")
     """Pod runAsGroup and fsGroup (2000 when unset)."""
     runtime_class: str | None = None
     """Pod runtimeClassName."""

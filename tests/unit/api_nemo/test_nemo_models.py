@@ -68,7 +68,8 @@ def test_example_parses_and_round_trips_unchanged(path: Path) -> None:
 def test_defaults_are_nvidias() -> None:
     es = load(BASES["NemoEntitystore"])
     full = dump(es, defaults=True)["spec"]
-    assert full["userID"] == 1000 and full["groupID"] == 2000
+    # NVIDIA's Go types give userID/groupID no default (the pod runs as 1000/2000 when unset).
+    assert "userID" not in full and "groupID" not in full
     assert full["databaseConfig"]["port"] == 5432
     assert full["databaseConfig"]["credentials"]["passwordKey"] == "password"
     assert full["expose"]["service"]["port"] == 8000
