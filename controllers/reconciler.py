@@ -94,6 +94,11 @@ class Kind(ABC, Generic[CR, Facts]):
     """True: the desired objects do not depend on one another (NIMPipeline's
     NIMServices), so a write that fails does not stop the others; the first
     failure is reported once all were tried."""
+    shared_status: bool = False
+    """True: another controller writes part of this kind's status too (the driver
+    upgrade's ``DriverUpgrade`` condition on a ClusterPolicy). The status is then
+    written with the resourceVersion it was computed from, so a write from a stale
+    copy gets 409 Conflict and a requeue instead of undoing the other writer's part."""
 
     @abstractmethod
     def parse(self, obj: Obj) -> CR:
@@ -222,7 +227,11 @@ class KindReconciler(Generic[CR, Facts]):
             return Result(requeue=True)
         except ReconcileError as exc:
             status = k.status(progress[-1], _failed(exc.reason, exc.message), Observed())
-            if await self._write_status(obj, status):
+            try:
+                failed_written = await self._write_status(obj, status)
+            except Conflict:
+                return Result(requeue=True)
+            if failed_written:
                 event = k.failure_event(obj, exc.message)
                 if event is not None:
                     self.recorder.event(obj, *event)
@@ -234,7 +243,11 @@ class KindReconciler(Generic[CR, Facts]):
         if done is not None and readiness.ready:
             status = await k.complete_status(done[0], obj, done[1], status, observed)
         wait = self._message_wait(obj, status)
-        if wait is None and await self._write_status(obj, status):
+        try:
+            written = wait is None and await self._write_status(obj, status)
+        except Conflict:
+            return Result(requeue=True)
+        if written:
             event = k.status_event(obj, readiness, old_status, status)
             if event is not None:
                 self.recorder.event(obj, *event)
@@ -416,11 +429,14 @@ class KindReconciler(Generic[CR, Facts]):
         current = self._current_status(obj)
         if _same_status(current, status):
             return False
+        body: Obj = {"status": _merge_patch(current, status)}
+        if self.kind.shared_status:
+            body["metadata"] = {"resourceVersion": rv}
         await self.client.patch(
             self.kind.api_version,
             self.kind.kind,
             name,
-            {"status": _merge_patch(current, status)},
+            body,
             namespace=namespace or None,
             patch_type="merge",
             subresource="status",

@@ -134,6 +134,7 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
     finalizer = None
     create_only = frozenset({"ServiceAccount"})
     keep_on_prune: frozenset[str] = frozenset()
+    shared_status = True  # the driver upgrade controller sets the DriverUpgrade condition
 
     def __init__(
         self, *, config: GPUConfig, capabilities: Capabilities, api_reader: KeyReader
