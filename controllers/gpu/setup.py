@@ -32,6 +32,7 @@ from controllers.gpu.clusterpolicy import (
     ClusterPolicyKind,
     ClusterPolicyReconciler,
 )
+from controllers.gpu.coalesce import Coalesced
 from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
 from controllers.gpu.contract import API_VERSION, KIND, ClusterPolicyContract
 from controllers.gpu.nodelabeling import ND_API, ND_KIND, NodeLabelingReconciler
@@ -183,9 +184,15 @@ def setup_gpu(manager: Manager, client: Client, options: SetupOptions) -> None:
     )
     for api_version, kind in owned:
         cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
-        policy.watch(api_version, kind, EnqueueRequestForOwner(API_VERSION, KIND))
-    policy.watch("v1", "Node", EnqueueRequestsFromMapFunc(every_policy), node_facts_changed())
-    policy.watch("v1", "Pod", EnqueueRequestsFromMapFunc(every_policy), _driver_pod_changed())
+        policy.watch(api_version, kind, Coalesced(EnqueueRequestForOwner(API_VERSION, KIND)))
+    # Node, driver-pod and operand events come in O(nodes) while a rollout runs and
+    # each reconcile reads every node: they share one reconcile per COALESCE_SECONDS.
+    policy.watch(
+        "v1", "Node", Coalesced(EnqueueRequestsFromMapFunc(every_policy)), node_facts_changed()
+    )
+    policy.watch(
+        "v1", "Pod", Coalesced(EnqueueRequestsFromMapFunc(every_policy)), _driver_pod_changed()
+    )
     manager.add(policy)
 
     labeler = Controller(
