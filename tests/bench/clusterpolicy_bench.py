@@ -2,6 +2,11 @@
 
 Run: ``.venv/bin/python -m tests.bench.clusterpolicy_bench [--nodes 100 1000] [--steady-seconds S]``
 
+With ``NIMCTL_BENCH_PROFILE=DIR`` set, cProfile statistics are written to
+``DIR/operator-N.prof`` (the operator, from applying the ClusterPolicy until
+ready) and ``DIR/cluster-N.prof`` (the cluster process, its whole life), to read
+with ``python -m pstats``.
+
 The LocalCluster (API server and the simulated GPU stack on every node) runs
 in a child process, so the memory figures are the operator's alone. For each
 size, printed figures:
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import itertools
 import os
 import resource
@@ -82,6 +88,11 @@ async def _serve_cluster(kubeconfig: str, profile: str) -> None:
         print("ready", flush=True)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, sys.stdin.read)
+
+
+def _profile_dir() -> Path | None:
+    value = os.environ.get("NIMCTL_BENCH_PROFILE")
+    return Path(value) if value else None
 
 
 async def _advertising(admin: Client) -> int:
@@ -190,7 +201,10 @@ async def run(nodes: int, steady_seconds: float, memory: bool) -> tuple[int, int
             await asyncio.sleep(2.0)
             writes0 = len(op.client.object_writes())
             policy = YAML(typ="safe").load(SAMPLE.read_text())
+            profiler = cProfile.Profile() if _profile_dir() else None
             t0, cpu0 = time.monotonic(), _cpu()
+            if profiler is not None:
+                profiler.enable()
             await admin.create(policy)
             while True:
                 advertising = await _advertising(admin)
@@ -204,6 +218,11 @@ async def run(nodes: int, steady_seconds: float, memory: bool) -> tuple[int, int
                 )
                 await asyncio.sleep(2.0)
             t_ready, cpu_ready = time.monotonic() - t0, _cpu() - cpu0
+            out = _profile_dir()
+            if profiler is not None and out is not None:
+                profiler.disable()
+                out.mkdir(parents=True, exist_ok=True)
+                profiler.dump_stats(str(out / f"operator-{nodes}.prof"))
             # Settle: late status changes of the last pods.
             settle = time.monotonic()
             while time.monotonic() - settle < 120:
@@ -275,7 +294,19 @@ def main() -> None:
         from nimctl_runtime.logsetup import configure_logging
 
         configure_logging("console", "warning")
-        asyncio.run(_serve_cluster(*args.serve_cluster))
+        out = _profile_dir()
+        if out is None:
+            asyncio.run(_serve_cluster(*args.serve_cluster))
+            return
+        nodes = YAML(typ="safe").load(Path(args.serve_cluster[1]).read_text())["pools"][0]["count"]
+        profiler = cProfile.Profile()
+        profiler.enable()
+        try:
+            asyncio.run(_serve_cluster(*args.serve_cluster))
+        finally:
+            profiler.disable()
+            out.mkdir(parents=True, exist_ok=True)
+            profiler.dump_stats(str(out / f"cluster-{nodes}.prof"))
         return
     results = [asyncio.run(run(n, args.steady_seconds, args.memory)) for n in args.nodes]
     if args.memory and len(results) > 1:

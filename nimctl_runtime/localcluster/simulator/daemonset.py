@@ -64,9 +64,13 @@ def daemon_pod_template(ds: Obj) -> Obj:
     return template
 
 
-def should_run(ds: Obj, node: Obj) -> bool:
-    """Whether *ds* wants a pod on *node* (nodeSelector, affinity, taints)."""
-    pod = daemon_pod_template(ds)
+def should_run(ds: Obj, node: Obj, template: Obj | None = None) -> bool:
+    """Whether *ds* wants a pod on *node* (nodeSelector, affinity, taints).
+
+    *template* is ``daemon_pod_template(ds)`` when the caller already has it (one
+    copy for every node, not one per node).
+    """
+    pod = template if template is not None else daemon_pod_template(ds)
     return (
         node_selector_matches(pod, node)
         and node_affinity_matches(pod, node)
@@ -117,14 +121,16 @@ def reconcile_daemonset(ds: Obj, ctx: Context) -> list[Action]:
     spec = ds.get("spec") or {}
     min_ready = int(spec.get("minReadySeconds") or 0)
     nodes = {name_of(n): n for n in ctx.view.list("Node")}
-    eligible = sorted(n for n, node in nodes.items() if should_run(ds, node))
+    template = daemon_pod_template(ds)
+    eligible_nodes = {n for n, node in nodes.items() if should_run(ds, node, template)}
+    eligible = sorted(eligible_nodes)
     by_node: dict[str, list[Obj]] = {}
     for pod in ctx.view.owned(ds, "Pod"):
         by_node.setdefault(_pod_node(pod), []).append(pod)
 
     for node_name, pods in sorted(by_node.items()):
         live = [p for p in pods if not is_deleting(p)]
-        if node_name not in eligible:
+        if node_name not in eligible_nodes:
             for pod in live:
                 actions.append(Delete("v1", "Pod", namespace_of(pod), name_of(pod)))
             continue
@@ -178,7 +184,7 @@ def reconcile_daemonset(ds: Obj, ctx: Context) -> list[Action]:
         live = [p for p in pods if not is_deleting(p)]
         if not live:
             continue
-        if node_name not in eligible:
+        if node_name not in eligible_nodes:
             misscheduled += 1
             continue
         scheduled += 1

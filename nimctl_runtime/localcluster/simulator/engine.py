@@ -89,9 +89,11 @@ from nimctl_runtime.localcluster.simulator.pulls import (
     pull_secret_names,
 )
 from nimctl_runtime.localcluster.simulator.scheduling import (
+    ScheduleResult,
     Usage,
     add_usage,
     node_allocatable,
+    pinned_node_names,
     pod_requests,
     schedule,
     toleration_tolerates,
@@ -923,13 +925,18 @@ class Simulator:
                 )
                 return
             nodes = [n for n in nodes if name_of(n) in names]
-        result = schedule(
-            pod,
-            nodes,
-            usage=self._node_usage,
-            allocatable={name_of(n): self._allocatable_of(n) for n in nodes},
-            inter_pod=self._inter_pod(pod),
-        )
+        inter_pod = self._inter_pod(pod)
+        pinned = pinned_node_names(pod)
+        result = None
+        if pinned is not None:
+            # NodeAffinity PreFilter: a pinned pod (a DaemonSet's) is checked against
+            # its node(s) only; the whole list is walked only to say why it does not fit.
+            candidates = [n for n in nodes if name_of(n) in pinned]
+            result = self._schedule_on(pod, candidates, inter_pod)
+            if result.node_name is None:
+                result = None
+        if result is None:
+            result = self._schedule_on(pod, nodes, inter_pod)
         if result.node_name is None:
             await self._unschedulable(pod, "Unschedulable", result.message)
             return
@@ -943,6 +950,17 @@ class Simulator:
             "Normal",
             "Scheduled",
             f"Successfully assigned {namespace_of(pod)}/{name_of(pod)} to {result.node_name}",
+        )
+
+    def _schedule_on(
+        self, pod: Obj, nodes: list[Obj], inter_pod: InterPodState | None
+    ) -> ScheduleResult:
+        return schedule(
+            pod,
+            nodes,
+            usage=self._node_usage,
+            allocatable={name_of(n): self._allocatable_of(n) for n in nodes},
+            inter_pod=inter_pod,
         )
 
     def _inter_pod(self, pod: Obj) -> InterPodState | None:

@@ -136,6 +136,32 @@ def node_affinity_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bo
     return any(node_selector_term_matches(t, node) for t in terms)
 
 
+def pinned_node_names(pod: Mapping[str, Any]) -> set[str] | None:
+    """The only nodes the pod's required node affinity can match, or None when any may.
+
+    kube-scheduler's NodeAffinity PreFilter: when every ``nodeSelectorTerm`` has a
+    ``matchFields metadata.name In`` requirement (how DaemonSet pods are pinned),
+    the union of those names bounds the feasible nodes, so the others need no check.
+    """
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    terms = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+        "nodeSelectorTerms"
+    ) or []
+    if not terms:
+        return None
+    names: set[str] = set()
+    for term in terms:
+        pins = [
+            {str(v) for v in req.get("values") or []}
+            for req in term.get("matchFields") or []
+            if req.get("key") == "metadata.name" and req.get("operator") == "In"
+        ]
+        if not pins:
+            return None
+        names |= set.intersection(*pins)
+    return names
+
+
 def toleration_tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     """Whether one toleration tolerates one taint (core/v1 ``Toleration.ToleratesTaint``)."""
     effect = toleration.get("effect") or ""

@@ -159,6 +159,54 @@ async def test_daemonset_with_gpu_node_selector_runs_on_gpu_nodes_only(api: k8s.
     assert all(p.metadata.labels["controller-revision-hash"] == hash_ for p in pods)
 
 
+async def test_daemonset_pod_too_big_for_its_node_says_why_for_every_node(
+    api: k8s.ApiClient,
+) -> None:
+    # A DaemonSet pod is pinned to one node; when it does not fit there, its
+    # FailedScheduling message still accounts for every node of the cluster.
+    apps, core = k8s.AppsV1Api(api), k8s.CoreV1Api(api)
+    ds = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "greedy-agent", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "greedy-agent"}},
+            "template": {
+                "metadata": {"labels": {"app": "greedy-agent"}},
+                "spec": {
+                    "nodeSelector": {"feature.node.kubernetes.io/pci-10de.present": "true"},
+                    "containers": [
+                        {
+                            "name": "agent",
+                            "image": "nginx:1.27",
+                            "resources": {"limits": {"nvidia.com/gpu": "16"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+    await apps.create_namespaced_daemon_set("default", ds)
+
+    async def pending() -> Any:
+        pods = (await core.list_namespaced_pod("default", label_selector="app=greedy-agent")).items
+        conds = [
+            c
+            for p in pods
+            for c in p.status.conditions or []
+            if c.type == "PodScheduled" and c.status == "False"
+        ]
+        return (pods, conds) if len(conds) == 2 else None
+
+    pods, conds = await eventually(pending)
+    assert all(p.spec.node_name is None for p in pods)
+    for cond in conds:
+        assert cond.reason == "Unschedulable"
+        assert cond.message.startswith("0/3 nodes are available")
+        assert "Insufficient nvidia.com/gpu" in cond.message
+        assert "didn't match Pod's node affinity/selector" in cond.message
+
+
 async def test_job_with_catalogued_image_completes_and_serves_its_log(
     api: k8s.ApiClient, ext: Extensions
 ) -> None:

@@ -1,7 +1,11 @@
 from typing import Any
 
 from nimctl_runtime.localcluster.simulator.nodes import build_nodes, load_profile
-from nimctl_runtime.localcluster.simulator.scheduling import fit_failures, schedule
+from nimctl_runtime.localcluster.simulator.scheduling import (
+    fit_failures,
+    pinned_node_names,
+    schedule,
+)
 
 
 def pod(**spec: Any) -> dict[str, Any]:
@@ -89,3 +93,32 @@ def test_gpu_operator_profile_has_gfd_labels() -> None:
     assert labels["nvidia.com/gpu.present"] == "true"
     assert labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
     assert "nvidia.com/gpu.present" not in nodes[2]["metadata"]["labels"]
+
+
+def _pinned(*terms: list[dict[str, Any]]) -> dict[str, Any]:
+    return pod(
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchFields": t} for t in terms]
+                }
+            }
+        }
+    )
+
+
+def _name_in(*names: str) -> dict[str, Any]:
+    return {"key": "metadata.name", "operator": "In", "values": list(names)}
+
+
+def test_pinned_node_names_bound_the_nodes_a_daemonset_pod_can_use() -> None:
+    # One term per node name (a DaemonSet pod): only that node; several terms: their union.
+    assert pinned_node_names(_pinned([_name_in("gpu-node-1")])) == {"gpu-node-1"}
+    assert pinned_node_names(_pinned([_name_in("a")], [_name_in("b", "c")])) == {"a", "b", "c"}
+    # Two pins in one term must both hold.
+    assert pinned_node_names(_pinned([_name_in("a", "b"), _name_in("b", "c")])) == {"b"}
+    # A term with no name pin (or NotIn) could match any node: no bound.
+    assert pinned_node_names(_pinned([_name_in("a")], [])) is None
+    not_in = {"key": "metadata.name", "operator": "NotIn", "values": ["a"]}
+    assert pinned_node_names(_pinned([not_in])) is None
+    assert pinned_node_names(pod()) is None
