@@ -234,6 +234,8 @@ class Simulator:
         # Inter-pod affinity: bound pods with required anti-affinity (checked against every
         # pod scheduled) and pending pods with required affinity (retried when pods bind).
         self._anti_affinity_pods: dict[tuple[str, str], tuple[Obj, tuple[AffinityTerm, ...]]] = {}
+        # Those of them whose terms select namespaces by label (known when indexed).
+        self._anti_namespace_selectors: set[tuple[str, str]] = set()
         self._affinity_waiting: set[tuple[str, str]] = set()
         self._failure_modes: dict[str, str] = {}
         self._pending_deletes: list[Delete] = []
@@ -481,6 +483,7 @@ class Simulator:
             add_usage(self._node_usage.setdefault(previous[0], {}), previous[1], -1)
         self._unbound.discard(key)
         self._anti_affinity_pods.pop(key, None)
+        self._anti_namespace_selectors.discard(key)
         self._affinity_waiting.discard(key)
         if deleted:
             self._requests.pop(uid_of(pod), None)
@@ -492,6 +495,8 @@ class Simulator:
                 self._affinity_waiting.add(key)
         elif has_required_anti_affinity(pod):
             self._anti_affinity_pods[key] = (pod, required_terms(pod, "podAntiAffinity"))
+            if uses_namespace_selector(pod):
+                self._anti_namespace_selectors.add(key)
         if node and self._affinity_waiting:
             # A bound pod may be what a pending pod's required affinity waits for.
             for namespace, name in sorted(self._affinity_waiting):
@@ -979,7 +984,7 @@ class Simulator:
 
         anti = list(self._anti_affinity_pods.values())
         namespaces: dict[str, Mapping[str, str]] = {}
-        if uses_namespace_selector(pod) or any(uses_namespace_selector(p) for p, _ in anti):
+        if uses_namespace_selector(pod) or self._anti_namespace_selectors:
             with contextlib.suppress(StatusError):
                 for ns in self.storage.list("v1", "Namespace"):
                     namespaces[name_of(ns)] = (ns.get("metadata") or {}).get("labels") or {}

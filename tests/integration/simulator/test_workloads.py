@@ -302,3 +302,61 @@ async def test_deleting_a_deployment_garbage_collects_replicasets_and_pods(
         return not [r for r in rs if r.metadata.name.startswith("doomed-")] and not pods
 
     await eventually(all_gone)
+
+
+async def test_existing_anti_affinity_with_a_namespace_selector_keeps_selected_pods_away(
+    api: k8s.ApiClient,
+) -> None:
+    # A bound pod's anti-affinity selects pods by namespace label: pods in a
+    # labelled namespace find no node, pods elsewhere schedule.
+    core = k8s.CoreV1Api(api)
+    for name, labels in (("ml", {"team": "ml"}), ("web", {})):
+        await core.create_namespace({"metadata": {"name": name, "labels": labels}})
+    guard = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "guard", "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "main", "image": "nginx:1.27"}],
+            "affinity": {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {"matchLabels": {"app": "worker"}},
+                            "namespaceSelector": {"matchLabels": {"team": "ml"}},
+                            "topologyKey": "kubernetes.io/os",
+                        }
+                    ]
+                }
+            },
+        },
+    }
+    await core.create_namespaced_pod("default", guard)
+
+    async def bound(name: str, namespace: str) -> Any:
+        return (await core.read_namespaced_pod(name, namespace)).spec.node_name
+
+    await eventually(lambda: bound("guard", "default"))
+
+    def worker(namespace: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "worker", "namespace": namespace, "labels": {"app": "worker"}},
+            "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]},
+        }
+
+    await core.create_namespaced_pod("web", worker("web"))
+    await eventually(lambda: bound("worker", "web"))
+    await core.create_namespaced_pod("ml", worker("ml"))
+
+    async def refused() -> Any:
+        p = await core.read_namespaced_pod("worker", "ml")
+        for c in p.status.conditions or []:
+            if c.type == "PodScheduled" and c.status == "False":
+                return c
+        return None
+
+    cond = await eventually(refused)
+    assert "didn't satisfy existing pods anti-affinity rules" in cond.message
+    assert cond.message.startswith("0/3 nodes are available")
