@@ -205,11 +205,9 @@ class KindReconciler(Generic[CR, Facts]):
         finalizers = list(meta.get("finalizers") or [])
         if meta.get("deletionTimestamp"):
             await k.cleanup(obj, self.cache, self.client)
-            await self._release_finalizer(obj)
-            return Result()
+            return await self._release_finalizer(obj)
         if namespace and await self._namespace_terminating(namespace):
-            await self._release_finalizer(obj)
-            return Result()
+            return await self._release_finalizer(obj)
         wanted = [f for f in finalizers if f not in k.stale_finalizers]
         if self.use_finalizer and k.finalizer and k.finalizer not in wanted:
             wanted.append(k.finalizer)
@@ -237,8 +235,7 @@ class KindReconciler(Generic[CR, Facts]):
                     self.recorder.event(obj, *event)
             raise
         except _Terminating:
-            await self._release_finalizer(obj)
-            return Result()
+            return await self._release_finalizer(obj)
         status = k.status(progress[-1], readiness, observed)
         if done is not None and readiness.ready:
             status = await k.complete_status(done[0], obj, done[1], status, observed)
@@ -386,15 +383,22 @@ class KindReconciler(Generic[CR, Facts]):
 
     # -- writes ------------------------------------------------------------------
 
-    async def _release_finalizer(self, obj: Obj) -> None:
+    async def _release_finalizer(self, obj: Obj) -> Result:
+        """Remove our finalizers. A stale copy (409) is retried from the cache, quietly:
+        a conflict is routine while the namespace controller deletes around us."""
         ours = {self.kind.finalizer, *self.kind.stale_finalizers} - {None}
         finalizers = list((obj.get("metadata") or {}).get("finalizers") or [])
         kept = [f for f in finalizers if f not in ours]
         if kept != finalizers:
-            with contextlib.suppress(NotFound):
+            try:
                 await patch_finalizers(
                     self.client, self.kind.api_version, self.kind.kind, obj, kept
                 )
+            except NotFound:
+                pass
+            except Conflict:
+                return Result(requeue=True)
+        return Result()
 
     async def _namespace_terminating(self, namespace: str) -> bool:
         try:

@@ -60,7 +60,8 @@ class _StrictAPI(FakeAPI):
     """A merge patch naming a resourceVersion is refused unless it is the live one."""
 
     async def patch(self, api_version: str, kind: str, name: str, body: Any, **kw: Any) -> Obj:
-        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        meta = body.get("metadata") if isinstance(body, dict) else None
+        wanted = (meta or {}).get("resourceVersion")
         live = self.objects[(api_version, kind, "", name)]
         if wanted is not None and wanted != live["metadata"]["resourceVersion"]:
             self.writes.append(("conflict", kind, name))
@@ -121,3 +122,37 @@ async def test_without_shared_status_the_stale_write_wins() -> None:
     conditions = _live_conditions(api)
     assert find_condition(conditions, "Ready") is not None
     assert find_condition(conditions, "DriverUpgrade") is None
+
+
+async def test_a_stale_finalizer_release_is_retried_quietly() -> None:
+    """Releasing our finalizer from a stale copy (the namespace controller deletes
+    around us) gets 409: the pass asks to be retried instead of failing with an error."""
+    api = _StrictAPI()
+    seeded = api.put(
+        {
+            "apiVersion": API,
+            "kind": KIND,
+            "metadata": {
+                "name": "p",
+                "namespace": "",
+                "finalizers": ["example.com/cleanup"],
+                "deletionTimestamp": "2026-01-01T00:00:00Z",
+            },
+        }
+    )
+    stale = copy.deepcopy(seeded)
+    api._bump(api.objects[(API, KIND, "", "p")])  # someone else wrote since
+    kind = _PolicyKind(shared=False)
+    kind.finalizer = "example.com/cleanup"
+    cache = _Cache(stale)
+    r: KindReconciler[Obj, None] = KindReconciler(
+        kind=kind, cache=cache, client=api, api_reader=api, recorder=FakeRecorder()
+    )
+    result = await r.reconcile(Request(namespace="", name="p"))
+    assert result.requeue
+    assert api.objects[(API, KIND, "", "p")]["metadata"]["finalizers"] == ["example.com/cleanup"]
+
+    cache.obj = copy.deepcopy(api.objects[(API, KIND, "", "p")])
+    result = await r.reconcile(Request(namespace="", name="p"))
+    assert not result.requeue
+    assert api.objects[(API, KIND, "", "p")]["metadata"]["finalizers"] == []
