@@ -95,10 +95,17 @@ async def owned_kinds(env: Installed) -> set[tuple[str, str]]:
     out = set()
     for ctrl in await controllers_of(env):
         for watch in ctrl.watches:
-            if isinstance(watch.handler, EnqueueRequestForOwner):
+            if isinstance(unwrapped(watch.handler), EnqueueRequestForOwner):
                 mapping = await env.operator.client.mapper.rest_mapping(watch.api_version, watch.kind)
                 out.add((mapping.group, mapping.resource))
     return out
+
+
+def unwrapped(handler: Any) -> Any:
+    """The handler a wrapper (``controllers.gpu.coalesce.Coalesced``) delegates to."""
+    while hasattr(handler, "inner"):
+        handler = handler.inner
+    return handler
 
 
 async def controllers_of(env: Installed) -> list[Any]:
@@ -216,9 +223,9 @@ async def test_cluster_role_covers_every_kind_the_controllers_watch_and_own(env:
         for watch in ctrl.watches:
             mapping = await client.mapper.rest_mapping(watch.api_version, watch.kind)
             verbs = {"": ["list", "watch"]}
-            if isinstance(watch.handler, EnqueueRequestForOwner):
+            if isinstance(unwrapped(watch.handler), EnqueueRequestForOwner):
                 verbs[""] += ["create", "delete"]  # updates: where the audit run shows them
-            if isinstance(watch.handler, EnqueueRequestForObject) and mapping.group.endswith("nvidia.com"):
+            if isinstance(unwrapped(watch.handler), EnqueueRequestForObject) and mapping.group.endswith("nvidia.com"):
                 verbs["status"] = ["patch"]  # our custom resources report status
             for sub, sub_verbs in verbs.items():
                 for verb in sub_verbs:
