@@ -22,8 +22,17 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from api.base import CustomResource
+from nimctl_runtime.meta import name_of
+from platforms.contract import ReconcileError
 
-__all__ = ["MAX_PROBLEMS", "InvalidResource", "apply_defaults", "parse", "spec_json"]
+__all__ = [
+    "MAX_PROBLEMS",
+    "InvalidResource",
+    "apply_defaults",
+    "parse",
+    "parse_or_fail",
+    "spec_json",
+]
 
 M = TypeVar("M", bound=CustomResource)
 B = TypeVar("B", bound=BaseModel)
@@ -48,6 +57,16 @@ def parse(model: type[M], obj: M | Mapping[str, Any]) -> M:
         return model.model_validate(obj)
     except ValidationError as err:
         raise InvalidResource(model.kind_info.kind, _problems(err)) from None
+
+
+def parse_or_fail(model: type[M], obj: Mapping[str, Any], reason: str) -> M:
+    """``obj`` as ``model``, or a ``ReconcileError`` with ``reason`` naming the first
+    field problem (``invalid ClusterPolicy cp: spec.driver.version: ...``)."""
+    try:
+        return parse(model, obj)
+    except InvalidResource as err:
+        first = err.problems[0] if err.problems else "does not fit its schema"
+        raise ReconcileError(f"invalid {err.kind} {name_of(obj)}: {first}", reason=reason) from None
 
 
 def spec_json(value: BaseModel) -> dict[str, Any]:

@@ -27,8 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-from pydantic import ValidationError
-
 from api.nvidia.v1.clusterpolicy import (
     CONDITION_ERROR,
     CONDITION_READY,
@@ -56,7 +54,7 @@ from nimctl_runtime.client.interfaces import KeyReader, Reader
 from nimctl_runtime.meta import dig, name_of, namespace_of, set_condition
 from nimctl_runtime.reconcile import Request, Result
 from platforms.capabilities import Capabilities
-from platforms.contract import Blocked, Observed, Readiness, ReconcileError
+from platforms.contract import Blocked, Observed, Readiness
 from platforms.gpu import ORPHAN, ClusterFacts
 from platforms.gpu.facts import (
     GPU_PRESENT_LABEL,
@@ -64,6 +62,7 @@ from platforms.gpu.facts import (
     SERVICE_MONITOR,
     is_gpu_node_by_nfd,
 )
+from platforms.parsing import parse_or_fail
 
 Obj = dict[str, Any]
 
@@ -147,16 +146,7 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         self.api_reader = api_reader
 
     def parse(self, obj: Obj) -> ClusterPolicy:
-        try:
-            return ClusterPolicy.model_validate(obj)
-        except ValidationError as err:
-            errors = err.errors()
-            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
-            what = errors[0]["msg"] if errors else str(err)
-            raise ReconcileError(
-                f"invalid ClusterPolicy {name_of(obj)}: {where}: {what}",
-                reason=REASON_RECONCILE_FAILED,
-            ) from None
+        return parse_or_fail(ClusterPolicy, obj, REASON_RECONCILE_FAILED)
 
     async def gather(self, cr: ClusterPolicy, obj: Obj, reader: Reader) -> PolicyFacts:
         # Read by the reconciler (one worker: this pass's policy decides).

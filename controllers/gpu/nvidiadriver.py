@@ -51,7 +51,7 @@ from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
 from nimctl_runtime.meta import dig, name_of, set_condition
 from nimctl_runtime.reconcile import Request, Result
-from platforms.contract import Blocked, Observed, Readiness, ReconcileError
+from platforms.contract import Blocked, Observed, Readiness
 from platforms.gpu.facts import ClusterFacts
 from platforms.gpu.nvidiadriver import (
     API_VERSION,
@@ -68,6 +68,7 @@ from platforms.gpu.nvidiadriver_pools import (
     conflicts,
 )
 from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts
+from platforms.parsing import parse_or_fail
 
 Obj = dict[str, Any]
 
@@ -152,16 +153,7 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
         self.api_reader = api_reader
 
     def parse(self, obj: Obj) -> NVIDIADriver:
-        try:
-            return NVIDIADriver.model_validate(obj)
-        except ValidationError as err:
-            errors = err.errors()
-            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
-            what = errors[0]["msg"] if errors else str(err)
-            raise ReconcileError(
-                f"invalid NVIDIADriver {name_of(obj)}: {where}: {what}",
-                reason=REASON_RECONCILE_FAILED,
-            ) from None
+        return parse_or_fail(NVIDIADriver, obj, REASON_RECONCILE_FAILED)
 
     async def gather(self, cr: NVIDIADriver, obj: Obj, reader: Reader) -> NVIDIADriverFacts:
         enabled, cp_obj = driver_mode(await reader.list(CP_API, "ClusterPolicy"))
