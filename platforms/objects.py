@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from api.base import CustomResource
 from api.serialize import dump
 from nimctl_runtime.meta import dig
+from platforms.parsing import drop_none as _drop_none
 
 __all__ = ["CRInput", "as_dict", "dig"]
 
@@ -39,11 +40,3 @@ def as_dict(obj: CRInput) -> dict[str, Any]:
     # A JSON round trip copies faster than deepcopy and leaves only JSON types.
     copied: dict[str, Any] = _drop_none(json.loads(json.dumps(obj, default=str)))
     return copied
-
-
-def _drop_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_none(v) for v in value]
-    return value

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_PROBLEMS",
     "InvalidResource",
     "apply_defaults",
+    "drop_none",
     "parse",
     "parse_or_fail",
     "spec_json",
@@ -73,7 +74,7 @@ def spec_json(value: BaseModel) -> dict[str, Any]:
     """A spec (or part of one) as the JSON it was parsed from: the fields that were
     given, without nulls. Parsed from the API server, that is the stored object,
     CRD defaults included; parsed from a file, what the user wrote."""
-    out: dict[str, Any] = _drop_none(
+    out: dict[str, Any] = drop_none(
         value.model_dump(by_alias=True, exclude_unset=True, exclude_none=True, mode="json")
     )
     return out
@@ -145,9 +146,10 @@ def _path(loc: Iterable[int | str]) -> str:
     return text
 
 
-def _drop_none(value: Any) -> Any:
+def drop_none(value: Any) -> Any:
+    """``value`` without null fields, all the way down."""
     if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+        return {k: drop_none(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_drop_none(v) for v in value]
+        return [drop_none(v) for v in value]
     return value
