@@ -11,7 +11,9 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 RUN python -m venv /opt/nimctl
 COPY pyproject.toml README.md constraints.txt ./
+COPY nimctl ./nimctl
 COPY nimctl_runtime ./nimctl_runtime
+COPY localcluster ./localcluster
 COPY api ./api
 COPY controllers ./controllers
 COPY webhooks ./webhooks

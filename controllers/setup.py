@@ -9,7 +9,7 @@ index those prunes read. The filtered cache keeps only objects labelled
 ``app.kubernetes.io/managed-by=k8s-nim-operator`` for the kinds NVIDIA filters.
 
 ``CONTROLLERS`` lists every controller with the group it belongs to (``nim``,
-``nemo``, ``gpu``); ``nimctl_runtime.cli`` calls ``setup_controllers`` with the
+``nemo``, ``gpu``); ``nimctl.operator`` calls ``setup_controllers`` with the
 groups the user enabled. Adding a kind is one ``setup_<kind>`` function and
 one ``CONTROLLERS`` entry.
 """

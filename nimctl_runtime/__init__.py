@@ -2,7 +2,7 @@
 
 It knows Kubernetes and nothing of NIM. Sub-packages follow controller-runtime's
 split: client (config, REST mapping, typed errors), cache (Reflector, Store,
-SharedInformer, label-filtered Cache), webhook (AdmissionReview server) and
-localcluster (the in-process API server used by tests and `nimctl local`).
-Only `nimctl_runtime.cli` may import the operator's own packages.
+SharedInformer, label-filtered Cache) and webhook (AdmissionReview server).
+It imports none of the operator's own packages (api, manifests, platforms,
+controllers, webhooks), nor localcluster or the program (nimctl).
 """

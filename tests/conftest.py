@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nimctl_runtime.localcluster.cluster import LocalCluster
+from localcluster.cluster import LocalCluster
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """ClusterPolicy's binding to the reconciler skeleton: the singleton, the facts, NVIDIA's status.
 
-``controllers.gpu.contract.ClusterPolicyContract`` decides what a ClusterPolicy
+``platforms.gpu.contract.ClusterPolicyContract`` decides what a ClusterPolicy
 becomes and when it is ready; the skeleton creates, updates by hash
 (``nvidia.com/last-applied-hash``) and prunes. This module adds:
 
@@ -40,13 +40,6 @@ from api.nvidia.v1.clusterpolicy import (
 from controllers.gpu import metrics
 from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL
 from controllers.gpu.config import GPUConfig
-from controllers.gpu.contract import (
-    API_VERSION,
-    KIND,
-    ClusterPolicyContract,
-    PolicyFacts,
-    incomplete_driver_upgrades,
-)
 from controllers.plan import Action, key
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
@@ -56,6 +49,13 @@ from nimctl_runtime.reconcile import Request, Result
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.gpu import ORPHAN, ClusterFacts
+from platforms.gpu.contract import (
+    API_VERSION,
+    KIND,
+    ClusterPolicyContract,
+    PolicyFacts,
+    incomplete_driver_upgrades,
+)
 from platforms.gpu.facts import (
     GPU_PRESENT_LABEL,
     PROMETHEUS_RULE,

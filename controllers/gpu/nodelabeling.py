@@ -21,13 +21,13 @@ from typing import Any
 
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from controllers.gpu.clusterpolicy import active_policy
-from controllers.gpu.contract import API_VERSION, KIND
 from controllers.gpu.nodelabels import driver_auto_upgrades, node_patch, uses_driver_crd
 from nimctl_runtime.client.errors import NotFound
 from nimctl_runtime.client.interfaces import Reader, Writer
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.meta import dig, name_of
 from nimctl_runtime.reconcile import Request, Result
+from platforms.gpu.contract import API_VERSION, KIND
 
 Obj = dict[str, Any]
 

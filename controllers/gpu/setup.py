@@ -34,9 +34,7 @@ from controllers.gpu.clusterpolicy import (
 )
 from controllers.gpu.coalesce import Coalesced
 from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
-from controllers.gpu.contract import API_VERSION, KIND, ClusterPolicyContract
 from controllers.gpu.nodelabeling import ND_API, ND_KIND, NodeLabelingReconciler
-from controllers.gpu.readiness import REVISION_HASH_LABEL
 from nimctl_runtime.controller import Controller
 from nimctl_runtime.handler import (
     CreateEvent,
@@ -51,6 +49,7 @@ from nimctl_runtime.meta import OWNER_UID_INDEX, dig, name_of, owner_uid_index
 from nimctl_runtime.predicate import Funcs, GenerationChangedPredicate
 from nimctl_runtime.reconcile import Request
 from nimctl_runtime.workqueue import ItemExponentialFailureRateLimiter
+from platforms.gpu.contract import API_VERSION, KIND, ClusterPolicyContract
 from platforms.gpu.facts import (
     GPU_PRESENT_LABEL,
     KERNEL_LABEL,
@@ -59,6 +58,7 @@ from platforms.gpu.facts import (
     has_nfd_labels,
     is_gpu_node_by_nfd,
 )
+from platforms.gpu.readiness import REVISION_HASH_LABEL
 
 if TYPE_CHECKING:
     from controllers.wiring import SetupOptions

@@ -196,9 +196,9 @@ async def bench_in_process(count: int) -> None:
 
 
 async def bench_http(count: int) -> None:
+    from localcluster.cluster import LocalCluster
     from nimctl_runtime.cache import Cache
     from nimctl_runtime.client import Client, load_config
-    from nimctl_runtime.localcluster.cluster import LocalCluster
 
     async with (
         LocalCluster(simulator=False) as cluster,

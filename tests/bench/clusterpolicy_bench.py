@@ -44,7 +44,8 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from nimctl_runtime.cli import build_parser, compose_operator, install_crds
+from nimctl.cli import build_parser
+from nimctl.operator import compose_operator, install_crds
 from nimctl_runtime.client import Client
 from tests.integration.controllers.harness import CountingClient, Operator
 
@@ -81,7 +82,7 @@ def _profile(path: Path, nodes: int) -> None:
 
 
 async def _serve_cluster(kubeconfig: str, profile: str) -> None:
-    from nimctl_runtime.localcluster import LocalCluster
+    from localcluster import LocalCluster
 
     async with LocalCluster(profile=profile, history_size=200_000) as cluster:
         cluster.write_kubeconfig(kubeconfig)

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+from localcluster.cluster import LocalCluster
 from nimctl_runtime import metrics
 from nimctl_runtime.client import Client, load_config
-from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.logsetup import configure_logging
 from nimctl_runtime.manager import Manager
 from tests.integration.runtime_controller.echo import EchoReconciler, add_echo_controller, source_cm
@@ -102,7 +102,7 @@ async def main(n: int, server_process: bool) -> None:
         print("localcluster in its own process")
         kubeconfig = Path(tmp) / "kubeconfig"
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "nimctl_runtime.cli", "--log-level", "warning",
+            sys.executable, "-m", "nimctl", "--log-level", "warning",
             "localcluster", "--no-simulator", "--kubeconfig", str(kubeconfig),
             stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip

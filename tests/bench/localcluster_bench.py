@@ -25,8 +25,8 @@ from typing import Any
 import aiohttp
 from ruamel.yaml import YAML
 
-from nimctl_runtime.localcluster.registry import Registry
-from nimctl_runtime.localcluster.storage import Storage
+from localcluster.registry import Registry
+from localcluster.storage import Storage
 
 
 def _cm(name: str, i: int) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def _cm(name: str, i: int) -> dict[str, Any]:
 async def _start_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str, str, ssl.SSLContext]:
     kubeconfig = tmp / "kubeconfig"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nimctl_runtime.cli", "localcluster", "--no-simulator",
+        [sys.executable, "-m", "nimctl", "localcluster", "--no-simulator",
          "--kubeconfig", str(kubeconfig)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip

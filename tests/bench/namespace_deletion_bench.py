@@ -26,10 +26,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nimctl_runtime.cli import DEMO_NAME, apply_objects, demo_objects, install_crds
+from localcluster import LocalCluster
+from localcluster.extensions import extensions_of
+from nimctl.demo import DEMO_NAME, apply_objects, demo_objects
+from nimctl.operator import install_crds
 from nimctl_runtime.client import Client, NotFound
-from nimctl_runtime.localcluster import LocalCluster
-from nimctl_runtime.localcluster.extensions import extensions_of
 from tests.bench.failure_bench import _CountingStream
 from tests.integration.controllers.harness import API, start_operator
 

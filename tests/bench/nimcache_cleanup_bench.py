@@ -27,12 +27,14 @@ from typing import Any
 
 import aiohttp
 
+from localcluster.cluster import LocalCluster
+from nimctl.cli import build_parser
+from nimctl.demo import demo_objects
+from nimctl.operator import compose_operator, install_crds
 from nimctl_runtime.cache import store as store_mod
 from nimctl_runtime.cache.store import NAMESPACE_INDEX, Store
-from nimctl_runtime.cli import build_parser, compose_operator, demo_objects, install_crds
 from nimctl_runtime.client import Client, NotFound
 from nimctl_runtime.labels import Selector
-from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.logsetup import configure_logging
 
 NAMESPACE = "busy"

@@ -44,7 +44,8 @@ from typing import Any
 
 from controllers.reconciler import KindReconciler
 from manifests.labels import MANAGED_BY_LABEL
-from nimctl_runtime.cli import apply_objects, demo_objects, install_crds
+from nimctl.demo import apply_objects, demo_objects
+from nimctl.operator import install_crds
 from nimctl_runtime.client import Client
 from nimctl_runtime.reconcile import Request
 from tests.bench._memory_report import connections, informer_table, object_census, traced_top
@@ -67,7 +68,7 @@ def _cpu() -> float:
 
 
 async def _serve_cluster(kubeconfig: str) -> None:
-    from nimctl_runtime.localcluster import LocalCluster
+    from localcluster import LocalCluster
 
     # The default profile's 3 nodes hold 330 pods; the scale profile holds thousands.
     async with LocalCluster(profile="many-nodes") as cluster:

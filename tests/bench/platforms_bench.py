@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nimctl_runtime.cli import apply_objects, demo_objects
-from nimctl_runtime.localcluster.addons import install_ecosystem
+from localcluster.addons import install_ecosystem
+from nimctl.demo import apply_objects, demo_objects
 from tests.integration.controllers.harness import cluster_with_crds, start_operator
 from tests.integration.platforms.conftest import OPERATOR_USER, Env, annotate, status_of
 

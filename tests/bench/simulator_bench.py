@@ -14,10 +14,10 @@ import asyncio
 import time
 from typing import Any
 
-from nimctl_runtime.localcluster.registry import Registry
-from nimctl_runtime.localcluster.simulator.engine import Simulator
-from nimctl_runtime.localcluster.simulator.kubelet import KubeletTiming
-from nimctl_runtime.localcluster.storage import Storage
+from localcluster.registry import Registry
+from localcluster.simulator.engine import Simulator
+from localcluster.simulator.kubelet import KubeletTiming
+from localcluster.storage import Storage
 
 
 def deployment(replicas: int) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from nimctl_runtime.cli import build_parser
+from nimctl.cli import build_parser
 
 
 def test_every_subcommand_is_registered() -> None:

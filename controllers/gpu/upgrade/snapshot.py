@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controllers.gpu.readiness import newest_revision_hash
 from controllers.gpu.upgrade.consts import (
     CONFIG_DIGEST_ENV,
     IDLE_STATES,
@@ -28,6 +27,7 @@ from controllers.gpu.upgrade.consts import (
 )
 from nimctl_runtime.labels import Selector
 from nimctl_runtime.meta import controller_of, dig, name_of, uid_of
+from platforms.gpu.readiness import newest_revision_hash
 
 Obj = Mapping[str, Any]
 

@@ -39,7 +39,7 @@ def test_local_gpu_operator_brings_gpus_up_and_runs_the_nim(tmp_path: Path) -> N
         [
             sys.executable,
             "-m",
-            "nimctl_runtime.cli",
+            "nimctl",
             "--log-level",
             "warning",
             "local",

@@ -76,7 +76,7 @@ def _wait(check: object, timeout: float, what: str) -> None:
 
 def test_the_driver_moves_to_nvidias_nvidiadriver_sample(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nimctl_runtime.cli", "--log-level", "warning", "local",
+        [sys.executable, "-m", "nimctl", "--log-level", "warning", "local",
          "--gpu-operator", "--disable-webhooks"],
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3]),

@@ -53,7 +53,7 @@ def _states(kubeconfig: Path) -> dict[str, str]:
 
 def test_driver_upgrade_shows_in_kubectl_get_nodes(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nimctl_runtime.cli", "--log-level", "warning", "local",
+        [sys.executable, "-m", "nimctl", "--log-level", "warning", "local",
          "--gpu-operator", "--disable-webhooks"],
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3]),

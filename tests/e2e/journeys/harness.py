@@ -35,7 +35,7 @@ def kubectl_binary() -> str:
 
 def nimctl_argv(*args: str) -> list[str]:
     """The argv of the ``nimctl`` console script from this checkout."""
-    return [sys.executable, "-m", "nimctl_runtime.cli", *args]
+    return [sys.executable, "-m", "nimctl", *args]
 
 
 def subprocess_env(home: Path) -> dict[str, str]:

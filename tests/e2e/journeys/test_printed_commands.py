@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from nimctl_runtime.cli import _first_nim_commands
+from nimctl.local import _first_nim_commands
 from tests.e2e.journeys.harness import Kubectl, NimctlProcess, wait_for
 
 

@@ -95,7 +95,7 @@ def _local_cluster(*, simulator: bool) -> Iterator[Path]:
     """A localcluster served from its own thread, so blocking kubectl calls can reach it."""
     import threading
 
-    from nimctl_runtime.localcluster import LocalCluster
+    from localcluster import LocalCluster
 
     loop = asyncio.new_event_loop()
     cluster = LocalCluster(simulator=simulator)

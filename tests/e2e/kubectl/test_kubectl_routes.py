@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.localcluster.addons import ecosystem_crds
-from nimctl_runtime.localcluster.cluster import LocalCluster
+from localcluster.addons import ecosystem_crds
+from localcluster.cluster import LocalCluster
 from tests.conftest import Kubectl
 
 pytestmark = [

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nimctl_runtime.localcluster.cluster import LocalCluster
+from localcluster.cluster import LocalCluster
 from tests.e2e.kubectl.scenario import STEPS, run_step
 
 pytestmark = [

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nimctl_runtime.localcluster.cluster import LocalCluster
+from localcluster.cluster import LocalCluster
 from tests.conftest import Kubectl
 
 pytestmark = pytest.mark.kubectl
@@ -289,7 +289,7 @@ async def test_namespace_deletion_removes_contents(kubectl: Kubectl) -> None:
 async def test_nimctl_localcluster_process(kubectl_binary: str, tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "nimctl_runtime.cli", "localcluster",
+        sys.executable, "-m", "nimctl", "localcluster",
         "--kubeconfig", str(kubeconfig), "--no-simulator",
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip

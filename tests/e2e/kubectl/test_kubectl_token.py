@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.localcluster.authz import enable_rbac
-from nimctl_runtime.localcluster.cluster import LocalCluster
+from localcluster.authz import enable_rbac
+from localcluster.cluster import LocalCluster
 from tests.conftest import Kubectl
 
 pytestmark = [

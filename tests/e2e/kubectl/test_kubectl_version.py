@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nimctl_runtime.localcluster.cluster import LocalCluster
-from nimctl_runtime.localcluster.discovery import newest_schema_minor
+from localcluster.cluster import LocalCluster
+from localcluster.discovery import newest_schema_minor
 from tests.conftest import Kubectl
 
 pytestmark = [
@@ -50,7 +50,7 @@ def test_a_bad_version_is_one_clear_error(tmp_path: Path) -> None:
         LocalCluster(kubernetes_version="1.x")
     for command in ("local", "localcluster"):
         done = subprocess.run(
-            [sys.executable, "-m", "nimctl_runtime.cli", command, "--kubernetes-version", "2.0"],
+            [sys.executable, "-m", "nimctl", command, "--kubernetes-version", "2.0"],
             capture_output=True,
             text=True,
             timeout=60,

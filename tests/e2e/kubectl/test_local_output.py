@@ -51,7 +51,7 @@ def test_piped_demo_table_prints_one_line_per_change() -> None:
 
 
 def test_help_speaks_to_users() -> None:
-    from nimctl_runtime.cli import build_parser
+    from nimctl.cli import build_parser
 
     text = build_parser().format_help()
     assert "composition root" not in text  # the developers' word for cli.py

@@ -6,9 +6,9 @@ import ssl
 
 import aiohttp
 
-from nimctl_runtime.localcluster.cluster import LocalCluster
-from nimctl_runtime.localcluster.protobuf import decode
-from tests.unit.localcluster_protobuf.test_protobuf import DEPLOYMENT
+from localcluster.cluster import LocalCluster
+from localcluster.protobuf import decode
+from tests.unit.localcluster.protobuf.test_protobuf import DEPLOYMENT
 
 
 async def test_clients_that_ask_for_protobuf_first_get_protobuf() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nimctl_runtime.localcluster import statedir
+from localcluster import statedir
 
 
 def test_claim_is_exclusive_and_names_the_holder(tmp_path: Path) -> None:
@@ -26,7 +26,7 @@ def test_claim_is_exclusive_and_names_the_holder(tmp_path: Path) -> None:
 
 def _nimctl(*args: str, cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "nimctl_runtime.cli", *args],
+        [sys.executable, "-m", "nimctl", *args],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -16,7 +16,7 @@ KUBECTL = "/usr/bin/kubectl"
 
 def _nimctl(*args: str, cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "nimctl_runtime.cli", "--log-level", "warning", *args],
+        [sys.executable, "-m", "nimctl", "--log-level", "warning", *args],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

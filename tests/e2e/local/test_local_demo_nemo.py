@@ -18,7 +18,7 @@ def test_local_demo_nemo_reaches_ready(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "nimctl_runtime.cli",
+            "nimctl",
             "--log-level",
             "warning",
             "local",

@@ -17,9 +17,9 @@ from aiohttp import web
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 
+from localcluster.cluster import LocalCluster
+from localcluster.extensions import extensions_of
 from nimctl_runtime import certs
-from nimctl_runtime.localcluster.cluster import LocalCluster
-from nimctl_runtime.localcluster.extensions import extensions_of
 
 Review = dict[str, Any]
 

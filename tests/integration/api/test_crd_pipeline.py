@@ -14,8 +14,8 @@ from ruamel.yaml import YAML
 
 from api.crdgen import generate_crds
 from api.serialize import to_plain
-from nimctl_runtime.localcluster import crd as crd_mod
-from nimctl_runtime.localcluster import schema as schema_mod
+from localcluster import crd as crd_mod
+from localcluster import schema as schema_mod
 from tests.unit.api.negative_cases import BASES, CASES, Case, set_path
 
 CRDS = {c["spec"]["names"]["kind"]: c for c in generate_crds()}

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nimctl_runtime.cli import build_parser, compose_operator
+from localcluster.authz import service_account_user
+from nimctl.cli import build_parser
+from nimctl.operator import compose_operator
 from nimctl_runtime.client import AlreadyExists, ApiError, Client
 from nimctl_runtime.client.config import in_cluster_config
-from nimctl_runtime.localcluster.authz import service_account_user
 from nimctl_runtime.manager import Manager
 from tests.integration.chart.helm import chart_crds, find
 

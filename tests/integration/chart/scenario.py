@@ -19,10 +19,10 @@ from typing import Any
 import aiohttp
 from ruamel.yaml import YAML
 
+from localcluster import LocalCluster
+from localcluster.authz import RBACAuthorizer, enable_rbac
+from localcluster.extensions import extensions_of
 from nimctl_runtime.client import AlreadyExists, ApiError, Client, NotFound
-from nimctl_runtime.localcluster import LocalCluster
-from nimctl_runtime.localcluster.authz import RBACAuthorizer, enable_rbac
-from nimctl_runtime.localcluster.extensions import extensions_of
 from tests.integration.chart.helm import render, require_helm
 from tests.integration.chart.install import (
     OperatorPod,
@@ -382,7 +382,7 @@ async def exercise_pipeline(admin: Client, namespace: str) -> None:
 
 async def scrape_metrics(env: Installed) -> int:
     """GET /metrics as a caller bound to the chart's metrics-reader ClusterRole."""
-    from nimctl_runtime.localcluster.authz import service_account_user
+    from localcluster.authz import service_account_user
 
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",

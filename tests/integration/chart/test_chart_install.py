@@ -20,9 +20,9 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
+from localcluster.authz import Attributes, rule_allows, service_account_user
+from localcluster.extensions import extensions_of
 from nimctl_runtime.client import AlreadyExists, ApiError
-from nimctl_runtime.localcluster.authz import Attributes, rule_allows, service_account_user
-from nimctl_runtime.localcluster.extensions import extensions_of
 from tests.integration.chart.helm import find
 from tests.integration.chart.scenario import (
     API,

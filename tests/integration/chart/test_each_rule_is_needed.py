@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.localcluster.authz import rule_allows
+from localcluster.authz import rule_allows
 from tests.integration.chart.helm import render, require_helm
 from tests.integration.chart.install import served_api_versions
 from tests.integration.chart.scenario import (

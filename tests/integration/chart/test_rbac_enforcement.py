@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from localcluster.authz import enable_rbac, service_account_user
+from localcluster.cluster import LocalCluster
 from nimctl_runtime.client import Client, Forbidden, NotFound
-from nimctl_runtime.localcluster.authz import enable_rbac, service_account_user
-from nimctl_runtime.localcluster.cluster import LocalCluster
 from tests.conftest import Kubectl
 
 RBAC = "rbac.authorization.k8s.io/v1"

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.cli import build_parser, compose_operator, install_crds
+from localcluster.cluster import LocalCluster
+from nimctl.cli import build_parser
+from nimctl.operator import compose_operator, install_crds
 from nimctl_runtime.client import Client
-from nimctl_runtime.localcluster.cluster import LocalCluster
 
 
 async def controller_names(client: Client, group: str) -> set[str]:

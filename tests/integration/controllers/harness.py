@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nimctl_runtime.cli import build_parser, compose_operator, install_crds
+from nimctl.cli import build_parser
+from nimctl.operator import compose_operator, install_crds
 from nimctl_runtime.client import Client, NotFound
 from nimctl_runtime.manager import Manager
 
@@ -110,7 +111,7 @@ async def quiet(client: CountingClient, seconds: float = 1.0) -> list[tuple[str,
 
 @contextlib.asynccontextmanager
 async def cluster_with_crds(tmp_path: Path, **kwargs: Any) -> AsyncIterator[tuple[Any, Client]]:
-    from nimctl_runtime.localcluster import LocalCluster
+    from localcluster import LocalCluster
 
     async with LocalCluster(workdir=tmp_path, **kwargs) as cluster:
         kubeconfig = cluster.write_kubeconfig(tmp_path / "admin.kubeconfig")

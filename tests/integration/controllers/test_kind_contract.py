@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from nimctl_runtime.cli import DEMO_NAME, apply_objects, demo_objects
+from nimctl.demo import DEMO_NAME, apply_objects, demo_objects
 from nimctl_runtime.client import Client, NotFound
 from tests.integration.controllers.harness import (
     API,

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from nimctl_runtime.cli import DEMO_NAME, apply_objects, demo_objects
+from localcluster.extensions import extensions_of
+from nimctl.demo import DEMO_NAME, apply_objects, demo_objects
 from nimctl_runtime.client import NotFound
-from nimctl_runtime.localcluster.extensions import extensions_of
 from tests.integration.controllers.harness import (
     API,
     cluster_with_crds,

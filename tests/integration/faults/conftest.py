@@ -10,8 +10,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from nimctl_runtime.localcluster.cluster import LocalCluster
-from nimctl_runtime.localcluster.extensions import Extensions, extensions_of
+from localcluster.cluster import LocalCluster
+from localcluster.extensions import Extensions, extensions_of
 
 
 @dataclass

@@ -8,8 +8,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from nimctl_runtime.localcluster.cluster import LocalCluster
-from nimctl_runtime.localcluster.extensions import Extensions
+from localcluster.cluster import LocalCluster
+from localcluster.extensions import Extensions
 
 from .conftest import Http
 

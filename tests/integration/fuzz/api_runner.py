@@ -23,16 +23,12 @@ from typing import Any
 
 import aiohttp
 
-from nimctl_runtime.cli import (
-    build_parser,
-    compose_operator,
-    install_crds,
-    prepare_local_webhook,
-    register_local_webhook,
-)
+from localcluster.cluster import LocalCluster
+from nimctl.cli import build_parser
+from nimctl.local import prepare_local_webhook, register_local_webhook
+from nimctl.operator import compose_operator, install_crds
 from nimctl_runtime.client import ApiError, Client, NotFound
 from nimctl_runtime.client.errors import from_status
-from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.manager import Manager
 from nimctl_runtime.webhook import WebhookServer
 from tests.integration.fuzz.mutations import Mutant

@@ -17,9 +17,9 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from nimctl_runtime.cli import install_crds
+from localcluster import LocalCluster
+from nimctl.operator import install_crds
 from nimctl_runtime.client import Client
-from nimctl_runtime.localcluster import LocalCluster
 from tests.integration.controllers.harness import Operator, start_operator, wait_for
 
 NS = "gpu-operator"

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from localcluster.cluster import LocalCluster
 from nimctl_runtime.client import Client
 from nimctl_runtime.client.errors import ApiError
-from nimctl_runtime.localcluster.cluster import LocalCluster
 from tests.integration.controllers.harness import wait_for
 
 pytestmark = pytest.mark.timeout(120)

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from localcluster.cluster import LocalCluster
 from nimctl_runtime.cache import Cache
 from nimctl_runtime.cache import store as store_mod
 from nimctl_runtime.client import Client, load_config
-from nimctl_runtime.localcluster.cluster import LocalCluster
 
 
 def config_map(name: str, labels: dict[str, str]) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import aiohttp
 
+from localcluster.cluster import LocalCluster
 from nimctl_runtime.certs import client_ssl_context, generate_ca, generate_serving_cert
-from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.webhook import WebhookServer
 
 PARTIAL = b"POST /apis HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"

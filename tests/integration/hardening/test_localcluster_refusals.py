@@ -15,9 +15,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from nimctl_runtime.cli import install_crds
+from localcluster.cluster import LocalCluster
+from nimctl.operator import install_crds
 from nimctl_runtime.client import Client, load_config
-from nimctl_runtime.localcluster.cluster import LocalCluster
 
 NIMSERVICES = "/apis/apps.nvidia.com/v1alpha1/namespaces/default/nimservices"
 

@@ -15,10 +15,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from localcluster.cluster import LocalCluster
+from nimctl.cli import build_parser
 from nimctl_runtime.authfilter import AuthenticationAndAuthorization
-from nimctl_runtime.cli import build_parser
 from nimctl_runtime.client import Client, load_config
-from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.manager import Manager, ManagerOptions
 from nimctl_runtime.metrics import MetricsServer
 

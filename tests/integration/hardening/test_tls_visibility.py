@@ -13,10 +13,10 @@ import aiohttp
 import pytest
 from structlog.testing import capture_logs
 
+from localcluster.cluster import LocalCluster
 from nimctl_runtime.certs import generate_ca
 from nimctl_runtime.client import ApiConnectionError, Client, RestConfig
 from nimctl_runtime.client.connectivity import ConnectionHealth
-from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.manager import Manager
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from nimctl_runtime.localcluster.cluster import LocalCluster
+from localcluster.cluster import LocalCluster
 
 
 class Http:

@@ -11,7 +11,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from nimctl_runtime.cli import apply_objects, demo_objects
+from nimctl.demo import apply_objects, demo_objects
 from nimctl_runtime.client import Client
 from tests.integration.controllers.harness import cluster_with_crds, start_operator, wait_for
 

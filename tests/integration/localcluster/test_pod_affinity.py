@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from localcluster import LocalCluster
 from nimctl_runtime.client import Client
-from nimctl_runtime.localcluster import LocalCluster
 from tests.integration.controllers.harness import wait_for
 
 NS = "default"

@@ -10,7 +10,7 @@ import pytest
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from nimctl_runtime.localcluster.cluster import LocalCluster
+from localcluster.cluster import LocalCluster
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ import pytest
 import pytest_asyncio
 
 from api.serialize import dump, load
-from nimctl_runtime.cli import apply_objects
+from nimctl.demo import apply_objects
 from nimctl_runtime.client import Client, NotFound
 from nimctl_runtime.logsetup import configure_logging
 from platforms.nemo.demo import DEMO_PASSWORD, dependency_objects, sample_crs, secret

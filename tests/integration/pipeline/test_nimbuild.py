@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from nimctl_runtime.cli import apply_objects, demo_objects
+from nimctl.demo import apply_objects, demo_objects
 from nimctl_runtime.client import ApiError, Client, NotFound
 from tests.integration.controllers.harness import API, quiet, wait_for
 from tests.integration.pipeline.conftest import Env

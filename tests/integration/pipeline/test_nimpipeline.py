@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.cli import DEMO_NAME, apply_objects, demo_objects
+from nimctl.demo import DEMO_NAME, apply_objects, demo_objects
 from nimctl_runtime.client import Client, NotFound
 from tests.conftest import Kubectl
 from tests.integration.controllers.harness import API, quiet, wait_for

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from nimctl_runtime.cli import DEMO_NAME, demo_objects
+from localcluster.addons import install_ecosystem
+from localcluster.extensions import extensions_of
+from nimctl.demo import DEMO_NAME, demo_objects
 from nimctl_runtime.client import Client, NotFound
-from nimctl_runtime.localcluster.addons import install_ecosystem
-from nimctl_runtime.localcluster.extensions import extensions_of
 from tests.integration.controllers.harness import (
     API,
     Operator,

@@ -17,18 +17,12 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from nimctl_runtime.cli import (
-    DEMO_NAME,
-    apply_objects,
-    build_parser,
-    compose_operator,
-    demo_objects,
-    install_crds,
-    prepare_local_webhook,
-    register_local_webhook,
-)
+from localcluster.cluster import LocalCluster
+from nimctl.cli import build_parser
+from nimctl.demo import DEMO_NAME, apply_objects, demo_objects
+from nimctl.local import prepare_local_webhook, register_local_webhook
+from nimctl.operator import compose_operator, install_crds
 from nimctl_runtime.client import Client
-from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.webhook import WebhookServer
 from tests.integration.controllers.harness import API
 from tests.integration.platforms.conftest import ready

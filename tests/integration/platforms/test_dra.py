@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.cli import apply_objects
+from localcluster.simulator.dra import generate_claim_name
+from nimctl.demo import apply_objects
 from nimctl_runtime.client import Client
-from nimctl_runtime.localcluster.simulator.dra import generate_claim_name
 from tests.integration.controllers.harness import wait_for
 from tests.integration.controllers.test_nim_controllers import EXAMPLES_DIR, example_objects
 from tests.integration.platforms.conftest import Env, annotate, ready, status_of

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from nimctl_runtime.cli import apply_objects
+from nimctl.demo import apply_objects
 from tests.integration.controllers.test_nim_controllers import EXAMPLES_DIR, example_objects
 from tests.integration.platforms.conftest import Env, annotate, exists, ready
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.cli import DEMO_NAME, apply_objects
+from nimctl.demo import DEMO_NAME, apply_objects
 from tests.integration.controllers.test_nim_controllers import EXAMPLES_DIR, example_objects
 from tests.integration.platforms.conftest import (
     KSERVE_DEFAULT_MODE,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from nimctl_runtime.cli import DEMO_NAME, apply_objects
+from nimctl.demo import DEMO_NAME, apply_objects
 from tests.integration.controllers.harness import cluster_with_crds, start_operator, wait_for
 from tests.integration.platforms.conftest import (
     OPERATOR_USER,

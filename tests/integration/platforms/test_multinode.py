@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.cli import DEMO_NAME, apply_objects
-from nimctl_runtime.localcluster.extensions import extensions_of
+from localcluster.extensions import extensions_of
+from nimctl.demo import DEMO_NAME, apply_objects
 from tests.integration.controllers.harness import wait_for
 from tests.integration.controllers.test_nim_controllers import EXAMPLES_DIR, example_objects
 from tests.integration.platforms.conftest import (

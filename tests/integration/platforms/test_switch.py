@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from nimctl_runtime.cli import DEMO_NAME, apply_objects
+from nimctl.demo import DEMO_NAME, apply_objects
 from tests.integration.controllers.harness import API, wait_for
 from tests.integration.platforms.conftest import Env, exists, objects_in, ready
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from localcluster.cluster import LocalCluster
 from nimctl_runtime.cache import ByObject, Cache, DeletedFinalStateUnknown
 from nimctl_runtime.client import Client, NotFound, load_config
-from nimctl_runtime.localcluster.cluster import LocalCluster
 
 NS = "default"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from controllers.nimservice import crd_established, crd_gvks
-from nimctl_runtime.cli import apply_objects, demo_objects
+from nimctl.demo import apply_objects, demo_objects
 from tests.integration.controllers.harness import (
     API,
     cluster_with_crds,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from localcluster.cluster import LocalCluster
 from nimctl_runtime.client import (
     AlreadyExists,
     Client,
@@ -17,7 +18,6 @@ from nimctl_runtime.client import (
     NotFound,
     load_config,
 )
-from nimctl_runtime.localcluster.cluster import LocalCluster
 
 NS = "default"
 

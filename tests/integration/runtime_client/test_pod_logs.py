@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
+from localcluster import LocalCluster
+from localcluster.extensions import extensions_of
 from nimctl_runtime.client import Client, NotFound, load_config
-from nimctl_runtime.localcluster import LocalCluster
-from nimctl_runtime.localcluster.extensions import extensions_of
 
 
 async def test_pod_logs_returns_the_containers_output() -> None:

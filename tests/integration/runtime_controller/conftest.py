@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from localcluster.audit import AuditLog, AuditRecord
+from localcluster.cluster import LocalCluster
+from localcluster.faults import FaultInjector
 from nimctl_runtime.client import Client, load_config
-from nimctl_runtime.localcluster.audit import AuditLog, AuditRecord
-from nimctl_runtime.localcluster.cluster import LocalCluster
-from nimctl_runtime.localcluster.faults import FaultInjector
 
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
 

@@ -42,7 +42,7 @@ def options(identity: str, **kw: Any) -> ManagerOptions:
 
 def holder(env: Env) -> str:
     """The Lease holder, read from the server's storage (no client latency)."""
-    from nimctl_runtime.localcluster.errors import StatusError
+    from localcluster.errors import StatusError
 
     try:
         lease = env.cluster.storage.get(

@@ -57,7 +57,7 @@ def test_crds_command_writes_one_file_per_kind(tmp_path: Path) -> None:
 
 def test_crds_command_streams_to_stdout() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "nimctl_runtime.cli", "crds"],
+        [sys.executable, "-m", "nimctl", "crds"],
         check=True, capture_output=True, text=True, timeout=60,
     ).stdout
     docs = list(YAML(typ="safe", pure=True).load_all(out))

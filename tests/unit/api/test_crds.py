@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[3]
 CRD_DIR = ROOT / "charts" / "nimctl" / "crds"
 GOLDEN = Path(__file__).parent / "golden"
 CRDS = {c["spec"]["names"]["kind"]: c for c in generate_crds()}
-STALE = "regenerate with: .venv/bin/python -m nimctl_runtime.cli crds --output charts/nimctl/crds"
+STALE = "regenerate with: .venv/bin/python -m nimctl crds --output charts/nimctl/crds"
 
 
 def test_generation_is_byte_stable() -> None:

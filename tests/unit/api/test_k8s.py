@@ -14,7 +14,7 @@ from api import k8s
 from api.apps.v1alpha1 import core_types as apps_core
 from api.crdgen import generate_crds, list_map_key_problems
 from api.nvidia import core_types as nvidia_core
-from nimctl_runtime.localcluster.schema import check_structural
+from localcluster.schema import check_structural
 
 VERSIONS = ("v1.32.0", "v1.34.0", "v1.36.0")
 

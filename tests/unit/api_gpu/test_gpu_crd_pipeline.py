@@ -19,8 +19,8 @@ from api.nvidia.v1alpha1.nvidiadriver import (
     USE_PRECOMPILED_IMMUTABLE_MESSAGE,
 )
 from api.serialize import to_plain
-from nimctl_runtime.localcluster import crd as crd_mod
-from nimctl_runtime.localcluster import schema as schema_mod
+from localcluster import crd as crd_mod
+from localcluster import schema as schema_mod
 from tests.unit.api.negative_cases import set_path
 from tests.unit.api_gpu.cases import BASES, CASES, REQUIRED_SECTIONS, Case
 

@@ -13,7 +13,7 @@ from ruamel.yaml import YAML
 
 from api.crdgen import generate_crds
 from api.serialize import dump, dump_yaml, load, to_plain
-from nimctl_runtime.localcluster import schema as schema_mod
+from localcluster import schema as schema_mod
 from tests.unit.api_gpu.cases import BASES
 
 COMPONENTS = (

@@ -7,7 +7,9 @@ import io
 import pytest
 
 from api.serialize import load
-from nimctl_runtime.cli import DEMO_NAME, _usage, build_parser, demo_objects
+from nimctl.cli import build_parser
+from nimctl.demo import DEMO_NAME, demo_objects
+from nimctl.local import usage
 from nimctl_runtime.statustable import LiveTable, render_table, row_for
 
 
@@ -25,7 +27,7 @@ def test_demo_objects_are_valid_nim_resources() -> None:
 def test_usage_prints_kubectl_commands(tmp_path: object) -> None:
     from pathlib import Path
 
-    text = _usage(Path("/x/.nimctl/kubeconfig"), demo=True)
+    text = usage(Path("/x/.nimctl/kubeconfig"), demo=True)
     assert "export KUBECONFIG=/x/.nimctl/kubeconfig" in text
     assert "kubectl get nimcaches,nimservices -A" in text
     assert f"describe nimservice {DEMO_NAME}" in text
@@ -66,7 +68,7 @@ def test_table_rows_show_state_conditions_and_replicas() -> None:
 def test_run_without_any_cluster_config_says_what_to_do(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from nimctl_runtime.cli import main
+    from nimctl.cli import main
 
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from controllers.nimcache import FINALIZER, NIMCacheReconciler
-from nimctl_runtime.localcluster.catalog import SAMPLE_MODEL_MANIFEST
+from localcluster.catalog import SAMPLE_MODEL_MANIFEST
 from nimctl_runtime.reconcile import Request
 from tests.unit.controllers.fakes import FakeAPI, FakeRecorder
 

@@ -7,11 +7,11 @@ from typing import Any
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from controllers.gpu.cache import trim_node
 from controllers.gpu.clusterpolicy import active_policy, policy_status
-from controllers.gpu.contract import ClusterPolicyContract, PolicyFacts
-from controllers.gpu.readiness import daemonset_ready, newest_revision_hash
 from platforms.contract import Observed, Readiness
 from platforms.gpu import ClusterFacts
+from platforms.gpu.contract import ClusterPolicyContract, PolicyFacts
 from platforms.gpu.images import DEFAULT_OPERATOR_ENV
+from platforms.gpu.readiness import daemonset_ready, newest_revision_hash
 
 
 def ds(strategy: str = "RollingUpdate", generation: int = 2, **status: int) -> dict[str, Any]:

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
-from controllers.gpu.contract import (
-    ClusterPolicyContract,
-    PolicyFacts,
-    incomplete_driver_upgrades,
-)
 from controllers.gpu.setup import node_facts_changed
 from nimctl_runtime.handler import DeleteEvent, UpdateEvent
 from platforms.contract import Observed
 from platforms.gpu import ClusterFacts
+from platforms.gpu.contract import (
+    ClusterPolicyContract,
+    PolicyFacts,
+    incomplete_driver_upgrades,
+)
 from platforms.gpu.images import DEFAULT_OPERATOR_ENV
 
 OWNER = "nvidia.com/gpu-operator.driver.owner"

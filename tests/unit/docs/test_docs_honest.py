@@ -27,9 +27,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from nimctl_runtime.cli import build_parser
+from localcluster.cluster import LocalCluster
+from nimctl.cli import build_parser
 from nimctl_runtime.client import Client, NotFound
-from nimctl_runtime.localcluster.cluster import LocalCluster
 from nimctl_runtime.manager import ManagerOptions
 from nimctl_runtime.metrics import REGISTRY
 
@@ -361,14 +361,14 @@ def test_environment_variables_in_operations_md_are_read_by_the_code() -> None:
     for row in re.findall(r"^\| (`[A-Z].*?)\|", section, re.M):
         names |= set(re.findall(r"`([A-Z][A-Z0-9_]+)`", row))
     assert {"ENABLE_WEBHOOKS", "WATCH_NAMESPACE", "OPERATOR_VERSION"} <= names
-    source = _source_text("nimctl_runtime", "controllers", "platforms", "manifests", "webhooks")
+    source = _source_text("nimctl", "nimctl_runtime", "controllers", "platforms", "manifests", "webhooks")
     unread = sorted(n for n in names if n != "KUBECONFIG" and f'"{n}"' not in source)
     assert not unread, f"operations.md documents env vars nothing reads: {unread}"
 
 
 def test_localcluster_names_in_docs_exist() -> None:
-    from nimctl_runtime.localcluster.simulator import kubelet
-    from nimctl_runtime.localcluster.simulator.nodes import builtin_profiles
+    from localcluster.simulator import kubelet
+    from localcluster.simulator.nodes import builtin_profiles
 
     text = (DOCS / "localcluster.md").read_text()
     annotations = set(re.findall(r"localcluster\.nimctl\.io/[a-z-]+", text))
@@ -380,7 +380,7 @@ def test_localcluster_names_in_docs_exist() -> None:
     profiles_section = text.split("### Node profiles", 1)[1].split("\n### ", 1)[0]
     profiles = set(re.findall(r"^\| `([a-z-]+)` \|", profiles_section, re.M))
     assert profiles and profiles <= set(builtin_profiles()), profiles - set(builtin_profiles())
-    extensions = (ROOT / "nimctl_runtime" / "localcluster" / "extensions.py").read_text()
+    extensions = (ROOT / "localcluster" / "extensions.py").read_text()
     endpoints = set(re.findall(r"/debug/([a-z/-]+[a-z])", text))
     missing = sorted(e for e in endpoints if f'"{e}"' not in extensions)
     # paths built from pieces in the code, e.g. simulator/stall and simulator/resume

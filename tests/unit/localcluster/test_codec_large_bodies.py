@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from nimctl_runtime.localcluster.codec import decode_body
+from localcluster.codec import decode_body
 
 
 @pytest.fixture

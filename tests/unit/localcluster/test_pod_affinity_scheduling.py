@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.localcluster.simulator.interpod import prefilter, required_terms
-from nimctl_runtime.localcluster.simulator.scheduling import ScheduleResult, schedule
+from localcluster.simulator.interpod import prefilter, required_terms
+from localcluster.simulator.scheduling import ScheduleResult, schedule
 
 Obj = dict[str, Any]
 HOST = "kubernetes.io/hostname"

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from nimctl_runtime.localcluster.registry import Registry
-from nimctl_runtime.localcluster.serviceaccounts import ServiceAccountsController
-from nimctl_runtime.localcluster.storage import Storage
+from localcluster.registry import Registry
+from localcluster.serviceaccounts import ServiceAccountsController
+from localcluster.storage import Storage
 
 
 def _ns(name: str) -> dict[str, object]:

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from localcluster.errors import StatusError
+from localcluster.registry import Registry
+from localcluster.storage import Storage
 from nimctl_runtime.labels import FieldSelector, Selector
-from nimctl_runtime.localcluster.errors import StatusError
-from nimctl_runtime.localcluster.registry import Registry
-from nimctl_runtime.localcluster.storage import Storage
 
 
 @pytest.fixture

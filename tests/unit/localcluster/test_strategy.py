@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from nimctl_runtime.localcluster.errors import StatusError
-from nimctl_runtime.localcluster.registry import Registry
-from nimctl_runtime.localcluster.storage import Storage
+from localcluster.errors import StatusError
+from localcluster.registry import Registry
+from localcluster.storage import Storage
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nimctl_runtime.localcluster import discovery, tables
-from nimctl_runtime.localcluster.crd import infos_from_crd
-from nimctl_runtime.localcluster.registry import Registry
+from localcluster import discovery, tables
+from localcluster.crd import infos_from_crd
+from localcluster.registry import Registry
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import base64
 import json
 from typing import Any
 
-from nimctl_runtime.localcluster.tokens import ISSUER, TokenIssuer
+from localcluster.tokens import ISSUER, TokenIssuer
 
 ACCOUNT = {"metadata": {"name": "robot", "namespace": "nim", "uid": "sa-1"}}
 POD = {"metadata": {"name": "p", "namespace": "nim", "uid": "pod-1"}}

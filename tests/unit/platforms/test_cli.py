@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from nimctl_runtime.cli import main as nimctl_main
+from nimctl.cli import main as nimctl_main
 from platforms.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"

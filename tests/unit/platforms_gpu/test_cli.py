@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from nimctl_runtime.cli import main as nimctl_main
+from nimctl.cli import main as nimctl_main
 from platforms.cli import main
 
 from .helpers import SAMPLE, node

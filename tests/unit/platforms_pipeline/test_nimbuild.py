@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from controllers.nimbuild import NIMBuildReconciler
-from nimctl_runtime.localcluster.simulator import enginebuild
+from localcluster.simulator import enginebuild
 from nimctl_runtime.meta import find_condition
 from nimctl_runtime.reconcile import Request
 from platforms.standalone import nimbuild as objects

@@ -1,0 +1,169 @@
+"""The localcluster audit log: one record per API request, for tests to read.
+
+Each record says who (the user behind the bearer token), what (verb, API
+group/version, resource, subresource, namespace, name) and the response code,
+in the order requests arrived. Tests read it in process
+(``AuditLog.records(user=...)``) or over HTTP at ``GET /debug/audit`` (when the
+cluster's debug API is on). It is installed as the outermost request hook, so
+faults injected further in show up with the code the client saw.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import json
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from aiohttp import web
+
+from localcluster.errors import StatusError
+from localcluster.hooks import Handler, RequestInfo
+
+DEBUG_PREFIX = "/debug/"
+
+
+@dataclass
+class AuditRecord:
+    """One request. ``code`` is ``None`` while the request (e.g. a watch) is still open."""
+
+    seq: int
+    timestamp: str
+    user: str
+    groups: tuple[str, ...]
+    verb: str
+    api_group: str
+    api_version: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+    method: str
+    path: str
+    query: str
+    code: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """camelCase JSON as ``/debug/audit`` serves it."""
+        d = asdict(self)
+        return {
+            "seq": d["seq"],
+            "timestamp": d["timestamp"],
+            "user": d["user"],
+            "groups": list(d["groups"]),
+            "verb": d["verb"],
+            "apiGroup": d["api_group"],
+            "apiVersion": d["api_version"],
+            "resource": d["resource"],
+            "subresource": d["subresource"],
+            "namespace": d["namespace"],
+            "name": d["name"],
+            "method": d["method"],
+            "path": d["path"],
+            "query": d["query"],
+            "code": d["code"],
+        }
+
+    @property
+    def call(self) -> tuple[str, str, str, str, str]:
+        """``(verb, resource, subresource, namespace, name)``: handy for exact comparisons."""
+        return (self.verb, self.resource, self.subresource, self.namespace, self.name)
+
+
+def _created_name(response: web.StreamResponse) -> str:
+    """The name of the object a create returned (kube-apiserver's audit objectRef.name)."""
+    body = getattr(response, "body", None)
+    if not isinstance(body, bytes | bytearray):
+        return ""
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return ""
+    if not isinstance(obj, dict):
+        return ""
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+class AuditLog:
+    """A bounded, ordered log of API requests (oldest dropped past *max_records*)."""
+
+    def __init__(self, max_records: int = 200_000) -> None:
+        self._records: deque[AuditRecord] = deque(maxlen=max_records)
+        self._seq = itertools.count(1)
+
+    def clear(self) -> None:
+        self._records.clear()
+
+    def records(
+        self,
+        *,
+        user: str | None = None,
+        resource: str | None = None,
+        verb: str | None = None,
+        resource_requests_only: bool = True,
+    ) -> list[AuditRecord]:
+        """Records in arrival order, filtered by user, resource and verb."""
+        out = []
+        for rec in list(self._records):
+            if resource_requests_only and not rec.resource:
+                continue
+            if user is not None and rec.user != user:
+                continue
+            if resource is not None and rec.resource != resource:
+                continue
+            if verb is not None and rec.verb != verb:
+                continue
+            out.append(rec)
+        return out
+
+    def calls(self, user: str | None = None) -> list[tuple[str, str, str, str, str]]:
+        """``record.call`` for every resource request of *user*."""
+        return [r.call for r in self.records(user=user)]
+
+    def _begin(self, request: web.Request, info: RequestInfo) -> AuditRecord:
+        rec = AuditRecord(
+            seq=next(self._seq),
+            timestamp=datetime.datetime.now(datetime.UTC).isoformat(timespec="microseconds"),
+            user=info.user,
+            groups=tuple(info.groups),
+            verb=info.verb,
+            api_group=info.api_group,
+            api_version=info.api_version,
+            resource=info.resource if info.is_resource_request else "",
+            subresource=info.subresource,
+            namespace=info.namespace,
+            name=info.name,
+            method=request.method,
+            path=request.path,
+            query=request.query_string,
+        )
+        self._records.append(rec)
+        return rec
+
+    async def hook(
+        self, request: web.Request, info: RequestInfo, handler: Handler
+    ) -> web.StreamResponse:
+        """The request hook: record the request, then its response code."""
+        if request.path.startswith(DEBUG_PREFIX):
+            return await handler(request)
+        rec = self._begin(request, info)
+        try:
+            response = await handler(request)
+        except StatusError as err:
+            rec.code = err.code
+            raise
+        except web.HTTPException as exc:
+            rec.code = exc.status
+            raise
+        except ConnectionError:
+            rec.code = 0  # the connection was dropped (e.g. the unreachable fault)
+            raise
+        except Exception:
+            rec.code = 500
+            raise
+        rec.code = response.status
+        if rec.verb == "create" and not rec.name and response.status < 300:
+            rec.name = _created_name(response)
+        return response
