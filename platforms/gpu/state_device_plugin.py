@@ -10,7 +10,6 @@ from typing import Any
 
 from manifests import configmap
 from manifests.meta import object_meta
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     DOC,
@@ -24,6 +23,7 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
     wait_for_file,
 )
 from platforms.gpu.context import StateContext
@@ -48,19 +48,18 @@ exec nvidia-device-plugin
 
 
 def node_rules() -> list[dict[str, Any]]:
-    """What the device plugin, GFD and their config manager read of the node."""
-    return [
-        policy_rule([""], ["nodes"], ["get", "list", "watch"]),
-        policy_rule(
-            ["nfd.k8s-sigs.io"], ["nodefeatures"], ["get", "list", "watch", "create", "update"]
-        ),
-    ]
+    """The ClusterRole of the device plugin, its MPS control daemon and GFD: read nodes."""
+    return [policy_rule([""], ["nodes"], ["get", "list", "watch"])]
 
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC, the entrypoint ConfigMap and the device plugin DaemonSet."""
-    out = rbac(ctx, NAME, [scc_rule("hostmount-anyuid")], node_rules())
-    out.append(configmap.build(object_meta(ENTRYPOINT), {"entrypoint.sh": ENTRYPOINT_SCRIPT}))
+    out = rbac(ctx, NAME, [scc_privileged()], node_rules())
+    out.append(
+        configmap.build(
+            object_meta(ENTRYPOINT, labels={"app": DAEMONSET}), {"entrypoint.sh": ENTRYPOINT_SCRIPT}
+        )
+    )
     ds = t.prepare(_asset(), ctx)
     transform(ds, ctx)
     out.append(t.finish(ds, ctx))

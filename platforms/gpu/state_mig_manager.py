@@ -13,7 +13,6 @@ from typing import Any
 
 from manifests import configmap
 from manifests.meta import object_meta
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     DIR,
@@ -29,6 +28,7 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
     wait_for_file,
 )
 from platforms.gpu.context import StateContext
@@ -115,17 +115,24 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
         ctx,
         NAME,
         [
+            scc_privileged(),
             policy_rule([""], ["pods"], ["get", "list", "watch", "delete"]),
-            policy_rule(["apps"], ["daemonsets"], ["get", "list", "watch"]),
-            scc_rule("privileged"),
+            policy_rule([""], ["configmaps"], ["create", "get", "list", "update", "patch"]),
         ],
-        [policy_rule([""], ["nodes"], ["get", "list", "watch", "patch", "update"])],
+        [
+            policy_rule([""], ["nodes"], ["get", "list", "watch", "update", "patch"]),
+            policy_rule([""], ["pods"], ["list"]),
+        ],
     )
     if config_name(ctx) == DEFAULT_CONFIG:
         out.append(configmap.build(object_meta(DEFAULT_CONFIG), {"config.yaml": MIG_PARTED_CONFIG}))
     if clients_name(ctx) == DEFAULT_CLIENTS:
         out.append(configmap.build(object_meta(DEFAULT_CLIENTS), {"clients.yaml": GPU_CLIENTS}))
-    out.append(configmap.build(object_meta(ENTRYPOINT), {"entrypoint.sh": ENTRYPOINT_SCRIPT}))
+    out.append(
+        configmap.build(
+            object_meta(ENTRYPOINT, labels={"app": NAME}), {"entrypoint.sh": ENTRYPOINT_SCRIPT}
+        )
+    )
     ds = t.prepare(_asset(ctx), ctx)
     transform(ds, ctx)
     out.append(t.finish(ds, ctx))

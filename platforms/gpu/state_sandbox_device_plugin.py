@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     DOC,
     HTOC,
     PRIV,
+    cluster_versions_rule,
     container,
     daemonset,
     env,
@@ -21,6 +21,7 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path
@@ -48,11 +49,25 @@ def workload_wait(name: str, workload: str, ready_file: str) -> dict[str, Any]:
     )
 
 
+def role_rules() -> list[dict[str, Any]]:
+    """NVIDIA's Role of the sandbox (and kata) device plugins: the SCC, pods, NodeFeatures."""
+    return [
+        scc_privileged(),
+        policy_rule([""], ["pods"], ["create", "get", "list", "watch", "delete"]),
+        policy_rule(
+            ["nfd.k8s-sigs.io"], ["nodefeatures"], ["create", "get", "list", "watch", "update"]
+        ),
+    ]
+
+
+def cluster_role_rules() -> list[dict[str, Any]]:
+    """NVIDIA's ClusterRole of the sandbox (and kata) device plugins."""
+    return [cluster_versions_rule(), policy_rule([""], ["nodes", "pods"], ["get"])]
+
+
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC and the sandbox device plugin DaemonSet."""
-    out = rbac(
-        ctx, NAME, [scc_rule(NAME)], [policy_rule([""], ["nodes"], ["get", "list", "watch"])]
-    )
+    out = rbac(ctx, NAME, role_rules(), cluster_role_rules())
     ds = t.prepare(_asset(), ctx)
     plugin = ctx.spec.sandbox_device_plugin
     image = image_path(plugin, ctx.facts.operator_env, "sandboxDevicePlugin")

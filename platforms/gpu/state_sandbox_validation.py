@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     BIDIR,
@@ -21,6 +20,7 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path, pull_policy
@@ -34,8 +34,8 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
     out = rbac(
         ctx,
         NAME,
-        [scc_rule("privileged")],
-        [policy_rule([""], ["nodes"], ["get", "list", "watch"])],
+        [scc_privileged()],
+        [policy_rule([""], ["nodes"], ["get"])],
     )
     ds = t.prepare(_asset(), ctx)
     transform(ds, ctx)

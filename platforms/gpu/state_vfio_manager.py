@@ -20,6 +20,7 @@ from platforms.gpu.common import (
     host_path,
     mount,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path
@@ -35,8 +36,7 @@ RESOURCES = {"limits": {"memory": "200Mi"}, "requests": {"cpu": "100m", "memory"
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC and the VFIO manager DaemonSet."""
-    rules, cluster_rules = driver_manager_rules()
-    out = rbac(ctx, NAME, rules, cluster_rules)
+    out = rbac(ctx, NAME, [scc_privileged()], driver_manager_rules())
     ds = t.prepare(_asset(), ctx)
     manager = ctx.spec.vfio_manager
     image = image_path(manager, ctx.facts.operator_env, "vfioManager")

@@ -9,13 +9,13 @@ from typing import Any
 
 from manifests import configmap
 from manifests.meta import object_meta
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     BIDIR,
     DIR,
     DOC,
     PRIV,
+    cluster_versions_rule,
     config_map_volume,
     container,
     daemonset,
@@ -25,6 +25,7 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path
@@ -55,8 +56,11 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
     out = rbac(
         ctx,
         NAME,
-        [scc_rule(NAME)],
-        [policy_rule([""], ["nodes"], ["get", "list", "watch", "patch", "update"])],
+        [scc_privileged(), policy_rule([""], ["pods"], ["get", "list", "watch"])],
+        [
+            cluster_versions_rule(),
+            policy_rule([""], ["nodes"], ["get", "list", "watch", "update"]),
+        ],
     )
     if config_name(ctx) == DEFAULT_CONFIG:
         out.append(
