@@ -44,9 +44,10 @@ DEFAULT_NRI_SOCKET = "/var/run/nri/nri.sock"
 
 ENTRYPOINT_SCRIPT = """#!/bin/sh
 # Wait until the driver is validated on this node, take the driver location it
-# reports, then install and configure the toolkit.
+# reports, then install and configure the toolkit. The pause works around
+# containerd >= 1.6.9 sending SIGTERM right after its restart (NVIDIA's delay).
 until [ -f /run/nvidia/validations/driver-ready ]; do
-  echo "waiting for the driver validation (driver-ready)"
+  echo "waiting for the driver validations to be ready..."
   sleep 5
 done
 set -a

@@ -35,14 +35,32 @@ ENTRYPOINT = "nvidia-device-plugin-entrypoint"
 DEFAULT_MPS_ROOT = "/run/nvidia/mps"
 
 ENTRYPOINT_SCRIPT = """#!/bin/sh
-# Wait until the driver is validated on this node, then serve the GPUs.
+# Wait until the driver is validated on this node and take what the validation
+# reports, then switch on the features whose kernel modules are loaded (GDRCopy:
+# gdrdrv; GPUDirect Storage, with MOFED: nvidia_fs) unless already set.
 until [ -f /run/nvidia/validations/driver-ready ]; do
-  echo "waiting for the driver validation (driver-ready)"
+  echo "waiting for the driver validations to be ready..."
   sleep 5
 done
 set -a
 . /run/nvidia/validations/driver-ready
 set +a
+loaded() { grep -q "^$1 " /proc/modules; }
+if loaded gdrdrv && [ -z "${GDRCOPY_ENABLED}" ]; then
+  export GDRCOPY_ENABLED=true
+  echo "GDRCOPY_ENABLED=true"
+fi
+if loaded nvidia_fs; then
+  if [ -z "${GDS_ENABLED}" ]; then
+    export GDS_ENABLED=true
+    echo "GDS_ENABLED=true"
+  fi
+  if [ -z "${MOFED_ENABLED}" ]; then
+    export MOFED_ENABLED=true
+    echo "MOFED_ENABLED=true"
+  fi
+fi
+echo "Starting nvidia-device-plugin"
 exec nvidia-device-plugin
 """
 
