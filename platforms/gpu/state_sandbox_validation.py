@@ -11,7 +11,9 @@ from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     BIDIR,
     DOC,
+    HTOC,
     PRIV,
+    PRIV_S0,
     container,
     daemonset,
     env,
@@ -44,6 +46,11 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
 
 
 def _validation(component: str) -> dict[str, Any]:
+    """A component's validation init container, with NVIDIA's mounts and SELinux level:
+    the VFIO and vGPU manager checks look at the host (and the vGPU driver's root)."""
+    host_root = mount("host-root", "/host", read_only=True, propagation=HTOC)
+    driver = mount("driver-install-path", "/run/nvidia/driver", propagation=HTOC)
+    mounts = {"vfio-pci": [host_root], "vgpu-manager": [host_root, driver]}.get(component, [])
     return container(
         f"{component}-validation",
         command=["sh", "-c"],
@@ -53,8 +60,11 @@ def _validation(component: str) -> dict[str, Any]:
             env("COMPONENT", component),
             field_env("NODE_NAME", "spec.nodeName"),
         ],
-        security_context=PRIV,
-        mounts=[mount("run-nvidia-validations", "/run/nvidia/validations", propagation=BIDIR)],
+        security_context=PRIV if component == "vgpu-devices" else PRIV_S0,
+        mounts=[
+            *mounts,
+            mount("run-nvidia-validations", "/run/nvidia/validations", propagation=BIDIR),
+        ],
     )
 
 

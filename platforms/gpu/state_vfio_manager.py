@@ -61,11 +61,11 @@ def _asset() -> dict[str, Any]:
         env_vars=[env("HOST_ROOT", "/host")],
         security_context=PRIV_S0,
         resources={k: dict(v) for k, v in RESOURCES.items()},
+        # NVIDIA's: the host root read-write (vfio-manage binds devices through it).
         mounts=[
             mount("host-sys", "/sys"),
             mount("host-lib-modules", "/lib/modules", read_only=True),
-            mount("run-nvidia", "/run/nvidia", propagation=BIDIR),
-            mount("host-root", "/host", read_only=True, propagation=HTOC),
+            mount("host-root", "/host"),
         ],
         lifecycle={"preStop": {"exec": {"command": ["/bin/sh", "-c", "vfio-manage unbind --all"]}}},
     )

@@ -14,6 +14,7 @@ from platforms.gpu.common import (
     BIDIR,
     DIR,
     DOC,
+    HTOC,
     PRIV,
     cluster_versions_rule,
     config_map_volume,
@@ -41,7 +42,7 @@ vgpu-configs:
 WAIT_SCRIPT = (
     "until [ -f /run/nvidia/validations/vgpu-manager-ready ] || "
     "[ -f /run/nvidia/validations/host-vgpu-manager-ready ]; do "
-    "echo waiting for the vGPU manager; sleep 5; done"
+    "echo waiting for NVIDIA vGPU Manager to be setup; sleep 5; done"
 )
 
 
@@ -94,12 +95,13 @@ def _asset(ctx: StateContext) -> dict[str, Any]:
             env("DEFAULT_VGPU_CONFIG", "default"),
         ],
         security_context=PRIV,
+        # NVIDIA's: host and driver roots with HostToContainer propagation, so driver
+        # mounts made after the pod started are seen.
         mounts=[
             mount("vgpu-config", "/vgpu-config"),
             mount("host-sys", "/sys"),
-            mount("host-root", "/host", read_only=True),
-            mount("driver-install-dir", "/driver-root"),
-            mount("run-nvidia-validations", "/run/nvidia/validations"),
+            mount("host-root", "/host", propagation=HTOC),
+            mount("driver-install-dir", "/driver-root", propagation=HTOC),
         ],
     )
     return daemonset(
