@@ -154,12 +154,19 @@ def _copy(value: Any) -> Any:
 
 
 def wait_for_file(
-    name: str, ready_file: str, *, volume: str = "run-nvidia", mount_path: str = "/run/nvidia"
+    name: str,
+    ready_file: str,
+    *,
+    volume: str = "run-nvidia",
+    mount_path: str = "/run/nvidia",
+    waiting_for: str = "nvidia container stack to be setup",
 ) -> dict[str, Any]:
     """An init container that loops until ``/run/nvidia/validations/<ready_file>`` exists
-    (the validator image; image and policy are set by the validator transform)."""
+    (the validator image; image and policy are set by the validator transform), saying
+    ``waiting for <waiting_for>`` as NVIDIA's (its command string is part of the pod
+    template: another wording would roll every pod on a take-over)."""
     path = f"{VALIDATIONS_DIR}/{ready_file}"
-    script = f"until [ -f {path} ]; do echo waiting for {ready_file}; sleep 5; done"
+    script = f"until [ -f {path} ]; do echo waiting for {waiting_for}; sleep 5; done"
     return container(
         name,
         command=["sh", "-c"],

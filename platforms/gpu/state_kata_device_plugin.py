@@ -57,7 +57,15 @@ def _asset() -> dict[str, Any]:
         component="kata-sandbox-device-plugin",
         annotations={"openshift.io/scc": NAME},
         service_account=NAME,
-        init_containers=[workload_wait("vfio-pci-validation", "vm-passthrough", "vfio-pci-ready")],
+        init_containers=[
+            workload_wait(
+                "vfio-pci-validation",
+                "vm-passthrough",
+                "vfio-pci-ready",
+                skipped="kata",
+                waiting="waiting for vfio-pci driver ...",
+            )
+        ],
         containers=[main],
         volumes=[
             host_path("device-plugin", "/var/lib/kubelet/device-plugins"),

@@ -160,6 +160,7 @@ def _asset(ctx: StateContext) -> dict[str, Any]:
                 "toolkit-ready",
                 volume="run-nvidia-validations",
                 mount_path="/run/nvidia/validations",
+                waiting_for="nvidia container toolkit to be setup",
             )
         ],
         containers=[main],

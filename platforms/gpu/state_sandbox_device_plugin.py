@@ -31,13 +31,18 @@ DAEMONSET = "nvidia-sandbox-device-plugin-daemonset"
 MAIN = "nvidia-sandbox-device-plugin-ctr"
 
 
-def workload_wait(name: str, workload: str, ready_file: str) -> dict[str, Any]:
-    """An init container that waits for ``ready_file`` only on ``workload`` nodes."""
+def workload_wait(
+    name: str, workload: str, ready_file: str, *, skipped: str, waiting: str
+) -> dict[str, Any]:
+    """An init container that waits for ``ready_file`` only on ``workload`` nodes (NVIDIA's
+    command string, its messages ``<skipped> not needed...`` and ``waiting``)."""
     base = "/run/nvidia/validations"
     script = (
-        f"until [ -f {base}/workload-type ]; do echo waiting for workload-type; sleep 5; done; "
-        f'if [ "$(cat {base}/workload-type)" != "{workload}" ]; then exit 0; fi; '
-        f"until [ -f {base}/{ready_file} ]; do echo waiting for {ready_file}; sleep 5; done"
+        f"until [ -f {base}/workload-type ]; do echo waiting for workload type status file; "
+        "sleep 5; done; "
+        f'if [ "$(cat {base}/workload-type)" != "{workload}" ]; then '
+        f"echo {skipped} not needed, skipping validation; exit 0; fi; "
+        f"until [ -f {base}/{ready_file} ]; do echo {waiting}; sleep 5; done;"
     )
     return container(
         name,
@@ -96,8 +101,20 @@ def _asset() -> dict[str, Any]:
         annotations={"openshift.io/scc": NAME},
         service_account=NAME,
         init_containers=[
-            workload_wait("vfio-pci-validation", "vm-passthrough", "vfio-pci-ready"),
-            workload_wait("vgpu-devices-validation", "vm-vgpu", "vgpu-devices-ready"),
+            workload_wait(
+                "vfio-pci-validation",
+                "vm-passthrough",
+                "vfio-pci-ready",
+                skipped="vfio-pci",
+                waiting="waiting for vfio-pci driver ...",
+            ),
+            workload_wait(
+                "vgpu-devices-validation",
+                "vm-vgpu",
+                "vgpu-devices-ready",
+                skipped="vgpu-devices",
+                waiting="waiting for vGPU devices...",
+            ),
         ],
         containers=[main],
         volumes=[

@@ -13,10 +13,11 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.unit.platforms_gpu.helpers import objects
+from tests.unit.platforms_gpu.helpers import ctr, daemonset, objects
 
 pytestmark = pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX sh")
 
@@ -185,3 +186,56 @@ def test_entrypoint_config_maps_carry_their_daemonsets_app_label(config_map: str
         o for o in objects() if o["kind"] == "ConfigMap" and o["metadata"]["name"] == config_map
     ]
     assert cm["metadata"]["labels"]["app"] == app
+
+
+STACK = (
+    "until [ -f /run/nvidia/validations/toolkit-ready ]; do echo waiting for nvidia container "
+    "stack to be setup; sleep 5; done"
+)
+
+
+def _workload_wait(workload: str, skipped: str, ready: str, waiting: str) -> str:
+    base = "/run/nvidia/validations"
+    return (
+        f"until [ -f {base}/workload-type ]; do echo waiting for workload type status file; "
+        f'sleep 5; done; if [ "$(cat {base}/workload-type)" != "{workload}" ]; then echo '
+        f"{skipped} not needed, skipping validation; exit 0; fi; until [ -f {base}/{ready} ]; "
+        f"do echo {waiting}; sleep 5; done;"
+    )
+
+
+# (DaemonSet, init container) -> NVIDIA's command string. It is part of the pod template,
+# so any other wording would roll every operand pod when nimctl takes a cluster over.
+INIT_WAITS: dict[tuple[str, str], str] = {
+    ("nvidia-device-plugin-daemonset", "toolkit-validation"): STACK,
+    ("nvidia-device-plugin-mps-control-daemon", "toolkit-validation"): STACK,
+    ("nvidia-dcgm-exporter", "toolkit-validation"): STACK,
+    ("nvidia-dcgm", "toolkit-validation"): STACK,
+    ("gpu-feature-discovery", "toolkit-validation"): STACK,
+    ("nvidia-mig-manager", "toolkit-validation"): STACK.replace(
+        "container stack", "container toolkit"
+    ),
+    ("nvidia-sandbox-device-plugin-daemonset", "vfio-pci-validation"): _workload_wait(
+        "vm-passthrough", "vfio-pci", "vfio-pci-ready", "waiting for vfio-pci driver ..."
+    ),
+    ("nvidia-sandbox-device-plugin-daemonset", "vgpu-devices-validation"): _workload_wait(
+        "vm-vgpu", "vgpu-devices", "vgpu-devices-ready", "waiting for vGPU devices..."
+    ),
+    ("nvidia-kata-sandbox-device-plugin-daemonset", "vfio-pci-validation"): _workload_wait(
+        "vm-passthrough", "kata", "vfio-pci-ready", "waiting for vfio-pci driver ..."
+    ),
+}
+EVERY_OPERAND: dict[str, Any] = {"dcgm": {"enabled": True}}
+SANDBOX: dict[str, Any] = {"sandboxWorkloads": {"enabled": True}}
+KATA: dict[str, Any] = {
+    "sandboxWorkloads": {"enabled": True, "mode": "kata"},
+    "kataSandboxDevicePlugin": {"enabled": True},
+}
+
+
+@pytest.mark.parametrize(("ds_name", "init"), sorted(INIT_WAITS))
+def test_init_container_waits_are_nvidias_command_strings(ds_name: str, init: str) -> None:
+    spec = KATA if "kata" in ds_name else SANDBOX if "sandbox" in ds_name else EVERY_OPERAND
+    ds = daemonset(ds_name, spec)
+    c = ctr(ds, init)
+    assert (c["command"], c["args"]) == (["sh", "-c"], [INIT_WAITS[ds_name, init]])
