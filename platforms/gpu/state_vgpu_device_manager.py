@@ -1,6 +1,7 @@
 """State ``state-vgpu-device-manager``: creates the vGPU devices a node's
 ``nvidia.com/vgpu.config`` label names, once the vGPU manager (or a host vGPU
-driver) is ready. Ships a default configuration unless a ConfigMap is named.
+driver) is ready. Ships NVIDIA's default configurations (``vgpu_configs``: one per
+vGPU type, and ``default`` by GPU model) unless another ConfigMap is named.
 """
 
 from __future__ import annotations
@@ -30,15 +31,10 @@ from platforms.gpu.common import (
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path
+from platforms.gpu.vgpu_configs import config_yaml
 
 NAME = "nvidia-vgpu-device-manager"
 DEFAULT_CONFIG = "default-vgpu-devices-config"
-VGPU_DEVICES_CONFIG = """version: v1
-vgpu-configs:
-  default:
-    - devices: all
-      vgpu-devices: {}
-"""
 WAIT_SCRIPT = (
     "until [ -f /run/nvidia/validations/vgpu-manager-ready ] || "
     "[ -f /run/nvidia/validations/host-vgpu-manager-ready ]; do "
@@ -64,9 +60,7 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
         ],
     )
     if config_name(ctx) == DEFAULT_CONFIG:
-        out.append(
-            configmap.build(object_meta(DEFAULT_CONFIG), {"config.yaml": VGPU_DEVICES_CONFIG})
-        )
+        out.append(configmap.build(object_meta(DEFAULT_CONFIG), {"config.yaml": config_yaml()}))
     ds = t.prepare(_asset(ctx), ctx)
     manager = ctx.spec.vgpu_device_manager
     image = image_path(manager, ctx.facts.operator_env, "vgpuDeviceManager")

@@ -281,3 +281,54 @@ def test_vgpu_devices_config_selection(config: dict[str, str], made: bool, mount
     ds = daemonset("nvidia-vgpu-device-manager", spec)
     assert volume(ds, "vgpu-config")["configMap"] == {"name": mounted}
     assert env(ctr(ds, "nvidia-vgpu-device-manager"))["CONFIG_FILE"] == "/vgpu-config/config.yaml"
+
+
+def _vgpu_configs() -> dict[str, Any]:
+    cm = _config_map("default-vgpu-devices-config", SANDBOX)
+    assert cm is not None
+    doc: dict[str, Any] = YAML(typ="safe").load(cm["data"]["config.yaml"])
+    assert doc["version"] == "v1"
+    configs: dict[str, Any] = doc["vgpu-configs"]
+    return configs
+
+
+# NVIDIA's vGPU device configurations: a sample of single-type ones (type: count per GPU),
+# its total and the first entries of ``default`` (device-filter, type, count).
+NVIDIA_VGPU = {
+    "6000D-1-42C": 2,
+    "A2-1Q": 16,
+    "A10-24Q": 1,
+    "A100-1-5C": 7,
+    "H100XM-1-10C": 7,
+    "L4-24Q": 1,
+    "T4-16Q": 1,
+    "V100-16C": 1,
+    "B300X-269C": 1,
+    "DC-4-96QGFX": 1,
+}
+NVIDIA_VGPU_DEFAULT_HEAD = [
+    ("0x1DB110DE", "V100X-8Q", 2),
+    ("0x1DB310DE", "V100L-8Q", 2),
+    ("0x1DB410DE", "V100-8Q", 2),
+]
+NVIDIA_VGPU_DEFAULT_TAIL = [
+    ("0x2BB910DE", "6000D-84Q", 1),
+    ("0x2C3A10DE", "DC-16Q", 2),
+    ("0x318210DE", "B300X-269C", 1),
+]
+
+
+def test_the_default_vgpu_config_holds_every_type_nvidia_ships() -> None:
+    configs = _vgpu_configs()
+    assert len(configs) == 711
+    assert next(iter(configs)) == "6000D-1-42C"
+    assert list(configs)[-1] == "default"
+    for name, count in NVIDIA_VGPU.items():
+        assert configs[name] == [{"devices": "all", "vgpu-devices": {name: count}}], name
+    default = [
+        (e["device-filter"], *next(iter(e["vgpu-devices"].items()))) for e in configs["default"]
+    ]
+    assert len(default) == 56
+    assert default[:3] == NVIDIA_VGPU_DEFAULT_HEAD
+    assert default[-3:] == NVIDIA_VGPU_DEFAULT_TAIL
+    assert all(e["devices"] == "all" for e in configs["default"])
