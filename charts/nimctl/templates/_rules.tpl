@@ -260,6 +260,11 @@ used is missing, nothing granted goes unused (exceptions are marked
 - group: nvidia.com
   resources: [clusterpolicies/finalizers, nvidiadrivers/finalizers]
   verbs: [create, get, list, watch, update, patch, delete]
+# exception: on OpenShift only, the prometheus-k8s Role lets cluster monitoring
+# read the operator's Services, Endpoints and Pods (state-operator-metrics).
+- group: ""
+  resources: [endpoints]
+  verbs: [get, list, watch]
 - group: ""
   resources: [pods/eviction]
   verbs: [create]
