@@ -58,11 +58,8 @@ def _asset() -> dict[str, Any]:
         lifecycle={
             "preStop": {
                 "exec": {
-                    "command": [
-                        "/bin/sh",
-                        "-c",
-                        "rm -f /run/nvidia/validations/.cc-manager-ctr-ready",
-                    ]
+                    # NVIDIA's command, word for word (it is in the pod template).
+                    "command": ["/bin/rm", "-f", "/run/nvidia/validations/.cc-manager-ctr-ready"]
                 }
             }
         },

@@ -172,3 +172,12 @@ def test_vgpu_device_manager_waits_for_either_vgpu_manager() -> None:
         "[ -f /run/nvidia/validations/host-vgpu-manager-ready ]; do "
         "echo waiting for NVIDIA vGPU Manager to be setup; sleep 5; done"
     ]
+
+
+def test_cc_manager_prestop_is_nvidias_command() -> None:
+    ds = daemonset("nvidia-cc-manager", {**KATA, "ccManager": {"enabled": True}})
+    assert ctr(ds, "nvidia-cc-manager")["lifecycle"] == {
+        "preStop": {
+            "exec": {"command": ["/bin/rm", "-f", "/run/nvidia/validations/.cc-manager-ctr-ready"]}
+        }
+    }
