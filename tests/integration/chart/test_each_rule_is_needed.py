@@ -5,7 +5,8 @@ is refused something that rule grants, with a 403 or an escalation refusal.
 Documented exceptions (docs/install.md): the */finalizers rules (only the
 OwnerReferencesPermissionEnforcement admission plugin checks them), the status
 of NIMBuild (no docs example yet), the PodDisruptionBudgets a driver upgrade
-reads only while it drains workloads, and rules for optional APIs this cluster does
+reads only while it drains workloads, the Endpoints the OpenShift-only
+``prometheus-k8s`` Role grants, and rules for optional APIs this cluster does
 not serve (granted up front for when they are installed).
 """
 
@@ -32,7 +33,7 @@ from tests.integration.chart.scenario import (
     stop_installed,
 )
 
-EXEMPT = ("/finalizers", "nimbuilds/status", "poddisruptionbudgets")
+EXEMPT = ("/finalizers", "nimbuilds/status", "poddisruptionbudgets", "endpoints")
 ROLES = ("nimctl", "nimctl-leader-election")
 
 
