@@ -139,7 +139,8 @@ def test_guardrail_config_store_as_config_map_or_pvc() -> None:
         {"name": "config-store", "configMap": {"name": "gr-config"}}
     ]
     assert ctr(objs)["volumeMounts"] == [{"name": "config-store", "mountPath": "/config-store"}]
-    assert dep["spec"]["selector"]["matchLabels"] == {
+    assert dep["spec"]["selector"]["matchLabels"] == {"app": "nemoguardrail-sample"}
+    assert objs[("Service", "nemoguardrail-sample")]["spec"]["selector"] == {
         "app": "nemoguardrail-sample",
         "app.kubernetes.io/name": "nemoguardrail-sample",
         "app.kubernetes.io/instance": "nemoguardrail-sample",
@@ -208,7 +209,11 @@ def test_datastore_gitea_env_volumes_and_pvc() -> None:
         "name": "data",
         "persistentVolumeClaim": {"claimName": "pvc-shared-data"},
     }
-    assert [i["name"] for i in spec["initContainers"]] == ["init-directories", "init-app-ini"]
+    assert [i["name"] for i in spec["initContainers"]] == [
+        "init-directories",
+        "init-app-ini",
+        "configure-datastore",
+    ]
     init_env = {x["name"]: x.get("value") for x in spec["initContainers"][0]["env"]}
     assert (
         init_env["GITEA__DATABASE__HOST"] == "datastore-pg-postgresql.nemo.svc.cluster.local:5432"
@@ -236,7 +241,7 @@ def test_customizer_config_yaml_and_its_hash() -> None:
     assert training["extra_key"] == 7  # from the training ConfigMap
     assert training["image"] == "nvcr.io/nvidia/nemo-microservices/customizer:25.08"  # spec wins
     assert training["workspace_dir"] == "/pvc/workspace"
-    assert training["use_run_ai_executor"] == "false"
+    assert training["use_run_ai_executor"] is False
     assert (
         training["volumes"][0]["persistentVolumeClaim"]["claimName"] == "finetuning-ms-models-pvc"
     )
@@ -285,8 +290,8 @@ def test_customizer_scheduler_rbac() -> None:
     config = YAML(typ="safe").load(
         objs[("ConfigMap", "nemocustomizer-sample")]["data"]["config.yaml"]
     )
-    assert config["training"]["use_run_ai_executor"] == "true"
-    assert config["training"]["queue"] == "default"
+    assert config["training"]["use_run_ai_executor"] is True
+    assert "queue" not in config["training"]  # NVIDIA's config has none
 
 
 def test_customizer_config_errors_name_the_config_map_and_key() -> None:
