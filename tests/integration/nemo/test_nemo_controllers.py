@@ -755,3 +755,41 @@ async def test_a_deployment_nvidias_operator_made_is_adopted_without_a_restart(e
     assert dep_after["metadata"]["uid"] == dep_before["metadata"]["uid"]  # not deleted
     assert dep_after["spec"]["selector"] == {"matchLabels": {"app": name}}
     assert await running_pods() == pods_before  # not restarted
+
+
+# -- each of NVIDIA's current samples, as NVIDIA's operator was run on them ---------------
+
+NVIDIA_CASES = [
+    "nemo-latest-nemocustomizer",
+    "nemo-latest-nemodatastore",
+    "nemo-latest-nemoentitystore",
+    "nemo-latest-nemoevaluator",
+    "nemo-latest-nemoguardrails",
+    "nemo-2506-nemoguardrails",
+]
+
+
+@pytest.mark.parametrize("case", NVIDIA_CASES)
+async def test_nvidias_current_samples_reach_ready_with_their_dependencies(
+    env: Env, case: str
+) -> None:
+    ns = fresh_ns(case.removeprefix("nemo-")[:20])
+    docs = load_inputs(case, ns)
+    (cr,) = [d for d in docs if d["apiVersion"] == API]
+    kind, name = cr["kind"], cr["metadata"]["name"]
+    # The user's objects as given; what the sample names but does not carry (the
+    # Postgres, MinIO, Argo ... Services) simulated.
+    await apply_objects(env.admin, [namespace(ns), *(d for d in docs if d is not cr)])
+    await apply(env, cr)
+    st = await wait_state(env, kind, name, ns, "Ready", timeout=90)
+    assert not [c for c in st["conditions"] if c["type"] == "Failed" and c["status"] == "True"]
+    dep = await env.admin.get("apps/v1", "Deployment", name, ns)
+    assert dep["spec"]["selector"] == {"matchLabels": {"app": name}}
+    assert dep["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%", "maxSurge": 0}
+    ctr = container(dep)
+    if kind == "NemoGuardrail" and "otel" not in cr["spec"]:
+        assert env_map(ctr)["OTEL_SDK_DISABLED"] == "true"
+    if kind == "NemoDatastore":
+        inits = [c["name"] for c in dep["spec"]["template"]["spec"]["initContainers"]]
+        assert inits == ["init-directories", "init-app-ini", "configure-datastore"]
+        assert dep["spec"]["template"]["spec"]["securityContext"] == {"fsGroup": 1000}
