@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from api.apps.v1alpha1 import nemo_entitystore as api
 from manifests import pod
+from manifests.labels import APP_LABEL, INSTANCE_LABEL, NAME_LABEL
 from platforms.nemo.common import (
     API_PORT_NAME,
     DB_MIGRATION_LIMITS,
@@ -27,6 +28,9 @@ class EntitystoreRenderer(NemoRenderer[api.NemoEntitystore]):
     part_of: ClassVar[str] = api.PART_OF
     api_port: ClassVar[int] = api.API_PORT
     probe_path: ClassVar[str] = "/health"
+
+    def service_selector(self) -> dict[str, str]:
+        return {APP_LABEL: self.name, NAME_LABEL: self.name, INSTANCE_LABEL: self.name}
 
     def postgres_env(self) -> list[Obj]:
         db = self.spec.database_config

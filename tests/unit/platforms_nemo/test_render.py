@@ -532,11 +532,32 @@ NVIDIA_VALUES: list[tuple[str, str, Any, Any]] = [
         lambda o: next(r for r in _rules(o) if r["resources"] == ["events"])["verbs"],
         ["create", "get", "list", "watch"],
     ),
-    (
-        "NemoCustomizer",
-        "Service selector",
-        lambda o: next(v for (k, _), v in o.items() if k == "Service")["spec"]["selector"],
-        {"app.kubernetes.io/name": "nemocustomizer-sample"},
+    *(
+        (
+            kind,
+            "Service selector",
+            lambda o: next(v for (k, _), v in o.items() if k == "Service")["spec"]["selector"],
+            selector,
+        )
+        for kind, selector in (
+            ("NemoCustomizer", {"app.kubernetes.io/name": "nemocustomizer-sample"}),
+            ("NemoEvaluator", {"app.kubernetes.io/name": "nemoevaluator-sample"}),
+            (
+                "NemoDatastore",
+                {
+                    "app.kubernetes.io/name": "nemodatastore-sample",
+                    "app.kubernetes.io/instance": "nemodatastore-sample",
+                },
+            ),
+            (
+                "NemoEntitystore",
+                {
+                    "app": "nemoentitystore-sample",
+                    "app.kubernetes.io/name": "nemoentitystore-sample",
+                    "app.kubernetes.io/instance": "nemoentitystore-sample",
+                },
+            ),
+        )
     ),
 ]
 
