@@ -129,25 +129,35 @@ def _nvidia_inputs(case: str, namespace: str) -> list[dict[str, Any]]:
     pytest.skip(f"NVIDIA's sample inputs ({case}) are not in a shared/ directory above {root}")
 
 
-async def test_nvidias_standard_input_gives_nvidias_inference_service(env: Env) -> None:
+async def _nvidia_isvc(env: Env, case: str, ns: str, mode: str | None = None) -> dict[str, Any]:
+    """The InferenceService made from NVIDIA's input ``case`` (``mode``: KServe's default
+    deployment mode on NVIDIA's cluster, given as the NIMService's annotation here)."""
     from localcluster.extensions import extensions_of
     from tests.integration.controllers.harness import wait_for
 
     catalog = extensions_of(env.cluster).catalog
     catalog.set(LLAMA_1B, logs=LLAMA_1B_MANIFEST, command="model_manifest.yaml")
     try:
-        ns = "kx-nvidia-standard"
-        objs = _nvidia_inputs("kserve-standard-llm", ns)
+        objs = _nvidia_inputs(case, ns)
+        svc = next(o for o in objs if o["kind"] == "NIMService")
+        if mode is not None:
+            svc["spec"].setdefault("annotations", {})[MODE_ANNOTATION] = mode
         await apply_objects(env.admin, objs)
-        name = next(o["metadata"]["name"] for o in objs if o["kind"] == "NIMService")
+        name = svc["metadata"]["name"]
 
         async def isvc() -> dict[str, Any]:
             found: dict[str, Any] = await env.admin.get(ISVC, "InferenceService", name, ns)
             return found
 
-        got = await wait_for(isvc, timeout=60)
+        got: dict[str, Any] = await wait_for(isvc, timeout=60)
+        return got
     finally:
         catalog.remove(LLAMA_1B, command="model_manifest.yaml")
+
+
+async def test_nvidias_standard_input_gives_nvidias_inference_service(env: Env) -> None:
+    got = await _nvidia_isvc(env, "kserve-standard-llm", "kx-nvidia-standard")
+    name = got["metadata"]["name"]
     predictor = got["spec"]["predictor"]
     assert predictor["labels"] == {"app": name}
     assert got["metadata"]["labels"]["networking.kserve.io/visibility"] == "exposed"
@@ -163,3 +173,22 @@ async def test_nvidias_standard_input_gives_nvidias_inference_service(env: Env) 
         "maxUnavailable": "25%",
         "maxSurge": 0,
     }
+
+
+async def test_nvidias_knative_input_gives_nvidias_inference_service(env: Env) -> None:
+    # NVIDIA's cluster ran KServe with Serverless as its default mode.
+    got = await _nvidia_isvc(env, "kserve-knative-llm", "kx-nvidia-knative", mode="Serverless")
+    name = got["metadata"]["name"]
+    predictor = got["spec"]["predictor"]
+    assert predictor["labels"] == {"app": name}
+    for absent in (
+        "minReplicas",
+        "maxReplicas",
+        "securityContext",
+        "deploymentStrategy",
+        "scaleMetric",
+    ):
+        assert absent not in predictor, absent
+    annotations = got["metadata"]["annotations"]
+    assert annotations["autoscaling.knative.dev/min-scale"] == "1"
+    assert annotations["autoscaling.knative.dev/max-scale"] == "10"
