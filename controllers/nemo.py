@@ -244,6 +244,10 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
             "(spec.modelConfig): skipped, config.yaml is written without it",
         )
 
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop what is kept about a CR that is gone."""
+        self._skipped.pop((namespace, name), None)
+
     async def _password(self, namespace: str, secret: str, key: str, rv: str) -> str:
         known = self._passwords.get((namespace, secret))
         if known is not None and known.resource_version == rv and known.key == key:
@@ -351,6 +355,12 @@ class NemoReconciler(KindReconciler[CustomResource, NemoFacts]):
             capabilities=caps,
             use_finalizer=use_finalizer,
         )
+
+    def _forget(self, namespace: str, name: str) -> None:
+        super()._forget(namespace, name)
+        kind = self.kind
+        if isinstance(kind, NemoKind):
+            kind.forget(namespace, name)
 
 
 def setup_nemo(manager: Manager, client: Client, options: SetupOptions) -> None:
