@@ -15,7 +15,9 @@ This module adds what needs the cluster (NVIDIA's NIMBuild controller):
   one; none or several -> ``Failed`` with NVIDIA's condition), the
   orchestrator, and the local manifest pod's logs once it runs;
 - status: NVIDIA's condition types, ``state``, ``inputProfile`` and
-  ``outputProfile``; a reconcile error sets ``NIM_BUILD_RECONCILE_FAILED``;
+  ``outputProfile``; a reconcile error sets ``NIM_BUILD_RECONCILE_FAILED`` and
+  state ``Pending``, keeping the input profile and how it was found (``progress``);
+  NIMCache conditions that are over are removed;
 - on Ready: the built profile is appended to the NIMCache's ``status.profiles``
   (a status merge patch of that list alone, guarded by the NIMCache's
   resourceVersion) and the local manifest is stored under

@@ -5,7 +5,10 @@ nemo.md): ServiceAccount, Role, RoleBinding, Service, Ingress (router or the
 deprecated ``expose.ingress``), HTTPRoute, HPA, ServiceMonitor and the
 Deployment, all named after the CR, labelled with the standard labels (the
 kind's ``part-of`` value) and annotated with ``openshift.io/required-scc`` and
-``nvidia.com/parent-spec-hash``. ``NemoRenderer`` builds them from the typed
+``nvidia.com/parent-spec-hash``. As NVIDIA's, every Deployment selects
+``{app: <name>}`` (pods carry it with the standard labels) and rolls with
+``maxSurge: 0``; the Service selects the kind's own selector labels.
+``NemoRenderer`` builds them from the typed
 CR; a kind subclasses it and overrides the hooks (ports, env, init
 containers, volumes, probes, Role rules, extra objects). Rendering is pure.
 """
