@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from api.apps.v1alpha1 import nemo_customizer
 from api.apps.v1alpha1.common import STATE_FAILED
 from api.apps.v1alpha1.nemo_common import (
     FAILURE_REASONS,
@@ -57,6 +58,7 @@ from nimctl_runtime.cache.cache import ByObject
 from nimctl_runtime.client.client import Client
 from nimctl_runtime.client.errors import NotFound
 from nimctl_runtime.client.interfaces import (
+    EventRecorder,
     KeyReader,
     Reader,
     get_or_none,
@@ -68,9 +70,11 @@ from nimctl_runtime.reconcile import Request
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.nemo.contract import API_VERSION, CONTRACTS, NemoContract, requirements
+from platforms.nemo.customizer import missing_model_config_keys
 from platforms.nemo.facts import NemoFacts
 
 __all__ = [
+    "REASON_CONFIGMAP_KEY_SKIPPED",
     "REQUIREMENTS_INDEX",
     "SECRET",
     "NemoKind",
@@ -83,6 +87,8 @@ Obj = dict[str, Any]
 PVC = ("v1", "PersistentVolumeClaim")
 CONFIG_MAP = ("v1", "ConfigMap")
 REQUIREMENTS_INDEX = "nemo.requirements"
+REASON_CONFIGMAP_KEY_SKIPPED = "ConfigMapKeySkipped"
+"""Event reason: a ``modelConfig`` key the ConfigMap lacks was left out of ``config.yaml``."""
 """Cache index on each NeMo kind: ``<Kind>/<name>`` of every object its spec requires."""
 
 
@@ -122,8 +128,11 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
         api_reader: KeyReader,
         capabilities: Capabilities,
         operator_version: str = "",
+        recorder: EventRecorder | None = None,
     ) -> None:
         self.contract = contract
+        self.recorder = recorder
+        self._skipped: dict[tuple[str, str], tuple[Any, tuple[str, ...]]] = {}
         self.nemo = contract
         self.kind = contract.kind
         # NVIDIA's finalizer cleans nothing up and keeps CRs from being deleted
@@ -190,6 +199,8 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
                 raise _missing(REASON_CONFIGMAP_NOT_FOUND, f"ConfigMap {cm_name} not found")
             config_maps[cm_name] = dict(cm.get("data") or {})
             versions.append(("ConfigMap", cm_name, dig(cm, "metadata", "resourceVersion")))
+        if isinstance(cr, nemo_customizer.NemoCustomizer):
+            self._report_skipped_keys(cr, obj, config_maps, versions)
         current = await self._current_replicas(cr, obj, reader)
         versions.append(current)
         return NemoFacts(
@@ -200,6 +211,40 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
             current_replicas=current,
             versions=tuple(versions),
         )
+
+    def _report_skipped_keys(
+        self,
+        cr: nemo_customizer.NemoCustomizer,
+        obj: Obj,
+        config_maps: Mapping[str, Mapping[str, str]],
+        versions: list[Any],
+    ) -> None:
+        """A Normal Event naming the ``modelConfig`` keys left out of ``config.yaml``.
+
+        NVIDIA's operator skips a missing key without a word; nimctl says so once
+        per ConfigMap version and CR generation, not on every pass.
+        """
+        missing = tuple(missing_model_config_keys(cr, config_maps))
+        at = (namespace_of(obj), name_of(obj))
+        seen = (dig(obj, "metadata", "generation"), tuple(versions))
+        if not missing:
+            self._skipped.pop(at, None)
+            return
+        if self._skipped.get(at) == (seen, missing) or self.recorder is None:
+            return
+        self._skipped[at] = (seen, missing)
+        keys = ", ".join(f"'{k}'" for k in missing)
+        self.recorder.event(
+            obj,
+            "Normal",
+            REASON_CONFIGMAP_KEY_SKIPPED,
+            f"ConfigMap {cr.spec.model_config_ref.name} has no key {keys} "
+            "(spec.modelConfig): skipped, config.yaml is written without it",
+        )
+
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop what is kept about a CR that is gone."""
+        self._skipped.pop((namespace, name), None)
 
     async def _password(self, namespace: str, secret: str, key: str, rv: str) -> str:
         known = self._passwords.get((namespace, secret))
@@ -296,6 +341,7 @@ def setup_nemo(manager: Manager, client: Client, options: SetupOptions) -> None:
                 api_reader=cache.api_reader,
                 capabilities=options.capabilities,
                 operator_version=options.operator_version,
+                recorder=manager.event_recorder(contract.info.recorder_name),
             ),
             cache=cache,
             client=client,

@@ -15,7 +15,9 @@ This module adds what needs the cluster (NVIDIA's NIMBuild controller):
   one; none or several -> ``Failed`` with NVIDIA's condition), the
   orchestrator, and the local manifest pod's logs once it runs;
 - status: NVIDIA's condition types, ``state``, ``inputProfile`` and
-  ``outputProfile``; a reconcile error sets ``NIM_BUILD_RECONCILE_FAILED``;
+  ``outputProfile``; a reconcile error sets ``NIM_BUILD_RECONCILE_FAILED`` and
+  state ``Pending``, keeping the input profile and how it was found (``progress``);
+  NIMCache conditions that are over are removed;
 - on Ready: the built profile is appended to the NIMCache's ``status.profiles``
   (a status merge patch of that list alone, guarded by the NIMCache's
   resourceVersion) and the local manifest is stored under
@@ -28,13 +30,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from api.apps.v1alpha1 import nimbuild as api_nb
 from api.apps.v1alpha1.nimbuild import NIMBuild
 from api.apps.v1alpha1.nimcache import NIMCache
 from controllers.nimservice_parse import (
+    INVALID_SPEC,
     ParseMemo,
     by_generation,
     by_resource_version,
@@ -50,7 +53,7 @@ from nimctl_runtime.client.interfaces import (
     Writer,
     get_or_none,
 )
-from nimctl_runtime.meta import dig, is_true, name_of, namespace_of, set_condition
+from nimctl_runtime.meta import dig, name_of, namespace_of, set_condition
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.nimbuild import (
     API_VERSION,
@@ -96,6 +99,14 @@ def nimcache_name_index(obj: Mapping[str, Any]) -> list[str]:
     """Index function: the NIMCache a NIMBuild builds from."""
     name = dig(obj, "spec", "nimCache", "name")
     return [str(name)] if name else []
+
+
+def _without_cache_conditions(
+    conditions: list[dict[str, Any]] | None, keep: Iterable[str]
+) -> list[dict[str, Any]]:
+    """``conditions`` without the NIMCache conditions other than ``keep``."""
+    drop = CACHE_CONDITIONS - set(keep)
+    return [c for c in conditions or [] if c.get("type") not in drop]
 
 
 def _blocked(state: str, condition: str, reason: str, message: str) -> Blocked:
@@ -234,10 +245,26 @@ class NIMBuildKind(Kind[NIMBuild, NIMBuildFacts]):
         except ApiError:
             return ""
 
+    def progress(self, old: Obj, facts: NIMBuildFacts) -> Obj:
+        """The chosen input profile and how it was found, kept when the render then fails.
+
+        NVIDIA's operator records both before it builds the pod, so a build it
+        cannot size (GPUs in ``resources`` and a ``tp`` tag) still shows them.
+        """
+        if facts.profile_found is None:
+            return old
+        out = copy.deepcopy(dict(old))
+        out["conditions"] = _without_cache_conditions(
+            set_condition(out.get("conditions"), *facts.profile_found), ()
+        )
+        out["inputProfile"] = dict(facts.profile)
+        return out
+
     def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:
         out = copy.deepcopy(dict(old))
         conditions = out.get("conditions")
         found = readiness.details.get("conditions")
+        state = readiness.state
         if found is None:  # a reconcile error (the skeleton's Failed)
             conditions = set_condition(
                 conditions,
@@ -246,14 +273,14 @@ class NIMBuildKind(Kind[NIMBuild, NIMBuildFacts]):
                 api_nb.REASON_RECONCILE_FAILED,
                 readiness.message,
             )
+            if not readiness.details.get(INVALID_SPEC):
+                state = api_nb.STATE_PENDING  # NVIDIA's state after a reconcile error
         else:
             for type_, status, reason, message in found:
                 conditions = set_condition(conditions, type_, status, reason, message)
-            # A NIMCache problem that is over no longer shows as True (NVIDIA leaves it).
-            current = {c[0] for c in found}
-            for type_ in CACHE_CONDITIONS - current:
-                if is_true(conditions, type_):
-                    conditions = set_condition(conditions, type_, "False", readiness.reason, "")
+            # A NIMCache problem that is over is gone from the list, not left True
+            # (nor turned False with another condition's reason).
+            conditions = _without_cache_conditions(conditions, {c[0] for c in found})
             if any(c.get("type") == api_nb.CONDITION_RECONCILE_FAILED for c in conditions or []):
                 conditions = set_condition(
                     conditions,
@@ -263,7 +290,7 @@ class NIMBuildKind(Kind[NIMBuild, NIMBuildFacts]):
                     "",
                 )
         out["conditions"] = conditions
-        out["state"] = readiness.state
+        out["state"] = state
         for key in ("inputProfile", "outputProfile"):
             if readiness.details.get(key):
                 out[key] = readiness.details[key]

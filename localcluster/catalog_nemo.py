@@ -25,6 +25,7 @@ INFO:     Waiting for application startup.
 INFO:     Application startup complete.
 """
 GITEA_INIT_LOG = "Gitea directories and app.ini prepared\n"
+GITEA_CONFIGURE_LOG = "Gitea admin user and database configured\n"
 
 NEMO_RULES: tuple[tuple[str, str, str, int | None, float], ...] = (
     (NEMO_IMAGES, "run_db_migration", MIGRATION_LOG, 0, 1.0),
@@ -32,6 +33,7 @@ NEMO_RULES: tuple[tuple[str, str, str, int | None, float], ...] = (
     (NEMO_IMAGES, "alembic upgrade head", MIGRATION_LOG, 0, 1.0),
     (NEMO_IMAGES, "init_directory_structure.sh", GITEA_INIT_LOG, 0, 1.0),
     (NEMO_IMAGES, "config_environment.sh", GITEA_INIT_LOG, 0, 1.0),
+    (NEMO_IMAGES, "configure_gitea.sh", GITEA_CONFIGURE_LOG, 0, 1.0),
     (NEMO_IMAGES, "", SERVICE_LOG, None, 0.0),
 )
 """NeMo images: migrations and init scripts exit 0, the services run."""

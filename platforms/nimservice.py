@@ -46,6 +46,7 @@ from platforms.capabilities import (
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.standalone import lws, podspec
 from platforms.standalone.context import RenderContext
+from platforms.standalone.dra_checks import dra_spec_problem
 from platforms.standalone.dra_status import compute_domain_status, dra_resource_statuses
 from platforms.standalone.inputs import NIMServiceInputs, as_nimservice, given
 
@@ -175,9 +176,10 @@ def missing_kinds(cr: NIMService, capabilities: Capabilities) -> list[tuple[GVK,
 
 
 DRA_UNSUPPORTED = (
-    "spec.draResources is not supported by NIM-Operator on this cluster, please upgrade to "
-    "k8s version 'v1.34.0' or higher (resource.k8s.io/v1 is not served)"
+    "DRA resources are not supported by NIM-Operator on this cluster, please upgrade to "
+    "k8s version 'v1.34.0' or higher"
 )
+"""NVIDIA's message when the cluster does not serve resource.k8s.io/v1 (Kubernetes < 1.34)."""
 
 
 def dra_details(cr: NIMService | Obj, facts: RenderContext) -> dict[str, Any]:
@@ -262,13 +264,18 @@ class NIMServiceContract:
 
     def render(self, cr: NIMService | Obj, facts: RenderContext) -> list[dict[str, Any]]:
         cr = as_nimservice(cr)
-        if cr.spec.dra_resources and not facts.capabilities.has(RESOURCE_CLAIM_TEMPLATE):
-            # NVIDIA's step 0: DRA needs Kubernetes 1.34 (resource.k8s.io/v1).
-            raise Blocked(
-                Readiness(
-                    STATE_FAILED, REASON_DRA_RESOURCES_UNSUPPORTED, DRA_UNSUPPORTED, failed=True
-                )
+        if cr.spec.dra_resources:
+            # NVIDIA's step 0: DRA needs Kubernetes 1.34 (resource.k8s.io/v1), no claim
+            # name twice and semantic versions in attribute selectors.
+            problem = (
+                DRA_UNSUPPORTED
+                if not facts.capabilities.has(RESOURCE_CLAIM_TEMPLATE)
+                else dra_spec_problem(cr.spec.dra_resources)
             )
+            if problem is not None:
+                raise Blocked(
+                    Readiness(STATE_FAILED, REASON_DRA_RESOURCES_UNSUPPORTED, problem, failed=True)
+                )
         missing = missing_kinds(cr, facts.capabilities)
         if missing:
             # Waiting, not failed: the operator watches CRDs and goes on once installed.

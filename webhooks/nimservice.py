@@ -10,13 +10,13 @@ through :class:`~webhooks.facts.ClusterFacts`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from nimctl_runtime import field
 from nimctl_runtime.field import FieldError, ValidationFailed
 from nimctl_runtime.quantity import QuantityError, parse_quantity
+from platforms.standalone.dra_checks import semver_error
 from webhooks.facts import (
     ClusterFacts,
     FactUnavailable,
@@ -50,11 +50,6 @@ LOADBALANCER_WARNING = (
 )
 STORAGE_SOURCES = (
     f"{P}.storage.nimCache, {P}.storage.pvc, {P}.storage.emptyDir or {P}.storage.hostPath"
-)
-_SEMVER = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
 
 
@@ -217,7 +212,7 @@ def _dra_device(device: Mapping[str, Any], path: str) -> list[FieldError]:
             key = str(sel.get("key", ""))
             norm = key if "/" in key else f"{driver}/{key}"
             if norm in seen:
-                errs.append(field.duplicate(f"{sp}.key", key))
+                errs.append(field.duplicate(sp, norm))
             seen.add(norm)
             op = sel.get("op")
             if kind == "attributeSelectors" and not op:
@@ -254,15 +249,9 @@ def _dra_attribute_value(value: Mapping[str, Any], path: str, raw: Any) -> list[
             )
         ]
     version = value.get("versionValue")
-    if version is not None and not _SEMVER.match(str(version)):
-        return [
-            field.invalid(
-                f"{path}.versionValue",
-                version,
-                "must be a valid semantic version: "
-                f"No Major.Minor.Patch elements found in {version!r}",
-            )
-        ]
+    problem = semver_error(str(version)) if version is not None else None
+    if problem is not None:
+        return [field.invalid(path, version, f"must be a valid semantic version: {problem}")]
     return []
 
 
@@ -327,11 +316,11 @@ async def _dra(spec: Mapping[str, Any], facts: ClusterFacts) -> list[FieldError]
                         f"{path}.resourceClaimTemplateName instead",
                     )
                 )
-        name = claim_name or res.get("resourceClaimTemplateName")
-        if name:
-            if name in names:
-                errs.append(field.duplicate(path, name))
-            names.add(name)
+        if claim_name:
+            # NVIDIA's rule: a claim name once (a template may serve several entries).
+            if claim_name in names:
+                errs.append(field.duplicate(f"{path}.resourceClaimName", claim_name))
+            names.add(claim_name)
         spec_ = res.get("claimCreationSpec")
         if spec_ is not None:
             devices = _m(spec_).get("devices") or []

@@ -11,6 +11,12 @@ upgrade never flips a running InferenceService's mode (KServe rejects the
 change: upstream issues #735 and #762): the InferenceService's
 ``status.deploymentMode`` > the NIMService's ``serving.kserve.io/deploymentMode``
 annotation > KServe's configured default > ``Standard``.
+
+As NVIDIA's: the predictor's (pod) labels are ``{app: <name>}``; in Standard
+mode the pod ``securityContext`` and ``deploymentStrategy`` are written and
+``spec.replicas`` (without autoscaling) pins ``minReplicas`` and
+``maxReplicas``; in Knative mode none of them are (Knative scales by its
+annotations).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 
 from api.apps.v1alpha1.nimservice import NIMService
 from manifests.hashing import stamped_copy
-from manifests.labels import merge_maps
+from manifests.labels import merge_maps, selector_labels
 from platforms.standalone import networking, podspec, storage
 from platforms.standalone.context import INFERENCE_SERVICE, RenderContext
 from platforms.standalone.errors import RenderError, UnsupportedSpec
@@ -147,12 +153,13 @@ def _inference_service(r: NIMServiceInputs, mode: str) -> dict[str, Any]:
         labels[VISIBILITY_LABEL] = "cluster-local"
 
     predictor: dict[str, Any] = dict(pod_spec)
-    predictor["labels"] = merge_maps(
-        {k: v for k, v in labels.items() if k in r.pod_labels() or k == VISIBILITY_LABEL},
-        {"app": r.name},
-    )
+    # NVIDIA's predictor (pod) labels are its selector labels only: {app: <name>}.
+    predictor["labels"] = selector_labels(r.name)
     predictor["annotations"] = r.pod_annotations()
-    if not knative:
+    if knative:
+        # NVIDIA writes the pod securityContext for Standard/RawDeployment only.
+        predictor.pop("securityContext", None)
+    else:
         predictor["deploymentStrategy"] = {
             "type": "RollingUpdate",
             "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": 0},
@@ -164,8 +171,11 @@ def _inference_service(r: NIMServiceInputs, mode: str) -> dict[str, Any]:
         if hpa is not None and hpa.max_replicas > 0:
             predictor["maxReplicas"] = hpa.max_replicas
         predictor.update(_scale_target((hpa.metrics if hpa is not None else None) or []))
-    else:
-        predictor["minReplicas"] = 1 if spec.replicas is None else spec.replicas
+    elif mode in RAW_MODES and spec.replicas is not None:
+        # Without autoscaling, spec.replicas pins both bounds so KServe does not scale it.
+        predictor["minReplicas"] = spec.replicas
+        predictor["maxReplicas"] = spec.replicas
+    # Knative: no replica bounds; its autoscaling annotations decide.
 
     return {
         "apiVersion": ISVC_API_VERSION,

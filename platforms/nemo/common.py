@@ -5,7 +5,10 @@ nemo.md): ServiceAccount, Role, RoleBinding, Service, Ingress (router or the
 deprecated ``expose.ingress``), HTTPRoute, HPA, ServiceMonitor and the
 Deployment, all named after the CR, labelled with the standard labels (the
 kind's ``part-of`` value) and annotated with ``openshift.io/required-scc`` and
-``nvidia.com/parent-spec-hash``. ``NemoRenderer`` builds them from the typed
+``nvidia.com/parent-spec-hash``. As NVIDIA's, every Deployment selects
+``{app: <name>}`` (pods carry it with the standard labels) and rolls with
+``maxSurge: 0``; the Service selects the kind's own selector labels.
+``NemoRenderer`` builds them from the typed
 CR; a kind subclasses it and overrides the hooks (ports, env, init
 containers, volumes, probes, Role rules, extra objects). Rendering is pure.
 """
@@ -34,6 +37,7 @@ from manifests import (
 )
 from manifests.hashing import PARENT_SPEC_HASH_ANNOTATION, hash_value, stamped_copy
 from manifests.labels import (
+    APP_LABEL,
     NAME_LABEL,
     REQUIRED_SCC_ANNOTATION,
     merge_maps,
@@ -104,11 +108,19 @@ def postgres_uri(db: DatabaseConfig, password: str) -> str:
     return f"postgresql://{db.credentials.user}:{password}@{db.host}:{db.port}/{db.database_name}"
 
 
-def busybox_wait_for_postgres(db: DatabaseConfig, pull_policy: str | None) -> Obj:
-    """Init container ``wait-for-postgres``: loop on ``nc -z <host> <port>``."""
+def busybox_wait_for_postgres(
+    db: DatabaseConfig, pull_policy: str | None, *, final_semicolon: bool = False
+) -> Obj:
+    """Init container ``wait-for-postgres``: loop on ``nc -z <host> <port>``.
+
+    The text is NVIDIA's: the Entitystore's ends in ``done;``, the Evaluator's
+    and Guardrail's in ``done`` (``final_semicolon``).
+    """
     script = (
-        f'until nc -z {db.host} {db.port}; do echo "Waiting for Postgres to start "; sleep 5; done;'
+        f'until nc -z {db.host} {db.port}; do echo "Waiting for Postgres to start "; sleep 5; done'
     )
+    if final_semicolon:
+        script += ";"
     return pod.container(
         WAIT_FOR_POSTGRES,
         "busybox",
@@ -182,8 +194,25 @@ class NemoRenderer(Generic[CR]):
     # -- hooks a kind overrides -------------------------------------------------
 
     def selector(self) -> dict[str, str]:
-        """Pod selector of the Deployment and the Service."""
+        """The Deployment's pod selector: ``{app: <name>}`` for every NeMo kind, as NVIDIA's.
+
+        A selector is immutable, so it must be NVIDIA's exactly for a Deployment
+        NVIDIA's operator made to be taken over in place.
+        """
+        return {APP_LABEL: self.name}
+
+    def service_selector(self) -> dict[str, str]:
+        """The Service's selector: the kind's ``GetSelectorLabels`` in NVIDIA's operator.
+
+        Pods carry every label of it (``app`` and the standard labels).
+        """
         return {NAME_LABEL: self.name}
+
+    def pod_security_context(self) -> Obj:
+        """The pod ``securityContext``: ``userID``/``groupID``, defaults 1000 and 2000."""
+        user_id = DEFAULT_USER_ID if self.spec.user_id is None else int(self.spec.user_id)
+        group_id = DEFAULT_GROUP_ID if self.spec.group_id is None else int(self.spec.group_id)
+        return {"runAsUser": user_id, "runAsGroup": group_id, "fsGroup": group_id}
 
     def container_ports(self) -> list[Obj]:
         return [{"name": API_PORT_NAME, "containerPort": self.api_port, "protocol": "TCP"}]
@@ -285,7 +314,7 @@ class NemoRenderer(Generic[CR]):
                 labels=self.service_labels(),
                 annotations=merge_maps(self.annotations, svc.annotations),
             ),
-            selector=self.selector(),
+            selector=self.service_selector(),
             ports=self.service_ports(),
             service_type=svc.type,
         )
@@ -437,15 +466,13 @@ class NemoRenderer(Generic[CR]):
             readiness_probe=readiness,
             startup_probe=startup,
         )
-        user_id = DEFAULT_USER_ID if self.spec.user_id is None else int(self.spec.user_id)
-        group_id = DEFAULT_GROUP_ID if self.spec.group_id is None else int(self.spec.group_id)
         affinity = plain(self.spec.affinity) if self.spec.affinity else None
         spec = pod.pod_spec(
             [ctr],
             init_containers=self.init_containers() or None,
             volumes=self.volumes() or None,
             service_account_name=self.name,
-            security_context={"runAsUser": user_id, "runAsGroup": group_id, "fsGroup": group_id},
+            security_context=self.pod_security_context(),
             image_pull_secrets=self.pull_secrets,
             node_selector=self.spec.node_selector,
             tolerations=plain(self.spec.tolerations) if self.spec.tolerations else None,
@@ -459,7 +486,12 @@ class NemoRenderer(Generic[CR]):
         )
         replicas = None if self.autoscaling else int(self.spec.replicas or 1)
         return deployment.build(
-            self.meta(), selector=self.selector(), template=template, replicas=replicas
+            self.meta(),
+            selector=self.selector(),
+            template=template,
+            replicas=replicas,
+            # NVIDIA's: no surge pod, which could not schedule on a one-GPU node.
+            strategy=deployment.rolling_update("25%", 0),
         )
 
 

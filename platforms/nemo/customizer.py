@@ -44,6 +44,7 @@ __all__ = [
     "MODEL_CONFIG_KEYS",
     "TRAINING_CONFIG_KEY",
     "CustomizerRenderer",
+    "missing_model_config_keys",
     "referenced_config_maps",
 ]
 
@@ -65,6 +66,16 @@ def referenced_config_maps(cr: api.NemoCustomizer) -> list[str]:
     if training is not None and training.name not in names:
         names.append(training.name)
     return names
+
+
+def missing_model_config_keys(
+    cr: api.NemoCustomizer, config_maps: Mapping[str, Mapping[str, str]]
+) -> list[str]:
+    """The ``modelConfig`` keys its ConfigMap lacks (left out of ``config.yaml``)."""
+    data = config_maps.get(cr.spec.model_config_ref.name)
+    if data is None:
+        return []
+    return [key for key in MODEL_CONFIG_KEYS if key not in data]
 
 
 def _load_yaml(text: str, where: str) -> Any:
@@ -183,7 +194,7 @@ class CustomizerRenderer(NemoRenderer[api.NemoCustomizer]):
                 ["pods", "persistentvolumeclaims", "services", "configmaps"],
                 ["create", "get", "list", "watch", "delete"],
             ),
-            role.policy_rule([""], ["events"], READ_VERBS),
+            role.policy_rule([""], ["events"], ["create", *READ_VERBS]),
             role.policy_rule(
                 ["nvidia.com"],
                 ["nemotrainingjobs", "nemotrainingjobs/status", "nemoentityhandlers"],
@@ -192,9 +203,7 @@ class CustomizerRenderer(NemoRenderer[api.NemoCustomizer]):
         ]
         if self.spec.scheduler.type == api.SCHEDULER_RUNAI:
             rules.append(
-                role.policy_rule(
-                    ["run.ai"], ["trainingworkloads", "trainingworkloads/status"], ALL_VERBS
-                )
+                role.policy_rule(["run.ai"], ["trainingworkloads", "runaijobs"], ALL_VERBS)
             )
         else:
             rules.extend(
@@ -246,12 +255,13 @@ class CustomizerRenderer(NemoRenderer[api.NemoCustomizer]):
                 "image": image_of(t.image.repository, t.image.tag),
                 "imagePullPolicy": self.pull_policy or "",
                 "imagePullSecrets": self._pull_secrets(),
-                "env": plain(t.env or []),
-                "training_networking": plain(t.network_config or []),
-                "workspace_dir": workspace.mount_path,
-                "use_run_ai_executor": (
-                    "true" if self.spec.scheduler.type == api.SCHEDULER_RUNAI else "false"
+                # NVIDIA writes the lists as they are in the spec: null when unset.
+                "env": plain(t.env) if t.env is not None else None,
+                "training_networking": (
+                    plain(t.network_config) if t.network_config is not None else None
                 ),
+                "workspace_dir": workspace.mount_path,
+                "use_run_ai_executor": self.spec.scheduler.type == api.SCHEDULER_RUNAI,
                 "pvc": {
                     "storageClass": workspace.storage_class or "",
                     "volumeAccessMode": workspace.volume_access_mode or "",
@@ -273,8 +283,6 @@ class CustomizerRenderer(NemoRenderer[api.NemoCustomizer]):
                 ],
             }
         )
-        if self.spec.scheduler.type == api.SCHEDULER_RUNAI:
-            out["queue"] = t.runai_queue
         if t.ttl_seconds_after_finished is not None:
             out["ttl_seconds_after_finished"] = t.ttl_seconds_after_finished
         if t.timeout is not None:
@@ -298,9 +306,7 @@ class CustomizerRenderer(NemoRenderer[api.NemoCustomizer]):
         for key in MODEL_CONFIG_KEYS:
             raw = data.get(key)
             if raw is None:
-                if key == "models":
-                    raise RenderFailed(f"ConfigMap {name} key 'models': not found")
-                continue
+                continue  # skipped, as NVIDIA's operator does (an Event names it)
             out[key] = _load_yaml(raw, f"ConfigMap {name} key {key!r}")
         return out
 
@@ -309,16 +315,19 @@ class CustomizerRenderer(NemoRenderer[api.NemoCustomizer]):
         jobs = s.model_download_jobs
         download: Obj = {
             "image": jobs.image,
-            "imagePullPolicy": jobs.image_pull_policy,
+            # NVIDIA's jobs take the Customizer image's pull policy, not their own field.
+            "imagePullPolicy": self.pull_policy or "",
             "imagePullSecrets": self._pull_secrets(),
             "ngcAPISecret": jobs.ngc_api_secret.name,
             "ngcAPISecretKey": jobs.ngc_api_secret.key,
+            "ngcSecretName": jobs.ngc_api_secret.name,
+            "ngcSecretKey": jobs.ngc_api_secret.key,
             "securityContext": plain(jobs.security_context) if jobs.security_context else None,
             "ttlSecondsAfterFinished": jobs.ttl_seconds_after_finished,
             "pollIntervalSeconds": jobs.poll_interval_seconds,
         }
         if jobs.hf_secret is not None:
-            download["hfSecret"] = jobs.hf_secret.name
+            download["hfSecretName"] = jobs.hf_secret.name
             download["hfSecretKey"] = jobs.hf_secret.key
         tools: Obj = {"image": s.nemo_datastore_tools.image}
         if self.pull_secrets:

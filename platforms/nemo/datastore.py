@@ -3,6 +3,9 @@
 The data volume is PVC ``<pvc.name or name-pvc>`` (created when
 ``pvc.create`` is true; it must exist otherwise) or an emptyDir without
 ``pvc``; the three prerequisite Secrets are mounted for the init scripts;
+three init containers (``init-directories``, ``init-app-ini``,
+``configure-datastore``: the Gitea admin and database setup) share the
+Gitea env with the admin credentials; the pod runs with ``fsGroup`` only;
 the Gitea env carries the database password and the LFS secrets by
 ``secretKeyRef`` only.
 """
@@ -38,8 +41,13 @@ class DatastoreRenderer(NemoRenderer[api.NemoDatastore]):
     part_of: ClassVar[str] = api.PART_OF
     api_port: ClassVar[int] = api.API_PORT
 
-    def selector(self) -> dict[str, str]:
+    def service_selector(self) -> dict[str, str]:
         return {NAME_LABEL: self.name, INSTANCE_LABEL: self.name}
+
+    def pod_security_context(self) -> Obj:
+        """NVIDIA's Datastore pod runs with ``fsGroup`` only (``groupID``, default 1000)."""
+        group_id = 1000 if self.spec.group_id is None else int(self.spec.group_id)
+        return {"fsGroup": group_id}
 
     def data_pvc_name(self) -> str | None:
         return pvc_name(self.name, self.spec.pvc) if self.spec.pvc is not None else None
@@ -130,6 +138,16 @@ class DatastoreRenderer(NemoRenderer[api.NemoDatastore]):
                 self.image,
                 image_pull_policy=self.pull_policy,
                 command=["/usr/sbin/config_environment.sh"],
+                env=env,
+                volume_mounts=mounts,
+            ),
+            # Gitea admin user and database setup.
+            pod.container(
+                "configure-datastore",
+                self.image,
+                image_pull_policy=self.pull_policy,
+                command=["/bin/sh", "-c"],
+                args=["/usr/sbin/init/configure_gitea.sh"],
                 env=env,
                 volume_mounts=mounts,
             ),

@@ -11,7 +11,9 @@ from typing import Any, ClassVar
 
 from api.apps.v1alpha1 import nemo_entitystore as api
 from manifests import pod
+from manifests.labels import APP_LABEL, INSTANCE_LABEL, NAME_LABEL
 from platforms.nemo.common import (
+    API_PORT_NAME,
     DB_MIGRATION_LIMITS,
     NemoRenderer,
     busybox_wait_for_postgres,
@@ -26,6 +28,9 @@ class EntitystoreRenderer(NemoRenderer[api.NemoEntitystore]):
     part_of: ClassVar[str] = api.PART_OF
     api_port: ClassVar[int] = api.API_PORT
     probe_path: ClassVar[str] = "/health"
+
+    def service_selector(self) -> dict[str, str]:
+        return {APP_LABEL: self.name, NAME_LABEL: self.name, INSTANCE_LABEL: self.name}
 
     def postgres_env(self) -> list[Obj]:
         db = self.spec.database_config
@@ -58,4 +63,25 @@ class EntitystoreRenderer(NemoRenderer[api.NemoEntitystore]):
             env=self.postgres_env(),
             resources=DB_MIGRATION_LIMITS,
         )
-        return [busybox_wait_for_postgres(db, self.pull_policy), migration]
+        return [busybox_wait_for_postgres(db, self.pull_policy, final_semicolon=True), migration]
+
+    def probes(self) -> tuple[Obj, Obj, Obj]:
+        """NVIDIA's Entitystore timings (liveness 3 s/20 s/10, readiness 10 s/20 s/20)."""
+        path = self.probe_path
+        return (
+            pod.http_get_probe(
+                path,
+                API_PORT_NAME,
+                initial_delay_seconds=3,
+                timeout_seconds=20,
+                failure_threshold=10,
+            ),
+            pod.http_get_probe(
+                path,
+                API_PORT_NAME,
+                initial_delay_seconds=10,
+                timeout_seconds=20,
+                failure_threshold=20,
+            ),
+            pod.http_get_probe(path, API_PORT_NAME, initial_delay_seconds=30, failure_threshold=30),
+        )

@@ -12,9 +12,10 @@ import base64
 from typing import Any, ClassVar
 
 from api.apps.v1alpha1 import nemo_evaluator as api
-from manifests import pod
+from manifests import pod, role
 from manifests.meta import object_meta
 from platforms.nemo.common import (
+    API_PORT_NAME,
     DB_MIGRATION_LIMITS,
     NemoRenderer,
     RenderFailed,
@@ -116,6 +117,26 @@ class EvaluatorRenderer(NemoRenderer[api.NemoEvaluator]):
             resources=DB_MIGRATION_LIMITS,
         )
         return [busybox_wait_for_postgres(s.database_config, self.pull_policy), migration]
+
+    def probes(self) -> tuple[Obj, Obj, Obj]:
+        """NVIDIA's Evaluator probes: liveness and readiness start at once (no initial delay)."""
+        path = self.probe_path
+        live = pod.http_get_probe(path, API_PORT_NAME, initial_delay_seconds=0)
+        ready = pod.http_get_probe(path, API_PORT_NAME, initial_delay_seconds=0)
+        for probe in (live, ready):
+            del probe["initialDelaySeconds"]  # 0: the API server leaves it out
+        return (
+            live,
+            ready,
+            pod.http_get_probe(path, API_PORT_NAME, initial_delay_seconds=30, failure_threshold=30),
+        )
+
+    def role_rules(self) -> list[Obj]:
+        """The SCC rule, and the jobs' secrets and pods (get, watch, list, create) as NVIDIA's."""
+        return [
+            role.scc_rule("nonroot"),
+            role.policy_rule([""], ["secrets", "pods"], ["get", "watch", "list", "create"]),
+        ]
 
     def objects_before_deployment(self) -> list[Obj]:
         password = self.facts.db_password

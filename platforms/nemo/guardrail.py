@@ -38,7 +38,7 @@ class GuardrailRenderer(NemoRenderer[api.NemoGuardrail]):
     part_of: ClassVar[str] = api.PART_OF
     api_port: ClassVar[int] = api.API_PORT
 
-    def selector(self) -> dict[str, str]:
+    def service_selector(self) -> dict[str, str]:
         return {APP_LABEL: self.name, NAME_LABEL: self.name, INSTANCE_LABEL: self.name}
 
     def config_store_pvc_name(self) -> str | None:
@@ -77,8 +77,7 @@ class GuardrailRenderer(NemoRenderer[api.NemoGuardrail]):
                     )
                 )
         env.extend(self.postgres_env())
-        if self.spec.otel is not None:
-            env.extend(otel_env(self.spec.otel))
+        env.extend(otel_env(self.spec.otel))  # OTEL_SDK_DISABLED=true without otel, as NVIDIA's
         return env
 
     def init_containers(self) -> list[Obj]:

@@ -197,7 +197,7 @@ def manifest_pod(
         CONTAINER,
         _puller(src),
         command=list(MANIFEST_COMMAND),
-        resources=_resources(spec),
+        resources=_manifest_pod_resources(spec),
         security_context=_container_security_context(spec, orchestrator),
     )
     pod_spec = pod.pod_spec(
@@ -453,6 +453,16 @@ def _resources(spec: NIMCacheSpec) -> dict[str, Any] | None:
     wanted = {k: v for k, v in (("cpu", res.cpu), ("memory", res.memory)) if v}
     if not wanted:
         return None
+    return {"requests": dict(wanted), "limits": dict(wanted)}
+
+
+def _manifest_pod_resources(spec: NIMCacheSpec) -> dict[str, Any]:
+    """NVIDIA's model-manifest pod always names cpu and memory: ``0`` when unset.
+
+    A LimitRange then treats it as NVIDIA's (explicit zeros, no defaults filled in).
+    """
+    res = spec.resources
+    wanted = {"cpu": str(res.cpu or 0), "memory": str(res.memory or 0)}
     return {"requests": dict(wanted), "limits": dict(wanted)}
 
 

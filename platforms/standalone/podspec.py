@@ -12,9 +12,7 @@ from typing import Any
 
 from api.apps.v1alpha1.common import Image, NIMContainerSpec, ProxySpec
 from api.apps.v1alpha1.nimservice import (
-    AttributeSelectorValue,
     DRAClaimCreationSpec,
-    DRADeviceSpec,
 )
 from manifests import deployment as deployment_builder
 from manifests import pod
@@ -22,6 +20,7 @@ from manifests.hashing import short_hash
 from manifests.labels import merge_maps, selector_labels
 from platforms.standalone import sources
 from platforms.standalone.context import ORCHESTRATOR_TKGS, RESOURCE_CLAIM_TEMPLATE
+from platforms.standalone.dra_checks import DRAExpressionError, device_cel_expressions
 from platforms.standalone.errors import RenderError
 from platforms.standalone.inputs import MODEL_STORE, NIMServiceInputs, given, quantity
 from platforms.standalone.networking import (
@@ -46,14 +45,6 @@ CA_INIT_SCRIPT = (
     "echo 'Exiting update-ca-certificates init container'"
 )
 
-_SELECTOR_OPS = {
-    "Equal": "==",
-    "NotEqual": "!=",
-    "GreaterThan": ">",
-    "GreaterThanOrEqual": ">=",
-    "LessThan": "<",
-    "LessThanOrEqual": "<=",
-}
 
 __all__ = [
     "GPU_RESOURCE",
@@ -240,10 +231,11 @@ def dra(
 def _claim_template(inp: NIMServiceInputs, name: str, spec: DRAClaimCreationSpec) -> dict[str, Any]:
     requests = []
     for device in spec.devices:
-        driver = device.driver_name or "gpu.nvidia.com"
-        selectors = [
-            {"cel": {"expression": expr}} for expr in _device_selector_exprs(device, driver)
-        ]
+        try:
+            exprs = device_cel_expressions(device)
+        except DRAExpressionError as exc:
+            raise RenderError(f"spec.draResources: device {device.name}: {exc}") from None
+        selectors = [{"cel": {"expression": expr}} for expr in exprs]
         exactly: dict[str, Any] = {
             "deviceClassName": device.device_class_name or "gpu.nvidia.com",
             "allocationMode": "ExactCount",
@@ -448,33 +440,3 @@ def proxy_env(proxy: ProxySpec) -> list[dict[str, Any]]:
     ):
         env.extend(pod.env_var(name, value) for name, value in zip(names, values, strict=True))
     return env
-
-
-def _cel_literal(value: AttributeSelectorValue) -> str:
-    if value.bool_value is not None:
-        return "true" if value.bool_value else "false"
-    if value.int_value is not None:
-        return str(value.int_value)
-    if value.version_value is not None:
-        return f'semver("{value.version_value}")'
-    return '"' + (value.string_value or "").replace('"', '\\"') + '"'
-
-
-def _device_selector_exprs(device: DRADeviceSpec, driver: str) -> list[str]:
-    """CEL selectors for a DRA device request (attribute, capacity, raw CEL)."""
-    exprs: list[str] = []
-    for sel in device.attribute_selectors or []:
-        op = _SELECTOR_OPS.get(sel.op or "Equal", "==")
-        value = sel.value or AttributeSelectorValue()
-        attr = f'device.attributes["{driver}"].{sel.key}'
-        if value.version_value is not None:
-            exprs.append(f"{attr}.compareTo({_cel_literal(value)}) {op} 0")
-        else:
-            exprs.append(f"{attr} {op} {_cel_literal(value)}")
-    for cap_sel in device.capacity_selectors or []:
-        op = _SELECTOR_OPS.get(cap_sel.op or "Equal", "==")
-        cap = f'device.capacity["{driver}"].{cap_sel.key}'
-        amount = "0" if cap_sel.value is None else cap_sel.value
-        exprs.append(f'{cap}.compareTo(quantity("{amount}")) {op} 0')
-    exprs.extend(str(e) for e in device.cel_expressions or [])
-    return exprs

@@ -180,6 +180,11 @@ used is missing, nothing granted goes unused (exceptions are marked
 - group: nvidia.com
   resources: [nemotrainingjobs, nemotrainingjobs/status, nemoentityhandlers]
   verbs: [get, list, watch, create, update, patch, delete]
+# With scheduler.type runai the Customizer's Role grants Run:ai's training kinds.
+- group: run.ai
+  resources: [trainingworkloads, runaijobs]
+  verbs: [get, list, watch, create, update, patch, delete]
+  api: run.ai/v2alpha1/TrainingWorkload
 - group: ""
   resources: [pods]
   verbs: [get, list, watch, create, delete]

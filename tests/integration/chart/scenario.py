@@ -66,6 +66,8 @@ OPTIONAL_RESOURCES = {
     ("resource.k8s.io", "resourceclaimtemplates"),
     ("resource.k8s.io", "resourceclaims"),
     ("resource.nvidia.com", "computedomains"),
+    ("run.ai", "trainingworkloads"),
+    ("run.ai", "runaijobs"),
 }
 TIMEOUT = 150.0  # two shared cores: generous, never asserted on
 

@@ -208,7 +208,13 @@ async def test_nvidias_sample_reaches_ready_with_the_reference_deployment(
     assert env_names <= set(env_map(ctr))
     assert volumes <= {v["name"] for v in dep["spec"]["template"]["spec"].get("volumes", [])}
     pod_sc = dep["spec"]["template"]["spec"]["securityContext"]
-    assert (pod_sc["runAsUser"], pod_sc["fsGroup"]) == (1000, 2000)
+    if kind == "NemoDatastore":
+        assert pod_sc == {"fsGroup": 1000}  # NVIDIA's Datastore: fsGroup only
+    else:
+        assert (pod_sc["runAsUser"], pod_sc["fsGroup"]) == (1000, 2000)
+    assert dep["spec"]["selector"] == {"matchLabels": {"app": name}}
+    assert dep["spec"]["template"]["metadata"]["labels"]["app"] == name
+    assert dep["spec"]["strategy"]["rollingUpdate"]["maxSurge"] == 0
     svc = await env.admin.get("v1", "Service", name, ns)
     assert svc["spec"]["ports"][0]["name"] == "api" and svc["spec"]["ports"][0]["port"] == 8000
     for api_version, owned in (
@@ -623,3 +629,167 @@ async def test_pods_wait_for_their_postgres_service_to_have_ready_endpoints(env:
     deps = dependency_objects([load(obj)])
     await apply_objects(env.admin, [o for o in deps if o["metadata"]["name"] == "late-pg"])
     await wait_state(env, "NemoEntitystore", name, ns, "Ready")
+
+
+# -- NVIDIA's own Customizer sample (no `models` key) -------------------------------------
+
+
+def nvidia_inputs(case: str) -> Path:
+    """``<shared>/nvidia-samples/nemo-kserve-build-inputs/<case>/_inputs/input.yaml``."""
+    root = Path(__file__).resolve().parents[3]
+    for base in (root, *root.parents):
+        found = base / "shared" / "nvidia-samples" / "nemo-kserve-build-inputs" / case
+        if found.is_dir():
+            return found / "_inputs" / "input.yaml"
+    pytest.skip(f"NVIDIA's sample inputs ({case}) are not in a shared/ directory above {root}")
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def load_inputs(case: str, namespace: str) -> list[dict[str, Any]]:
+    from ruamel.yaml import YAML
+
+    docs = [d for d in YAML(typ="safe").load_all(nvidia_inputs(case).read_text()) if d]
+    for d in docs:
+        d["metadata"]["namespace"] = namespace
+    return docs
+
+
+async def test_customizer_from_nvidias_sample_creates_its_eight_objects(env: Env) -> None:
+    ns = fresh_ns("nvcust")
+    docs = load_inputs("nemo-latest-nemocustomizer", ns)
+    cr = next(d for d in docs if d["kind"] == "NemoCustomizer")
+    name = cr["metadata"]["name"]
+    model_cm = next(d for d in docs if d["metadata"]["name"] == cr["spec"]["modelConfig"]["name"])
+    assert "models" not in model_cm["data"]  # what made nimctl fail before
+    await apply_objects(env.admin, [namespace(ns), *(d for d in docs if d is not cr)])
+    await apply(env, cr)
+
+    wanted = [
+        ("v1", "ConfigMap", name),
+        ("v1", "Secret", name),
+        ("v1", "PersistentVolumeClaim", "finetuning-ms-models-pvc"),
+        ("apps/v1", "Deployment", name),
+        ("v1", "Service", name),
+        ("v1", "ServiceAccount", name),
+        ("rbac.authorization.k8s.io/v1", "Role", name),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding", name),
+    ]
+
+    async def all_there() -> list[dict[str, Any]]:
+        return [await env.admin.get(a, k, n, ns) for a, k, n in wanted]
+
+    objs = await wait_for(all_there)
+    st = await wait_state(env, "NemoCustomizer", name, ns, "Ready")
+    assert not [c for c in st["conditions"] if c["type"] == "Failed" and c["status"] == "True"]
+    from ruamel.yaml import YAML
+
+    config = YAML(typ="safe").load(objs[0]["data"]["config.yaml"])
+    assert "models" not in config
+    assert set(config["customizationTargets"]["targets"]) >= {"meta/llama-3.2-1b-instruct@2.0"}
+    assert "templates" in config["customizationConfigTemplates"]
+    assert config["training"]["container_defaults"] == {"imagePullPolicy": "IfNotPresent"}
+    assert config["training"]["use_run_ai_executor"] is False
+    skipped = [e for e in await events_for(env, ns, name) if e["reason"] == "ConfigMapKeySkipped"]
+    assert len(skipped) == 1 and skipped[0]["type"] == "Normal"
+    assert "ConfigMap nemo-model-config has no key 'models'" in skipped[0]["message"]
+
+
+# -- a Deployment NVIDIA's operator made is taken over in place ---------------------------
+
+
+async def test_a_deployment_nvidias_operator_made_is_adopted_without_a_restart(env: Env) -> None:
+    from platforms.nemo.contract import CONTRACTS
+    from platforms.nemo.facts import NemoFacts
+
+    ns = fresh_ns("adopt")
+    obj = sample("NemoEntitystore", ns)
+    name = obj["metadata"]["name"]
+    # The Deployment as NVIDIA's operator writes it: selector {app: <name>}, pods
+    # labelled app plus the standard labels; its owner (NVIDIA's) is gone.
+    ours = next(
+        o
+        for o in CONTRACTS["NemoEntitystore"].render(load(obj), NemoFacts())
+        if o["kind"] == "Deployment"
+    )
+    nvidia = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "labels": ours["metadata"]["labels"]},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "strategy": ours["spec"]["strategy"],
+            "template": ours["spec"]["template"],
+        },
+    }
+    deps = dependency_objects([load(obj)])
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": ns},
+    }
+    await apply_objects(env.admin, [namespace(ns), *deps, account])
+    await env.admin.create(nvidia)
+
+    async def running_pods() -> list[str] | None:
+        pods = (await env.admin.list("v1", "Pod", ns))["items"]
+        mine = [p for p in pods if (p["metadata"].get("labels") or {}).get("app") == name]
+        ready = [p for p in mine if (p.get("status") or {}).get("phase") == "Running"]
+        return sorted(p["metadata"]["uid"] for p in ready) or None
+
+    pods_before = await wait_for(running_pods)
+    dep_before = await env.admin.get("apps/v1", "Deployment", name, ns)
+
+    await env.admin.create(copy.deepcopy(obj))
+    await wait_state(env, "NemoEntitystore", name, ns, "Ready")
+
+    async def owned() -> dict[str, Any] | None:
+        dep = await env.admin.get("apps/v1", "Deployment", name, ns)
+        refs = dep["metadata"].get("ownerReferences") or []
+        return dep if any(r.get("kind") == "NemoEntitystore" for r in refs) else None
+
+    dep_after = await wait_for(owned)
+    assert dep_after["metadata"]["uid"] == dep_before["metadata"]["uid"]  # not deleted
+    assert dep_after["spec"]["selector"] == {"matchLabels": {"app": name}}
+    assert await running_pods() == pods_before  # not restarted
+
+
+# -- each of NVIDIA's current samples, as NVIDIA's operator was run on them ---------------
+
+NVIDIA_CASES = [
+    "nemo-latest-nemocustomizer",
+    "nemo-latest-nemodatastore",
+    "nemo-latest-nemoentitystore",
+    "nemo-latest-nemoevaluator",
+    "nemo-latest-nemoguardrails",
+    "nemo-2506-nemoguardrails",
+]
+
+
+@pytest.mark.parametrize("case", NVIDIA_CASES)
+async def test_nvidias_current_samples_reach_ready_with_their_dependencies(
+    env: Env, case: str
+) -> None:
+    ns = fresh_ns(case.removeprefix("nemo-")[:20])
+    docs = load_inputs(case, ns)
+    (cr,) = [d for d in docs if d["apiVersion"] == API]
+    kind, name = cr["kind"], cr["metadata"]["name"]
+    # The user's objects as given; what the sample names but does not carry (the
+    # Postgres, MinIO, Argo ... Services) simulated.
+    await apply_objects(env.admin, [namespace(ns), *(d for d in docs if d is not cr)])
+    await apply(env, cr)
+    st = await wait_state(env, kind, name, ns, "Ready", timeout=90)
+    assert not [c for c in st["conditions"] if c["type"] == "Failed" and c["status"] == "True"]
+    dep = await env.admin.get("apps/v1", "Deployment", name, ns)
+    assert dep["spec"]["selector"] == {"matchLabels": {"app": name}}
+    assert dep["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%", "maxSurge": 0}
+    ctr = container(dep)
+    if kind == "NemoGuardrail" and "otel" not in cr["spec"]:
+        assert env_map(ctr)["OTEL_SDK_DISABLED"] == "true"
+    if kind == "NemoDatastore":
+        inits = [c["name"] for c in dep["spec"]["template"]["spec"]["initContainers"]]
+        assert inits == ["init-directories", "init-app-ini", "configure-datastore"]
+        assert dep["spec"]["template"]["spec"]["securityContext"] == {"fsGroup": 1000}

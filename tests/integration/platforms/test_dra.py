@@ -16,7 +16,7 @@ import pytest
 
 from localcluster.simulator.dra import generate_claim_name
 from nimctl.demo import apply_objects
-from nimctl_runtime.client import Client
+from nimctl_runtime.client import ApiError, Client
 from tests.integration.controllers.harness import wait_for
 from tests.integration.controllers.test_nim_controllers import EXAMPLES_DIR, example_objects
 from tests.integration.platforms.conftest import Env, annotate, ready, status_of
@@ -101,6 +101,106 @@ async def test_nvidia_dra_samples_get_claims_allocated(
             "cel",
             "h100",
         ]
+        # The selectors as NVIDIA builds them: the driver first, compareTo operands in
+        # parentheses.
+        selectors = {
+            t["metadata"]["name"].split("-")[0]: [
+                sel["cel"]["expression"]
+                for sel in t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"]
+            ]
+            for t in templates
+        }
+        assert selectors == {
+            "h100": [
+                'device.driver == "gpu.nvidia.com"',
+                'device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"',
+                '(device.attributes["gpu.nvidia.com"].driverVersion)'
+                '.compareTo(semver("550.0.0")) >= 0',
+            ],
+            "bigmem": [
+                'device.driver == "gpu.nvidia.com"',
+                '(device.capacity["gpu.nvidia.com"].memory).compareTo(quantity("40Gi")) >= 0',
+            ],
+            "cel": [
+                'device.driver == "gpu.nvidia.com"',
+                "device.attributes['gpu.nvidia.com'].architecture == 'Hopper'",
+            ],
+        }
 
     poke = annotate(env.admin, "apps/v1", "Deployment", name, ns)
     assert await env.idle_reconcile_writes(ns, poke) == [], "a second reconcile writes nothing"
+
+
+CLAIM_TWICE = [{"resourceClaimName": "shared-gpu"}, {"resourceClaimName": "shared-gpu"}]
+BAD_VERSION = [
+    {
+        "claimCreationSpec": {
+            "devices": [
+                {
+                    "name": "gpu",
+                    "attributeSelectors": [
+                        {
+                            "key": "driverVersion",
+                            "op": "GreaterThan",
+                            "value": {"versionValue": "550.127.08"},
+                        }
+                    ],
+                }
+            ]
+        }
+    }
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "dra", "message"),
+    [
+        (
+            "claim-twice",
+            CLAIM_TWICE,
+            "spec.draResources[1].resourceClaimName: duplicate resource claim name: 'shared-gpu'",
+        ),
+        (
+            "bad-version",
+            BAD_VERSION,
+            "spec.draResources[0].claimCreationSpec.devices[0].attributeSelectors[0].value"
+            '.versionValue.version: invalid version "550.127.08": '
+            'Patch number must not contain leading zeroes "08"',
+        ),
+    ],
+)
+async def test_dra_resources_nvidia_refuses_are_failed_and_not_rendered(
+    env: Env, case: str, dra: list[dict[str, Any]], message: str
+) -> None:
+    ns = f"d-refused-{case}"
+    objs = example_objects(EXAMPLES_DIR / "nimservice-dra-claim-creation.yaml", ns)
+    svc = next(o for o in objs if o["kind"] == "NIMService")
+    svc["spec"]["draResources"] = dra
+    await apply_objects(env.admin, objs)
+    name = svc["metadata"]["name"]
+
+    async def failed() -> dict[str, Any] | None:
+        st = await status_of(env.admin, ns, name)
+        return st if st.get("state") == "Failed" else None
+
+    st = await wait_for(failed, timeout=30)
+    cond = next(c for c in st["conditions"] if c["type"] == "Failed")
+    assert (cond["reason"], cond["message"]) == ("DRAResourcesUnsupported", message)
+    for kind in ("Deployment", "ResourceClaimTemplate"):
+        api = "apps/v1" if kind == "Deployment" else RESOURCE
+        assert (await env.admin.list(api, kind, ns))["items"] == [], kind
+
+
+async def test_cel_expressions_with_selectors_are_refused_at_admission(env: Env) -> None:
+    ns = "d-refused-cel"
+    objs = example_objects(EXAMPLES_DIR / "nimservice-dra-claim-creation.yaml", ns)
+    svc = next(o for o in objs if o["kind"] == "NIMService")
+    device = svc["spec"]["draResources"][0]["claimCreationSpec"]["devices"][0]
+    device["celExpressions"] = ["device.attributes['gpu.nvidia.com'].architecture == 'Hopper'"]
+    await apply_objects(env.admin, [o for o in objs if o is not svc])
+    with pytest.raises(ApiError) as err:
+        await env.admin.create(svc)
+    assert err.value.status == 422
+    assert "celExpressions must not be set if attributeSelectors or capacitySelectors are set" in (
+        str(err.value.message)
+    )

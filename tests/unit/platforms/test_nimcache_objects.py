@@ -124,6 +124,23 @@ def test_manifest_pod() -> None:
     assert_valid_k8s([pod])
 
 
+@pytest.mark.parametrize(
+    ("resources", "expected"),
+    [
+        # NVIDIA's manifest pod always names cpu and memory, 0 when unset.
+        (None, {"cpu": "0", "memory": "0"}),
+        ({"cpu": "1"}, {"cpu": "1", "memory": "0"}),
+        ({"cpu": "500m", "memory": "2Gi"}, {"cpu": "500m", "memory": "2Gi"}),
+    ],
+)
+def test_manifest_pod_resources_as_nvidia(
+    resources: dict[str, str] | None, expected: dict[str, str]
+) -> None:
+    spec = {"resources": resources} if resources is not None else {}
+    (ctr,) = nc.manifest_pod(nimcache(NGC_PROFILES, spec=spec))["spec"]["containers"]
+    assert ctr["resources"] == {"requests": expected, "limits": expected}
+
+
 def test_user_node_selector_replaces_the_default() -> None:
     pod = nc.manifest_pod(nimcache(NGC_PROFILES, spec={"nodeSelector": {"pool": "gpu"}}))
     assert pod["spec"]["nodeSelector"] == {"pool": "gpu"}

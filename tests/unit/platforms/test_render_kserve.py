@@ -102,10 +102,69 @@ def test_standard_mode_objects_and_annotations() -> None:
     assert predictor["securityContext"]["runAsUser"] == 1000
 
 
-def test_without_autoscaling_min_replicas_is_replicas() -> None:
-    isvc = by_kind(kserve.render(_svc({"replicas": 2})), "InferenceService")
-    predictor = isvc["spec"]["predictor"]
-    assert predictor["minReplicas"] == 2 and "maxReplicas" not in predictor
+def _predictor(spec: dict[str, Any] | None, mode: str | None) -> dict[str, Any]:
+    svc = _svc(spec, mode=mode)
+    if spec is not None and "replicas" not in spec and "scale" not in spec:
+        svc["spec"].pop("replicas", None)
+    predictor: dict[str, Any] = by_kind(kserve.render(svc), "InferenceService")["spec"]["predictor"]
+    return predictor
+
+
+# NVIDIA's InferenceService predictor (api/apps/v1alpha1/nimservice_types.go
+# GetInferenceServiceParams, manifests/inferenceservice.yaml).
+PREDICTOR_VALUES: list[tuple[str, dict[str, Any], str, Any, Any]] = [
+    # (case, spec, mode, extractor, NVIDIA's value)
+    ("labels Standard", {}, "Standard", lambda p: p["labels"], {"app": NAME}),
+    ("labels Knative", {}, "Knative", lambda p: p["labels"], {"app": NAME}),
+    (
+        "replicas pin Standard",
+        {"replicas": 2},
+        "Standard",
+        lambda p: (p.get("minReplicas"), p.get("maxReplicas")),
+        (2, 2),
+    ),
+    (
+        "no replicas Standard",
+        {},
+        "Standard",
+        lambda p: (p.get("minReplicas"), p.get("maxReplicas")),
+        (None, None),
+    ),
+    (
+        "replicas Serverless",
+        {"replicas": 1},
+        "Serverless",
+        lambda p: (p.get("minReplicas"), p.get("maxReplicas")),
+        (None, None),
+    ),
+    ("securityContext Serverless", {}, "Serverless", lambda p: "securityContext" in p, False),
+    ("deploymentStrategy Knative", {}, "Knative", lambda p: "deploymentStrategy" in p, False),
+    (
+        "securityContext Standard",
+        {},
+        "Standard",
+        lambda p: p["securityContext"],
+        {"runAsUser": 1000, "runAsGroup": 2000, "fsGroup": 2000},
+    ),
+    (
+        "autoscaling Standard",
+        HPA,
+        "Standard",
+        lambda p: (p["minReplicas"], p["maxReplicas"], p["scaleMetric"], p["scaleTarget"]),
+        (1, 4, "cpu", 80),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "spec", "mode", "extract", "expected"),
+    PREDICTOR_VALUES,
+    ids=[c[0].replace(" ", "_") for c in PREDICTOR_VALUES],
+)
+def test_predictor_as_nvidia_writes_it(
+    case: str, spec: dict[str, Any], mode: str, extract: Any, expected: Any
+) -> None:
+    assert extract(_predictor(spec, mode)) == expected
 
 
 def test_raw_deployment_spelling_is_standard() -> None:

@@ -1021,8 +1021,9 @@ def test_dra_claims_from_names_templates_and_creation_specs() -> None:
     assert request["exactly"]["deviceClassName"] == "gpu.nvidia.com"
     exprs = [s["cel"]["expression"] for s in request["exactly"]["selectors"]]
     assert exprs == [
+        'device.driver == "gpu.nvidia.com"',
         'device.attributes["gpu.nvidia.com"].productName == "H100"',
-        'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0',
+        '(device.capacity["gpu.nvidia.com"].memory).compareTo(quantity("40Gi")) >= 0',
     ]
     claims = pod_spec(objs)["resourceClaims"]
     assert claims[0]["resourceClaimTemplateName"] == "single-gpu"

@@ -98,3 +98,56 @@ async def test_a_missing_key_is_reported_without_reading_the_value() -> None:
         ("Warning", "SecretNotFound", f"NemoEvaluator nemoevaluator-sample: {failed['message']}")
     ]
     assert api.obj("apps/v1", "Deployment", "nemoevaluator-sample") is None
+
+
+async def test_a_skipped_model_config_key_is_said_once_per_config_map_version() -> None:
+    def config_map(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:
+        meta = {"name": name, "namespace": namespace}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+
+    api = FakeAPI()
+    cr = dump(next(c for c in sample_crs() if c.kind == "NemoCustomizer"))
+    cr["metadata"]["namespace"] = "default"
+    cr["metadata"]["generation"] = 1
+    api.put(cr)
+    api.put(secret("customizer-pg-existing-secret", "default", {"password": "pw"}))
+    api.put(config_map("nemo-training-config", "default", {"training": "a: 1\n"}))
+    api.put(config_map("nemo-model-config", "default", {"customizationTargets": "t: {}\n"}))
+    recorder = FakeRecorder()
+    rec: KindReconciler[Any, Any] = KindReconciler(
+        kind=NemoKind(
+            CONTRACTS["NemoCustomizer"],
+            api_reader=api,
+            capabilities=Capabilities.nothing(),
+            recorder=recorder,
+        ),
+        cache=api,
+        client=api,
+        api_reader=api,
+        recorder=recorder,
+    )
+    request = Request("default", cr["metadata"]["name"])
+
+    def skipped() -> list[str]:
+        return [e[2] for e in recorder.events if e[1] == "ConfigMapKeySkipped"]
+
+    await rec.reconcile(request)
+    await rec.reconcile(request)
+    assert skipped() == [
+        "ConfigMap nemo-model-config has no key 'models', 'customizationConfigTemplates' "
+        "(spec.modelConfig): skipped, config.yaml is written without it"
+    ]
+    live = api.obj(API, "NemoCustomizer", cr["metadata"]["name"])
+    assert live is not None and live["status"]["state"] != "Failed"
+    assert api.obj("v1", "ConfigMap", cr["metadata"]["name"]) is not None
+
+    # A new version still without them: said again; with all keys: nothing more.
+    api.put(config_map("nemo-model-config", "default", {"customizationTargets": "u: {}\n"}))
+    await rec.reconcile(request)
+    assert len(skipped()) == 2
+    full = {"models": "m: {}\n", "customizationTargets": "t: {}\n"}
+    api.put(
+        config_map("nemo-model-config", "default", {**full, "customizationConfigTemplates": "{}"})
+    )
+    await rec.reconcile(request)
+    assert len(skipped()) == 2

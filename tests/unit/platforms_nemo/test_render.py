@@ -139,7 +139,8 @@ def test_guardrail_config_store_as_config_map_or_pvc() -> None:
         {"name": "config-store", "configMap": {"name": "gr-config"}}
     ]
     assert ctr(objs)["volumeMounts"] == [{"name": "config-store", "mountPath": "/config-store"}]
-    assert dep["spec"]["selector"]["matchLabels"] == {
+    assert dep["spec"]["selector"]["matchLabels"] == {"app": "nemoguardrail-sample"}
+    assert objs[("Service", "nemoguardrail-sample")]["spec"]["selector"] == {
         "app": "nemoguardrail-sample",
         "app.kubernetes.io/name": "nemoguardrail-sample",
         "app.kubernetes.io/instance": "nemoguardrail-sample",
@@ -208,7 +209,11 @@ def test_datastore_gitea_env_volumes_and_pvc() -> None:
         "name": "data",
         "persistentVolumeClaim": {"claimName": "pvc-shared-data"},
     }
-    assert [i["name"] for i in spec["initContainers"]] == ["init-directories", "init-app-ini"]
+    assert [i["name"] for i in spec["initContainers"]] == [
+        "init-directories",
+        "init-app-ini",
+        "configure-datastore",
+    ]
     init_env = {x["name"]: x.get("value") for x in spec["initContainers"][0]["env"]}
     assert (
         init_env["GITEA__DATABASE__HOST"] == "datastore-pg-postgresql.nemo.svc.cluster.local:5432"
@@ -236,7 +241,7 @@ def test_customizer_config_yaml_and_its_hash() -> None:
     assert training["extra_key"] == 7  # from the training ConfigMap
     assert training["image"] == "nvcr.io/nvidia/nemo-microservices/customizer:25.08"  # spec wins
     assert training["workspace_dir"] == "/pvc/workspace"
-    assert training["use_run_ai_executor"] == "false"
+    assert training["use_run_ai_executor"] is False
     assert (
         training["volumes"][0]["persistentVolumeClaim"]["claimName"] == "finetuning-ms-models-pvc"
     )
@@ -285,8 +290,8 @@ def test_customizer_scheduler_rbac() -> None:
     config = YAML(typ="safe").load(
         objs[("ConfigMap", "nemocustomizer-sample")]["data"]["config.yaml"]
     )
-    assert config["training"]["use_run_ai_executor"] == "true"
-    assert config["training"]["queue"] == "default"
+    assert config["training"]["use_run_ai_executor"] is True
+    assert "queue" not in config["training"]  # NVIDIA's config has none
 
 
 def test_customizer_config_errors_name_the_config_map_and_key() -> None:
@@ -358,3 +363,233 @@ def test_spec_and_per_object_annotations_are_merged_and_labels_win() -> None:
     rule = objs[("Ingress", name)]["spec"]["rules"][0]
     assert rule["host"] == f"{name}.nemo.example.com"
     assert rule["http"]["paths"][0]["backend"]["service"] == {"name": name, "port": {"name": "api"}}
+
+
+# -- NVIDIA's values, field by field (k8s-nim-operator api/apps/v1alpha1/nemo_*_types.go,
+# -- internal/controller/nemo*_controller.go, manifests/deployment.yaml) ----------------
+
+
+def _pod(objs: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = deployment(objs)["spec"]["template"]["spec"]
+    return spec
+
+
+def _init(objs: dict[tuple[str, str], dict[str, Any]], name: str) -> dict[str, Any]:
+    return next(c for c in _pod(objs)["initContainers"] if c["name"] == name)
+
+
+def _rules(objs: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    role = next(o for (k, _), o in objs.items() if k == "Role")
+    rules: list[dict[str, Any]] = role["rules"]
+    return rules
+
+
+def _config(objs: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    cm = next(o for (k, _), o in objs.items() if k == "ConfigMap")
+    loaded: dict[str, Any] = YAML(typ="safe").load(cm["data"]["config.yaml"])
+    return loaded
+
+
+def _probe(which: str) -> Any:
+    return lambda objs: {k: v for k, v in ctr(objs)[which].items() if k != "httpGet"}
+
+
+WAIT = 'until nc -z {} 5432; do echo "Waiting for Postgres to start "; sleep 5; done'
+NVIDIA_VALUES: list[tuple[str, str, Any, Any]] = [
+    # (kind, what, extractor, NVIDIA's value)
+    *(
+        (kind, "Deployment selector", lambda o: deployment(o)["spec"]["selector"], None)
+        for kind in ("NemoCustomizer", "NemoDatastore", "NemoEntitystore", "NemoEvaluator")
+    ),
+    (
+        "NemoGuardrail",
+        "rolling update without surge",
+        lambda o: deployment(o)["spec"]["strategy"],
+        {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": 0}},
+    ),
+    (
+        "NemoDatastore",
+        "pod securityContext",
+        lambda o: _pod(o)["securityContext"],
+        {"fsGroup": 1000},
+    ),
+    (
+        "NemoDatastore",
+        "configure-datastore command",
+        lambda o: (
+            _init(o, "configure-datastore")["command"],
+            _init(o, "configure-datastore")["args"],
+        ),
+        (["/bin/sh", "-c"], ["/usr/sbin/init/configure_gitea.sh"]),
+    ),
+    (
+        "NemoDatastore",
+        "configure-datastore env and mounts",
+        lambda o: (
+            [e["name"] for e in _init(o, "configure-datastore")["env"]][6:14],
+            [m["mountPath"] for m in _init(o, "configure-datastore")["volumeMounts"]],
+        ),
+        (
+            [
+                "GITEA__SERVER__LFS_JWT_SECRET",
+                "GITEA__DATABASE__PASSWD",
+                "GITEA_ADMIN_USERNAME",
+                "GITEA_ADMIN_PASSWORD",
+                "GITEA__DATABASE__SSL_MODE",
+                "GITEA__DATABASE__NAME",
+                "GITEA__DATABASE__HOST",
+                "GITEA__DATABASE__USER",
+            ],
+            ["/usr/sbin", "/tmp", "/env-to-ini-mounts/inlines/", "/usr/sbin/init", "/data"],
+        ),
+    ),
+    (
+        "NemoEvaluator",
+        "Role rules",
+        _rules,
+        [
+            {
+                "apiGroups": ["security.openshift.io"],
+                "resources": ["securitycontextconstraints"],
+                "resourceNames": ["nonroot"],
+                "verbs": ["use"],
+            },
+            {
+                "apiGroups": [""],
+                "resources": ["secrets", "pods"],
+                "verbs": ["get", "watch", "list", "create"],
+            },
+        ],
+    ),
+    (
+        "NemoEvaluator",
+        "liveness probe",
+        _probe("livenessProbe"),
+        {"failureThreshold": 3, "periodSeconds": 10, "successThreshold": 1, "timeoutSeconds": 1},
+    ),
+    (
+        "NemoEvaluator",
+        "readiness probe",
+        _probe("readinessProbe"),
+        {"failureThreshold": 3, "periodSeconds": 10, "successThreshold": 1, "timeoutSeconds": 1},
+    ),
+    (
+        "NemoEntitystore",
+        "liveness probe",
+        _probe("livenessProbe"),
+        {
+            "initialDelaySeconds": 3,
+            "timeoutSeconds": 20,
+            "periodSeconds": 10,
+            "successThreshold": 1,
+            "failureThreshold": 10,
+        },
+    ),
+    (
+        "NemoEntitystore",
+        "readiness probe",
+        _probe("readinessProbe"),
+        {
+            "initialDelaySeconds": 10,
+            "timeoutSeconds": 20,
+            "periodSeconds": 10,
+            "successThreshold": 1,
+            "failureThreshold": 20,
+        },
+    ),
+    (
+        "NemoEntitystore",
+        "wait-for-postgres",
+        lambda o: _init(o, "wait-for-postgres")["command"][2],
+        WAIT.format("entity-store-pg-postgresql.nemo.svc.cluster.local") + ";",
+    ),
+    (
+        "NemoEvaluator",
+        "wait-for-postgres",
+        lambda o: _init(o, "wait-for-postgres")["command"][2],
+        WAIT.format("evaluator-pg-postgresql.nemo.svc.cluster.local"),
+    ),
+    (
+        "NemoCustomizer",
+        "model download jobs",
+        lambda o: {
+            k: v
+            for k, v in _config(o)["model_download_jobs"].items()
+            if k.startswith(("ngc", "imagePull"))
+        },
+        {
+            "imagePullPolicy": "IfNotPresent",
+            "imagePullSecrets": [{"name": "ngc-secret"}],
+            "ngcAPISecret": "ngc-api-secret",
+            "ngcAPISecretKey": "NGC_API_KEY",
+            "ngcSecretName": "ngc-api-secret",
+            "ngcSecretKey": "NGC_API_KEY",
+        },
+    ),
+    (
+        "NemoCustomizer",
+        "Role rule on events",
+        lambda o: next(r for r in _rules(o) if r["resources"] == ["events"])["verbs"],
+        ["create", "get", "list", "watch"],
+    ),
+    *(
+        (
+            kind,
+            "Service selector",
+            lambda o: next(v for (k, _), v in o.items() if k == "Service")["spec"]["selector"],
+            selector,
+        )
+        for kind, selector in (
+            ("NemoCustomizer", {"app.kubernetes.io/name": "nemocustomizer-sample"}),
+            ("NemoEvaluator", {"app.kubernetes.io/name": "nemoevaluator-sample"}),
+            (
+                "NemoDatastore",
+                {
+                    "app.kubernetes.io/name": "nemodatastore-sample",
+                    "app.kubernetes.io/instance": "nemodatastore-sample",
+                },
+            ),
+            (
+                "NemoEntitystore",
+                {
+                    "app": "nemoentitystore-sample",
+                    "app.kubernetes.io/name": "nemoentitystore-sample",
+                    "app.kubernetes.io/instance": "nemoentitystore-sample",
+                },
+            ),
+        )
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "what", "extract", "expected"),
+    NVIDIA_VALUES,
+    ids=[f"{k}-{w}".replace(" ", "_") for k, w, _, _ in NVIDIA_VALUES],
+)
+def test_nvidias_values(kind: str, what: str, extract: Any, expected: Any) -> None:
+    obj = sample(kind)
+    objs = render(obj)
+    if expected is None:  # the selector: {app: <name>}
+        expected = {"matchLabels": {"app": obj["metadata"]["name"]}}
+    assert extract(objs) == expected
+
+
+def test_guardrail_without_otel_disables_the_sdk() -> None:
+    obj = sample("NemoGuardrail")
+    obj["spec"].pop("otel", None)
+    assert env(render(obj))["OTEL_SDK_DISABLED"] == "true"
+
+
+def test_customizer_skips_missing_model_config_keys_as_nvidia_does() -> None:
+    from platforms.nemo.customizer import missing_model_config_keys
+
+    obj = sample("NemoCustomizer")
+    only_targets = {**CONFIG_MAPS, "nemo-model-config": {"customizationTargets": "t: {}\n"}}
+    config = _config(render(obj, config_maps=only_targets))
+    assert "models" not in config and "customizationConfigTemplates" not in config
+    assert config["customizationTargets"] == {"t": {}}
+    assert missing_model_config_keys(load(obj), only_targets) == [
+        "models",
+        "customizationConfigTemplates",
+    ]
