@@ -22,6 +22,12 @@ from typing import Any
 
 from controllers import nimcache as nimcache_ctrl
 from controllers import nimservice as nimservice_ctrl
+from controllers.blocker_facts import (
+    EVENT,
+    pod_blocker_changed,
+    pod_event_watches,
+    warning_event_cache,
+)
 from controllers.gpu.nvidiadriver_setup import setup_nvidiadriver
 from controllers.gpu.setup import setup_gpu
 from controllers.gpu.upgrade.setup import setup_driver_upgrade
@@ -68,6 +74,7 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
     """The NIMService controller: contract-derived owns, plus NIMCache → NIMServices using it."""
     cache = manager.cache
     nimservice_ctrl.cache_secrets_without_values(cache)
+    warning_event_cache(cache)
     cache.add_index(
         API_VERSION,
         nimservice_ctrl.KIND,
@@ -83,6 +90,7 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
         model_query=options.model_query,
         operator_version=options.operator_version,
         discover=functools.partial(discover_capabilities, client),
+        read_events=True,
     )
 
     async def nimservices_of(nimcache: dict[str, Any]) -> list[Request]:
@@ -110,6 +118,11 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
     )
     for (api_version, kind), users in nimservice_ctrl.dra_watches(cache, options.capabilities):
         builder.watches(api_version, kind, users)
+    # What blocks the NIM's pods shows on the pods and in Warning Events about them,
+    # not on the Deployment: wake the NIMService when it changes (issue 25).
+    of_pod, of_event = pod_event_watches(cache, nimservice_ctrl.nimservice_of_pod)
+    builder.watches("v1", "Pod", of_pod, predicates=[pod_blocker_changed()])
+    builder.watches(*EVENT, of_event)
     # Optional CRDs installed (or removed) while running: rediscover, watch, wake.
     builder.watches("apiextensions.k8s.io/v1", "CustomResourceDefinition", reconciler.crd_changed)
     controller = builder.complete(reconciler)

@@ -301,21 +301,16 @@ def _config_error(pod: str, container: str, message: str, hop: str) -> Blocker:
     )
 
 
-def _pull_error(  # noqa: PLR0917 - one call site, all of it is the message
-    pod: str,
-    container: str,
-    image: str,
-    message: str,
-    missing_pull_secrets: Sequence[str],
-    hop: str,
-) -> Blocker:
+def _pull_error(pod: str, status: Obj, missing_pull_secrets: Sequence[str], hop: str) -> Blocker:
     """``ErrImagePull``/``ImagePullBackOff``/``InvalidImageName``, named by its cause."""
+    waiting = dig(status, "state", "waiting") or {}
+    reason, message = str(waiting.get("reason") or ""), str(waiting.get("message") or "")
     found = _IMAGE_IN_MESSAGE.search(message)
-    image = image or (found.group(1) if found else "")
+    image = str(status.get("image") or "") or (found.group(1) if found else "")
     said = f'pod {pod} cannot pull image "{image}"'
     lower = message.lower()
-    unauthorized = "401 unauthorized" in lower or "unauthorized" in lower or "denied" in lower
-    if missing_pull_secrets and (unauthorized or not message):
+    unauthorized = "unauthorized" in lower or "denied" in lower
+    if missing_pull_secrets and (unauthorized or not message or ": " not in message):
         names = ", ".join(f'"{n}"' for n in missing_pull_secrets)
         return Blocker("PullSecretNotFound", f"{said}: image pull secret {names} not found", hop)
     if unauthorized:
@@ -324,7 +319,9 @@ def _pull_error(  # noqa: PLR0917 - one call site, all of it is the message
         )
     if "not found" in lower or "manifest unknown" in lower:
         return Blocker("ImagePullFailed", f"{said}: not found in the registry", hop)
-    detail = message.rsplit(": ", 1)[-1] if message else "pull failed"
+    if reason == "InvalidImageName":
+        return Blocker("ImagePullFailed", f"{said}: the image name is not valid", hop)
+    detail = message.rsplit(": ", 1)[-1] if ": " in message else reason
     return Blocker("ImagePullFailed", f"{said}: {detail}", hop)
 
 
@@ -351,9 +348,8 @@ def _container_blocker(
     if reason == "CreateContainerConfigError":
         return _config_error(name, container, message, hop)
     if reason in ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"):
-        image = str(status.get("image") or "")
-        # a Back-off message wraps the first error: keep the inner one for the cause
-        return _pull_error(name, container, image, message, missing_pull_secrets, hop)
+        # a Back-off message wraps the first error: the cause is read from it
+        return _pull_error(name, status, missing_pull_secrets, hop)
     if reason == "CrashLoopBackOff":
         last = _last_exit(status)
         return Blocker(
