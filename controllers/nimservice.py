@@ -225,6 +225,19 @@ def _failed_message(nimcache: NIMCache) -> str:
     return ""
 
 
+def _cache_blocker(nimcache: NIMCache) -> str:
+    """What the NIMCache says it waits on (its ``NIM_CACHE_JOB_PENDING`` blocker), or ""."""
+    conds = (nimcache.status.conditions if nimcache.status is not None else None) or []
+    for c in conds:
+        if (
+            c.get("type") == "NIM_CACHE_JOB_PENDING"
+            and c.get("status") == "True"
+            and c.get("reason") not in (None, "", "JobPending")
+        ):
+            return str(c.get("message") or "")
+    return ""
+
+
 def _model_from_cache(nimcache: NIMCache | None, nimservice: NIMService) -> str:
     """Fallback model name when the NIM cannot be asked: the cached profile's model."""
     if nimcache is None or nimcache.status is None:
@@ -411,10 +424,11 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
                 failed=True,
             )
         if state != "Ready":
+            waiting = _cache_blocker(nimcache)
             return None, Readiness(
                 STATE_NOT_READY,
                 api_ns.REASON_NIMCACHE_NOT_READY,
-                f"NIMCache {cache_name} not ready",
+                f"NIMCache {cache_name} not ready{f': {waiting}' if waiting else ''}",
             )
         if nimcache.status is None or not nimcache.status.pvc:
             raise ReconcileError(f"missing PVC for the nimcache instance {cache_name}")

@@ -136,12 +136,14 @@ def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> N
         return await nimcache_ctrl.client_pod_logs(client, namespace, pod, container)
 
     cache = manager.cache
+    warning_event_cache(cache)
     reconciler = nimcache_ctrl.NIMCacheReconciler(
         cache=cache,
         client=client,
         api_reader=cache.api_reader,
         recorder=manager.event_recorder(nimcache_ctrl.RECORDER_NAME),
         pod_logs=options.extra.get("pod_logs") or logs,
+        read_events=True,
     )
     builder = (
         Builder(manager)
@@ -150,6 +152,11 @@ def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> N
         .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
     )
     own_kinds(builder, manager, NIMCacheContract().owned_kinds(options.capabilities))
+    # The caching Job's pod can wait (missing Secret, image pull) while the Job's
+    # status stays the same: its blocker wakes the NIMCache (issue 25).
+    of_pod, of_event = pod_event_watches(cache, nimcache_ctrl.nimcache_of_pod)
+    builder.watches("v1", "Pod", of_pod, predicates=[pod_blocker_changed()])
+    builder.watches(*EVENT, of_event)
     builder.complete(reconciler)
 
 

@@ -45,9 +45,11 @@ __all__ = [
     "REASONS",
     "UPGRADE_STATE_LABEL",
     "Blocker",
+    "cache_job_blocker",
     "events_about",
     "find_blocker",
     "gpu_blocker",
+    "last_failure",
     "newest_pods",
     "node_blocker",
     "pod_blocker",
@@ -196,6 +198,10 @@ def newest_pods(workload: Obj, pods: Iterable[Obj]) -> list[Obj]:
     mine.sort(key=lambda p: (_created(p), _name(p)), reverse=True)
     if not mine:
         return []
+    if workload.get("kind") == "Job":
+        # a retry under way is what counts, not the pods that failed before it
+        live = [p for p in mine if dig(p, "status", "phase") not in ("Failed", "Succeeded")]
+        return live or mine[:1]
     for label in _REVISION_LABELS:
         newest = _labels(mine[0]).get(label)
         if newest is not None:
@@ -533,6 +539,39 @@ def gpu_blocker(found: Blocker, nodes: Iterable[Obj]) -> Blocker:
                 on_node.hop,
             )
     return found
+
+
+def last_failure(pods: Iterable[Obj]) -> str:
+    """How the newest failed pod's container ended (``exit code 1 (Error): <last line>``), or ""."""
+    failed = [p for p in pods if dig(p, "status", "phase") == "Failed"]
+    failed.sort(key=lambda p: (_created(p), _name(p)), reverse=True)
+    for pod in failed:
+        for field in ("initContainerStatuses", "containerStatuses"):
+            for status in dig(pod, "status", field, default=[]) or []:
+                term = dig(status, "state", "terminated") or {}
+                if term and term.get("exitCode") not in (None, 0):
+                    return f"pod {_name(pod)} {_last_exit(status).removeprefix('last ')}"
+        why = dig(pod, "status", "message") or dig(pod, "status", "reason")
+        if why:
+            return f"pod {_name(pod)} failed: {why}"
+    return ""
+
+
+def cache_job_blocker(
+    job: Obj | None, pods: Iterable[Obj], events: Iterable[Obj] = (), nodes: Iterable[Obj] = ()
+) -> Blocker | None:
+    """A NIMCache's caching Job: failed for good (``CacheJobFailed``, terminal, naming the
+    last pod's exit), or waiting on what blocks its newest pod."""
+    if not job:
+        return None
+    pods = list(pods)
+    found = workload_blocker(job)
+    if found is not None and found.reason == "JobFailed":
+        detail = last_failure(newest_pods(job, pods) or pods) or found.message
+        return Blocker(
+            "CacheJobFailed", f"caching job {_name(job)} failed: {detail}", found.hop, terminal=True
+        )
+    return find_blocker([job], pods, events, nodes)
 
 
 # -- the chain --------------------------------------------------------------------------

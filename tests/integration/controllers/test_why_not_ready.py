@@ -1,0 +1,219 @@
+"""Why is it not Ready? Each cause, on localcluster, named in the NIMService's condition.
+
+For each cause (a missing auth Secret, pull secret, PVC or CA ConfigMap, an image
+tag the registry does not have, no GPU in the cluster, a caching Job that cannot
+start) the ``Ready`` condition carries the blocker's reason and a message naming
+the object; fixing the cause brings the service Ready without restarting the
+operator; and the status is written once per change of blocker, not on every
+pod update in between.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from nimctl.demo import apply_objects, demo_objects
+from nimctl_runtime.client import Client
+from tests.integration.controllers.harness import (
+    CountingClient,
+    cluster_with_crds,
+    start_operator,
+    wait_for,
+)
+
+API = "apps.nvidia.com/v1alpha1"
+NS = "why"
+
+
+def _base() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    objs = demo_objects(NS)
+    service = next(o for o in objs if o["kind"] == "NIMService")
+    return [o for o in objs if o["kind"] != "NIMService"], service
+
+
+def _variant(base: dict[str, Any], name: str, **spec: Any) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    out["metadata"]["name"] = name
+    for key, value in spec.items():
+        out["spec"][key] = value
+    return out
+
+
+def _ready(obj: dict[str, Any]) -> dict[str, Any]:
+    conds = (obj.get("status") or {}).get("conditions") or []
+    return next((c for c in conds if c["type"] == "Ready"), {})
+
+
+async def _condition(admin: Client, name: str, reason: str) -> dict[str, Any]:
+    async def check() -> dict[str, Any] | None:
+        obj = await admin.get(API, "NIMService", name, NS)
+        cond = _ready(obj)
+        return obj if cond.get("reason") == reason else None
+
+    try:
+        obj: dict[str, Any] = await wait_for(check, timeout=60)
+    except TimeoutError:
+        now = await admin.get(API, "NIMService", name, NS)
+        raise AssertionError(f"{name}: not {reason}: {now.get('status')}") from None
+    assert obj["status"]["state"] == "NotReady", "Pending is not Failed"
+    return _ready(obj)
+
+
+async def _until_ready(admin: Client, name: str, timeout: float = 90) -> None:
+    async def check() -> bool:
+        obj = await admin.get(API, "NIMService", name, NS)
+        return (obj.get("status") or {}).get("state") == "Ready"
+
+    await wait_for(check, timeout=timeout)
+
+
+def _status_writes(client: CountingClient, name: str) -> int:
+    return sum(
+        1
+        for method, path in client.writes
+        if method == "PATCH" and path.endswith(f"/nimservices/{name}/status")
+    )
+
+
+def _pod_of(cluster: Any, name: str) -> dict[str, Any]:
+    pods = [
+        p
+        for p in cluster.storage.list("v1", "Pod", NS)
+        if p["metadata"]["name"].startswith(f"{name}-")
+        and not p["metadata"].get("deletionTimestamp")
+    ]
+    pods.sort(key=lambda p: p["metadata"].get("creationTimestamp", ""))
+    return pods[-1] if pods else {}
+
+
+def _docker_secret(name: str) -> dict[str, Any]:
+    config = json.dumps({"auths": {"nvcr.io": {"username": "$oauthtoken", "password": "x"}}})
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NS},
+        "type": "kubernetes.io/dockerconfigjson",
+        "data": {".dockerconfigjson": base64.b64encode(config.encode()).decode()},
+    }
+
+
+async def test_each_cause_is_named_and_fixing_it_brings_ready(tmp_path: Path) -> None:
+    async with cluster_with_crds(tmp_path) as (cluster, admin):
+        operator = await start_operator(cluster.kubeconfig_path)
+        try:
+            await _causes(cluster, admin, operator.client)
+        finally:
+            await operator.shutdown()
+
+
+async def _causes(cluster: Any, admin: Client, client: CountingClient) -> None:
+    others, base = _base()
+    image = dict(base["spec"]["image"])
+    services = [
+        _variant(base, "no-auth", authSecret="missing-api-secret"),
+        _variant(base, "no-pull", image={**image, "pullSecrets": ["missing-pull-secret"]}),
+        _variant(base, "bad-tag", image={**image, "tag": "1.3.3x"}),
+        _variant(base, "no-cm", proxy={"certConfigMap": "missing-ca"}),
+        _variant(
+            base,
+            "no-pvc",
+            storage={"pvc": {"name": "missing-pvc", "volumeAccessMode": "ReadWriteOnce"}},
+        ),
+    ]
+    await apply_objects(admin, [*others, *services])
+
+    cond = await _condition(admin, "no-auth", "SecretNotFound")
+    pod = _pod_of(cluster, "no-auth")["metadata"]["name"]
+    assert cond["message"] == f'pod {pod} cannot start: secret "missing-api-secret" not found'
+
+    cond = await _condition(admin, "no-pull", "PullSecretNotFound")
+    assert 'image pull secret "missing-pull-secret" not found' in cond["message"]
+    assert cond["message"].startswith("pod no-pull-")
+
+    cond = await _condition(admin, "bad-tag", "ImagePullFailed")
+    assert ":1.3.3x" in cond["message"] and "not found in the registry" in cond["message"]
+
+    cond = await _condition(admin, "no-cm", "ConfigMapNotFound")
+    assert cond["message"].endswith('cannot mount its volumes: configmap "missing-ca" not found')
+
+    cond = await _condition(admin, "no-pvc", "PVCNotFound")
+    assert 'persistentvolumeclaim "missing-pvc" not found' in cond["message"]
+
+    # While blocked the pods keep changing (pull retries, back-offs); the status
+    # does not: one write for the blocker, none for the pod's churn.
+    writes = {
+        s["metadata"]["name"]: _status_writes(client, s["metadata"]["name"]) for s in services
+    }
+
+    async def pulled_again() -> bool:
+        waiting = (_pod_of(cluster, "bad-tag").get("status") or {}).get("containerStatuses") or [{}]
+        return (waiting[0].get("state") or {}).get("waiting", {}).get(
+            "reason"
+        ) == "ImagePullBackOff"
+
+    await wait_for(pulled_again, timeout=30)
+    assert _status_writes(client, "bad-tag") == writes["bad-tag"]
+
+    # Fix every cause; each service comes Ready without an operator restart.
+    await admin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "missing-api-secret", "namespace": NS},
+            "stringData": {"NGC_API_KEY": "simulated"},
+        }
+    )
+    await admin.create(_docker_secret("missing-pull-secret"))
+    await admin.patch(
+        API,
+        "NIMService",
+        "bad-tag",
+        {"spec": {"image": {"tag": image["tag"]}}},
+        namespace=NS,
+        patch_type="merge",
+    )
+    await admin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "missing-ca", "namespace": NS},
+            "data": {"ca.crt": "-----BEGIN CERTIFICATE-----\n"},
+        }
+    )
+    await admin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "missing-pvc", "namespace": NS},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "10Gi"}},
+            },
+        }
+    )
+    for service in services:
+        await _until_ready(admin, service["metadata"]["name"])
+    for service in services:
+        name = service["metadata"]["name"]
+        # the blocker, (maybe) the rollout words once it went, then Ready
+        assert _status_writes(client, name) - writes[name] <= 3, name
+
+
+async def test_no_gpu_in_the_cluster_is_named(tmp_path: Path) -> None:
+    async with cluster_with_crds(tmp_path, profile="no-gpu") as (cluster, admin):
+        operator = await start_operator(cluster.kubeconfig_path)
+        try:
+            others, base = _base()
+            # no NIMCache: its caching Job would wait for a GPU too
+            pvc = {"create": True, "size": "1Gi", "volumeAccessMode": "ReadWriteOnce"}
+            service = _variant(base, "no-gpu", storage={"pvc": pvc})
+            await apply_objects(admin, [o for o in others if o["kind"] != "NIMCache"] + [service])
+            cond = await _condition(admin, "no-gpu", "NoGPUNodes")
+            assert cond["message"].startswith("pod no-gpu-")
+            assert "no node has GPUs (nvidia.com/gpu)" in cond["message"]
+        finally:
+            await operator.shutdown()
