@@ -45,8 +45,8 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
-PodFacts = tuple[tuple[Obj, ...], tuple[Obj, ...], tuple[Obj, ...]]
-"""``(pods, warning events about them, nodes)``."""
+PodFacts = tuple[tuple[Obj, ...], tuple[Obj, ...], tuple[Obj, ...] | None]
+"""``(pods, warning events about them, nodes)``; nodes None when no pod waits for a GPU."""
 
 EVENT = ("v1", "Event")
 EVENT_OBJECT_INDEX = "involvedObject.uid"
@@ -124,11 +124,11 @@ async def gather_pod_facts(
                 found.extend(await reader.list(*EVENT, namespace, index=(EVENT_OBJECT_INDEX, uid)))
             except (ApiError, ValueError):
                 break
-    nodes: list[Obj] = []
+    nodes: tuple[Obj, ...] | None = None
     if any(_waits_for_gpu(p) for p in pods.values()):
         with contextlib.suppress(ApiError):
-            nodes = await reader.list("v1", "Node")
-    return tuple(pods.values()), tuple(found), tuple(nodes)
+            nodes = tuple(await reader.list("v1", "Node"))
+    return tuple(pods.values()), tuple(found), nodes
 
 
 def pod_blocker_changed() -> Funcs:

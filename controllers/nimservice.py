@@ -429,6 +429,8 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
                 STATE_NOT_READY,
                 api_ns.REASON_NIMCACHE_NOT_READY,
                 f"NIMCache {cache_name} not ready{f': {waiting}' if waiting else ''}",
+                # what the cache waits on is a blocker of its own: written at once
+                blocker=(api_ns.REASON_NIMCACHE_NOT_READY, waiting) if waiting else None,
             )
         if nimcache.status is None or not nimcache.status.pvc:
             raise ReconcileError(f"missing PVC for the nimcache instance {cache_name}")

@@ -558,7 +558,10 @@ def last_failure(pods: Iterable[Obj]) -> str:
 
 
 def cache_job_blocker(
-    job: Obj | None, pods: Iterable[Obj], events: Iterable[Obj] = (), nodes: Iterable[Obj] = ()
+    job: Obj | None,
+    pods: Iterable[Obj],
+    events: Iterable[Obj] = (),
+    nodes: Iterable[Obj] | None = None,
 ) -> Blocker | None:
     """A NIMCache's caching Job: failed for good (``CacheJobFailed``, terminal, naming the
     last pod's exit), or waiting on what blocks its newest pod."""
@@ -581,9 +584,13 @@ def find_blocker(
     workloads: Iterable[Obj | None],
     pods: Iterable[Obj],
     events: Iterable[Obj] = (),
-    nodes: Iterable[Obj] = (),
+    nodes: Iterable[Obj] | None = None,
 ) -> Blocker | None:
-    """The first blocker down the chain workload -> newest pods -> node -> GPU."""
+    """The first blocker down the chain workload -> newest pods -> node -> GPU.
+
+    ``nodes`` None: the nodes were not looked at (a pod waiting for a GPU stays
+    ``InsufficientGPU``); a list, even empty, is the cluster's nodes.
+    """
     pods = list(pods)
     events = list(events)
     for workload in workloads:
@@ -595,5 +602,5 @@ def find_blocker(
         for pod in newest_pods(workload, pods):
             found = pod_blocker(pod, events)
             if found is not None:
-                return gpu_blocker(found, nodes)
+                return gpu_blocker(found, nodes) if nodes is not None else found
     return None

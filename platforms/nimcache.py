@@ -87,7 +87,7 @@ class NIMCacheFacts:
     pods: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
     """The manifest pod and the caching Job's pods, from the cache (for the blocker)."""
     events: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
-    nodes: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
+    nodes: tuple[Mapping[str, Any], ...] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,9 @@ def _blocker(
         for pod in facts.pods:
             if dig(pod, "metadata", "name") == pod_name:
                 found = blockers.pod_blocker(pod, facts.events)
-                return blockers.gpu_blocker(found, facts.nodes) if found else None
+                if found is not None and facts.nodes is not None:
+                    return blockers.gpu_blocker(found, facts.nodes)
+                return found
         return None
     return blockers.cache_job_blocker(job, facts.pods, facts.events, facts.nodes)
 

@@ -98,7 +98,7 @@ class RenderContext:
     nimcache_blocked: Readiness | None = None
     pods: tuple[Mapping[str, Any], ...] = ()
     events: tuple[Mapping[str, Any], ...] = ()
-    nodes: tuple[Mapping[str, Any], ...] = ()
+    nodes: tuple[Mapping[str, Any], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.nimcache is not None and not isinstance(self.nimcache, NIMCache):

@@ -48,11 +48,14 @@ def _ready(obj: dict[str, Any]) -> dict[str, Any]:
     return next((c for c in conds if c["type"] == "Ready"), {})
 
 
-async def _condition(admin: Client, name: str, reason: str) -> dict[str, Any]:
+async def _condition(
+    admin: Client, name: str, reason: str, message_has: str = ""
+) -> dict[str, Any]:
     async def check() -> dict[str, Any] | None:
         obj = await admin.get(API, "NIMService", name, NS)
         cond = _ready(obj)
-        return obj if cond.get("reason") == reason else None
+        found = cond.get("reason") == reason and message_has in cond.get("message", "")
+        return obj if found else None
 
     try:
         obj: dict[str, Any] = await wait_for(check, timeout=60)
@@ -116,7 +119,7 @@ async def _causes(cluster: Any, admin: Client, client: CountingClient) -> None:
     services = [
         _variant(base, "no-auth", authSecret="missing-api-secret"),
         _variant(base, "no-pull", image={**image, "pullSecrets": ["missing-pull-secret"]}),
-        _variant(base, "bad-tag", image={**image, "tag": "1.3.3x"}),
+        _variant(base, "bad-tag", image={**image, "tag": "9.99.99"}),
         _variant(base, "no-cm", proxy={"certConfigMap": "missing-ca"}),
         _variant(
             base,
@@ -135,7 +138,7 @@ async def _causes(cluster: Any, admin: Client, client: CountingClient) -> None:
     assert cond["message"].startswith("pod no-pull-")
 
     cond = await _condition(admin, "bad-tag", "ImagePullFailed")
-    assert ":1.3.3x" in cond["message"] and "not found in the registry" in cond["message"]
+    assert ":9.99.99" in cond["message"] and "not found in the registry" in cond["message"]
 
     cond = await _condition(admin, "no-cm", "ConfigMapNotFound")
     assert cond["message"].endswith('cannot mount its volumes: configmap "missing-ca" not found')
@@ -215,5 +218,56 @@ async def test_no_gpu_in_the_cluster_is_named(tmp_path: Path) -> None:
             cond = await _condition(admin, "no-gpu", "NoGPUNodes")
             assert cond["message"].startswith("pod no-gpu-")
             assert "no node has GPUs (nvidia.com/gpu)" in cond["message"]
+        finally:
+            await operator.shutdown()
+
+
+async def test_a_cache_job_that_cannot_start_is_pending_and_named(tmp_path: Path) -> None:
+    async with cluster_with_crds(tmp_path) as (cluster, admin):
+        operator = await start_operator(cluster.kubeconfig_path)
+        try:
+            others, base = _base()
+            cache = next(o for o in others if o["kind"] == "NIMCache")
+            cache["spec"]["source"]["ngc"]["authSecret"] = "missing-ngc-key"
+            await apply_objects(admin, [*others, base])
+            name = cache["metadata"]["name"]
+
+            async def pending() -> dict[str, Any] | None:
+                obj = await admin.get(API, "NIMCache", name, NS)
+                conds = (obj.get("status") or {}).get("conditions") or []
+                cond = next((c for c in conds if c["type"] == "NIM_CACHE_JOB_PENDING"), {})
+                return obj if cond.get("reason") == "SecretNotFound" else None
+
+            obj = await wait_for(pending, timeout=60)
+            assert obj["status"]["state"] == "Pending", "Pending is not Failed"
+            cond = next(
+                c for c in obj["status"]["conditions"] if c["type"] == "NIM_CACHE_JOB_PENDING"
+            )
+            assert cond["status"] == "True"
+            assert cond["message"].startswith(f"pod {name}-job-")
+            assert cond["message"].endswith('secret "missing-ngc-key" not found')
+            # The NIMService waiting on the cache says what the cache waits on.
+            svc = await _condition(
+                admin, base["metadata"]["name"], "NIMCacheNotReady", "missing-ngc-key"
+            )
+            assert svc["message"] == f"NIMCache {name} not ready: {cond['message']}"
+
+            await admin.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": "missing-ngc-key", "namespace": NS},
+                    "stringData": {"NGC_API_KEY": "simulated"},
+                }
+            )
+            await _until_ready(admin, base["metadata"]["name"])
+            done = await admin.get(API, "NIMCache", name, NS)
+            assert done["status"]["state"] == "Ready"
+            # status.model.name: the model of the image in use, from its manifest
+            svc_obj = await admin.get(API, "NIMService", base["metadata"]["name"], NS)
+            assert [p["model"] for p in done["status"]["profiles"]] == [
+                "meta/llama-3.1-8b-instruct"
+            ]
+            assert svc_obj["status"]["state"] == "Ready"
         finally:
             await operator.shutdown()

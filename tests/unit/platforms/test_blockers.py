@@ -469,3 +469,10 @@ def test_every_reason_has_a_fix() -> None:
 @pytest.mark.parametrize("phase", ["Succeeded"])
 def test_completed_pod_is_not_blocked(phase: str) -> None:
     assert pod_blocker(pod(phase=phase, containers=[])) is None
+
+
+def test_nodes_not_looked_at_keep_insufficient_gpu() -> None:
+    p = unschedulable()
+    assert find_blocker([deployment()], [p]) == pod_blocker(p)
+    found = find_blocker([deployment()], [p], nodes=[])
+    assert found is not None and found.reason == "NoGPUNodes"
