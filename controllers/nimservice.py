@@ -112,6 +112,7 @@ __all__ = [
     "nimcache_name_index",
     "nimservice_of_pod",
     "pod_selectors",
+    "proxy_model_query",
     "spec_changed",
 ]
 
@@ -205,6 +206,25 @@ async def http_model_query(nimservice: Obj, endpoint: str) -> str:
                 return ""
             resp.raise_for_status()
             return nss.model_name_from_metadata(await resp.text())
+
+
+def proxy_model_query(client: Any) -> ModelQuery:
+    """Ask the NIM through kube-apiserver's Service proxy: for an operator outside the
+    cluster (``nimctl local``), where the Service's cluster IP is not reachable.
+
+    ``client`` is a runtime ``Client``. KServe's URL endpoints are not proxied
+    (the query raises; the caller falls back to the cached profile's model).
+    """
+
+    async def query(nimservice: Obj, endpoint: str) -> str:
+        if "://" in endpoint:
+            raise ValueError("only a Service endpoint (host:port) is asked through the proxy")
+        port = endpoint.rsplit(":", 1)[-1]
+        ns, name = namespace_of(nimservice), name_of(nimservice)
+        path = f"/api/v1/namespaces/{ns}/services/{name}:{port}/proxy/v1/models"
+        return nss.model_name_from_models(await client.request("GET", path))
+
+    return query
 
 
 def _ingress_enabled(cr: NIMService) -> bool:

@@ -271,3 +271,39 @@ async def test_a_cache_job_that_cannot_start_is_pending_and_named(tmp_path: Path
             assert svc_obj["status"]["state"] == "Ready"
         finally:
             await operator.shutdown()
+
+
+async def test_status_model_name_is_the_model_each_nim_serves(tmp_path: Path) -> None:
+    from controllers.nimservice import proxy_model_query
+    from localcluster.registries import LLM_RELEASES, NIM_MODELS, NIM_RELEASES
+
+    async with cluster_with_crds(tmp_path) as (cluster, admin):
+        asker = Client(str(cluster.kubeconfig_path))
+        operator = await start_operator(
+            cluster.kubeconfig_path, model_query=proxy_model_query(asker)
+        )
+        try:
+            others, base = _base()
+            services = []
+            for i, model in enumerate(NIM_MODELS):
+                svc = _variant(
+                    base,
+                    f"nim-{i}",
+                    image={
+                        **base["spec"]["image"],
+                        "repository": f"nvcr.io/nim/{model}",
+                        "tag": NIM_RELEASES.get(model, LLM_RELEASES)[-1],
+                    },
+                    storage={"emptyDir": {}},
+                )
+                svc["spec"].pop("resources", None)  # more NIMs than simulated GPUs
+                services.append(svc)
+            await apply_objects(admin, [o for o in others if o["kind"] != "NIMCache"])
+            await apply_objects(admin, services)
+            for i, model in enumerate(NIM_MODELS):
+                await _until_ready(admin, f"nim-{i}")
+                obj = await admin.get(API, "NIMService", f"nim-{i}", NS)
+                assert obj["status"]["model"]["name"] == model
+        finally:
+            await operator.shutdown()
+            await asker.close()
