@@ -307,3 +307,52 @@ async def test_status_model_name_is_the_model_each_nim_serves(tmp_path: Path) ->
         finally:
             await operator.shutdown()
             await asker.close()
+
+
+async def test_a_pipeline_names_the_member_that_blocks(tmp_path: Path) -> None:
+    async with cluster_with_crds(tmp_path) as (cluster, admin):
+        operator = await start_operator(cluster.kubeconfig_path)
+        try:
+            others, base = _base()
+            good = copy.deepcopy(base["spec"])
+            good["storage"] = {"emptyDir": {}}
+            bad = {**copy.deepcopy(good), "authSecret": "missing-member-key"}
+            pipeline = {
+                "apiVersion": API,
+                "kind": "NIMPipeline",
+                "metadata": {"name": "rag", "namespace": NS},
+                "spec": {
+                    "services": [
+                        {"name": "llm", "enabled": True, "spec": good},
+                        {"name": "embed", "enabled": True, "spec": bad},
+                    ]
+                },
+            }
+            await apply_objects(admin, [o for o in others if o["kind"] != "NIMCache"])
+            await apply_objects(admin, [pipeline])
+
+            async def blocked() -> dict[str, Any] | None:
+                obj = await admin.get(API, "NIMPipeline", "rag", NS)
+                cond = _ready(obj)
+                return cond if cond.get("reason") == "SecretNotFound" else None
+
+            cond = await wait_for(blocked, timeout=60)
+            assert cond["message"].startswith("NIMService embed not ready: pod embed-")
+            assert cond["message"].endswith('secret "missing-member-key" not found')
+
+            await admin.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": "missing-member-key", "namespace": NS},
+                    "stringData": {"NGC_API_KEY": "simulated"},
+                }
+            )
+
+            async def ready() -> bool:
+                obj = await admin.get(API, "NIMPipeline", "rag", NS)
+                return (obj.get("status") or {}).get("state") == "Ready"
+
+            await wait_for(ready, timeout=90)
+        finally:
+            await operator.shutdown()
