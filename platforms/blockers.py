@@ -110,7 +110,7 @@ REASONS: dict[str, str] = {
     "CacheJobFailed": "read the caching Job's pod logs (model name, NGC/HF credentials, "
     "disk space) and fix the NIMCache spec",
     "JobFailed": "read the Job's pod logs and fix the cause",
-    "MemberNotReady": "run nimctl why on the member named in the message",
+    "NIMCacheNotFound": "create the NIMCache named in spec.storage.nimCache.name",
 }
 
 

@@ -476,3 +476,15 @@ def test_nodes_not_looked_at_keep_insufficient_gpu() -> None:
     assert find_blocker([deployment()], [p]) == pod_blocker(p)
     found = find_blocker([deployment()], [p], nodes=[])
     assert found is not None and found.reason == "NoGPUNodes"
+
+
+def test_docs_why_lists_every_reason_with_its_fix() -> None:
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[3] / "docs" / "why.md"
+    rows = {
+        line.split("|")[1].strip().strip("`"): line.split("|")[3].strip()
+        for line in page.read_text().splitlines()
+        if line.startswith("| `")
+    }
+    assert rows == REASONS
