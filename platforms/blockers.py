@@ -251,6 +251,7 @@ _CONFIGMAP_MISSING = re.compile(r'configmaps? "([^"]+)" not found')
 _KEY_MISSING = re.compile(r"couldn't find key (\S+) in (Secret|ConfigMap) (\S+)")
 _PVC_MISSING = re.compile(r'persistentvolumeclaim "([^"]+)" not found')
 _IMAGE_IN_MESSAGE = re.compile(r'(?:image|reference) "([^"]+)"')
+_INSUFFICIENT = re.compile(r"Insufficient (\S+?)[,.]?(?:\s|$)")
 _PULL_SECRETS = re.compile(r"image pull secrets \(([^)]*)\)")
 
 
@@ -391,7 +392,8 @@ def _scheduling_blocker(name: str, message: str, hop: str) -> Blocker:
             hop,
         )
     first = message.split(" preemption:", 1)[0].strip()
-    if f"Insufficient {GPU_RESOURCE}" in message:
+    missing = set(_INSUFFICIENT.findall(first))
+    if missing == {GPU_RESOURCE}:
         return Blocker("InsufficientGPU", f"pod {name} cannot be scheduled: {first}", hop)
     return Blocker("Unschedulable", f"pod {name} cannot be scheduled: {first}", hop)
 

@@ -488,3 +488,15 @@ def test_docs_why_lists_every_reason_with_its_fix() -> None:
         if line.startswith("| `")
     }
     assert rows == REASONS
+
+
+def test_gpus_and_another_missing_resource_is_unschedulable() -> None:
+    found = pod_blocker(
+        unschedulable(
+            "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 3 Insufficient "
+            "rdma/rdma_shared_device_a. preemption: 0/3 nodes are available: 3 No preemption "
+            "victims found for incoming pod."
+        )
+    )
+    assert found is not None and found.reason == "Unschedulable"
+    assert "rdma/rdma_shared_device_a" in found.message
