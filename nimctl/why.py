@@ -354,13 +354,13 @@ async def _nimpipeline(client: Client, report: Report, name: str, ns: str) -> bo
             continue
         member_name = str(member.get("name", ""))
         before = report.blocker
-        if not await _nimservice(client, report, 1, member_name, ns) and before is None:
-            if report.blocker is not None:
-                b = report.blocker
-                report.blocker = Blocker(
-                    b.reason, f"member {member_name}: {b.message}", b.hop, b.terminal
-                )
-            break  # the first member that blocks is the answer
+        await _nimservice(client, report, 1, member_name, ns)
+        if before is None and report.blocker is not None:
+            # the first member with a blocker is the answer; the others are listed
+            b = report.blocker
+            report.blocker = Blocker(
+                b.reason, f"member {member_name}: {b.message}", b.hop, b.terminal
+            )
     return ready
 
 

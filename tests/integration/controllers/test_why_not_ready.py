@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nimctl.demo import apply_objects, demo_objects
+from nimctl.why import explain
 from nimctl_runtime.client import Client
 from tests.integration.controllers.harness import (
     CountingClient,
@@ -251,6 +252,12 @@ async def test_a_cache_job_that_cannot_start_is_pending_and_named(tmp_path: Path
                 admin, base["metadata"]["name"], "NIMCacheNotReady", "missing-ngc-key"
             )
             assert svc["message"] == f"NIMCache {name} not ready: {cond['message']}"
+            # nimctl why follows the same chain: service -> cache -> job -> pod
+            report = await explain(admin, "NIMService", base["metadata"]["name"], NS)
+            assert report.exit_code == 1
+            assert report.blocker is not None and report.blocker.reason == "SecretNotFound"
+            assert report.lines[1] == f"└─ NIMCache {NS}/{name}: Pending"
+            assert report.lines[2].startswith(f"  └─ Job {name}-job: 1 active")
 
             await admin.create(
                 {
@@ -339,6 +346,12 @@ async def test_a_pipeline_names_the_member_that_blocks(tmp_path: Path) -> None:
             cond = await wait_for(blocked, timeout=60)
             assert cond["message"].startswith("NIMService embed not ready: pod embed-")
             assert cond["message"].endswith('secret "missing-member-key" not found')
+            report = await explain(admin, "NIMPipeline", "rag", NS)
+            assert report.exit_code == 1 and report.blocker is not None
+            assert report.blocker.message.startswith("member embed: pod embed-")
+            assert any(
+                line.startswith("└─ NIMService why/embed: NotReady") for line in report.lines
+            )
 
             await admin.create(
                 {
