@@ -30,7 +30,7 @@ from nimctl_runtime.handler import UpdateEvent
 from nimctl_runtime.meta import dig, name_of, namespace_of, uid_of
 from nimctl_runtime.predicate import Funcs
 from nimctl_runtime.reconcile import Request
-from platforms.blockers import GPU_RESOURCE, pod_blocker
+from platforms.blockers import needs_nodes, pod_blocker
 
 __all__ = [
     "EVENT",
@@ -94,10 +94,11 @@ def warning_event_cache(cache: Cache) -> None:
         cache.add_index(*EVENT, EVENT_OBJECT_INDEX, event_object_uid)
 
 
-def _waits_for_gpu(pod: Mapping[str, Any]) -> bool:
+def _waits_for_a_node(pod: Mapping[str, Any]) -> bool:
+    """The scheduler cannot place the pod for want of a GPU or of an uncordoned node."""
     for cond in dig(pod, "status", "conditions", default=[]) or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-            return GPU_RESOURCE in str(cond.get("message") or "")
+            return needs_nodes(str(cond.get("message") or ""))
     return False
 
 
@@ -125,7 +126,7 @@ async def gather_pod_facts(
             except (ApiError, ValueError):
                 break
     nodes: tuple[Obj, ...] | None = None
-    if any(_waits_for_gpu(p) for p in pods.values()):
+    if any(_waits_for_a_node(p) for p in pods.values()):
         with contextlib.suppress(ApiError):
             nodes = tuple(await reader.list("v1", "Node"))
     return tuple(pods.values()), tuple(found), nodes

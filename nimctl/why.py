@@ -260,7 +260,7 @@ async def _pods_chain(  # noqa: PLR0917 - the hop's place (report, depth, ns) an
         found = cache_job_blocker(job, all_pods, events)
     else:
         found = find_blocker(workloads, all_pods, events)
-    if found is not None and found.reason == "InsufficientGPU":
+    if found is not None and found.reason in ("InsufficientGPU", "Unschedulable"):
         found = gpu_blocker(found, await _list(client, "v1", "Node"))
     if found is not None and found.hop.startswith("node/"):
         node = await _get(client, "v1", "Node", found.hop.split("/", 1)[1], None)

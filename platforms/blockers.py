@@ -50,6 +50,7 @@ __all__ = [
     "find_blocker",
     "gpu_blocker",
     "last_failure",
+    "needs_nodes",
     "newest_pods",
     "node_blocker",
     "pod_blocker",
@@ -521,12 +522,21 @@ def _is_gpu_node(node: Obj) -> bool:
     return _quantity(dig(node, "status", "capacity", GPU_RESOURCE, default=0) or 0) > 0
 
 
+def needs_nodes(message: str) -> bool:
+    """Whether a scheduler message is about GPUs or cordoned nodes (then the nodes tell why)."""
+    return GPU_RESOURCE in message or "were unschedulable" in message
+
+
 def gpu_blocker(found: Blocker, nodes: Iterable[Obj]) -> Blocker:
-    """Refine "no free GPU" to its cause on the nodes: upgrade, operands, or no GPU nodes."""
-    if found.reason != "InsufficientGPU":
+    """Refine "no free GPU" (or "the nodes are cordoned") to its cause on the nodes:
+    a driver upgrade, GPU operands not ready, or no GPU nodes at all."""
+    cordoned = found.reason == "Unschedulable" and "were unschedulable" in found.message
+    if found.reason != "InsufficientGPU" and not cordoned:
         return found
     gpu_nodes = [n for n in nodes if _is_gpu_node(n)]
     if not gpu_nodes:
+        if cordoned:
+            return found
         return Blocker(
             "NoGPUNodes",
             f"{found.message.split(':', 1)[0]}: no node has GPUs ({GPU_RESOURCE})",

@@ -369,3 +369,51 @@ async def test_a_pipeline_names_the_member_that_blocks(tmp_path: Path) -> None:
             await wait_for(ready, timeout=90)
         finally:
             await operator.shutdown()
+
+
+async def test_a_node_cordoned_for_a_driver_upgrade_is_named(tmp_path: Path) -> None:
+    upgrade_label = "nvidia.com/gpu-driver-upgrade-state"
+    async with cluster_with_crds(tmp_path) as (cluster, admin):
+        operator = await start_operator(cluster.kubeconfig_path)
+        try:
+            gpu_nodes = sorted(
+                n["metadata"]["name"]
+                for n in (await admin.list("v1", "Node"))["items"]
+                if n["metadata"]["name"].startswith("gpu-")
+            )
+            for state, node in zip(
+                ("drain-required", "pod-restart-required"), gpu_nodes, strict=False
+            ):
+                await admin.patch(
+                    "v1",
+                    "Node",
+                    node,
+                    {
+                        "metadata": {"labels": {upgrade_label: state}},
+                        "spec": {"unschedulable": True},
+                    },
+                    patch_type="merge",
+                )
+            others, base = _base()
+            service = _variant(base, "upgrading", storage={"emptyDir": {}})
+            await apply_objects(admin, [o for o in others if o["kind"] != "NIMCache"] + [service])
+            cond = await _condition(admin, "upgrading", "NodeDriverUpgrading")
+            assert cond["message"].startswith("pod upgrading-")
+            assert cond["message"].endswith(
+                f"node {gpu_nodes[0]} is cordoned for a GPU driver upgrade (state drain-required)"
+            )
+            # The upgrade finishes: nodes uncordoned, state upgrade-done -> Ready, no restart.
+            for node in gpu_nodes:
+                await admin.patch(
+                    "v1",
+                    "Node",
+                    node,
+                    {
+                        "metadata": {"labels": {upgrade_label: "upgrade-done"}},
+                        "spec": {"unschedulable": None},
+                    },
+                    patch_type="merge",
+                )
+            await _until_ready(admin, "upgrading")
+        finally:
+            await operator.shutdown()

@@ -500,3 +500,20 @@ def test_gpus_and_another_missing_resource_is_unschedulable() -> None:
     )
     assert found is not None and found.reason == "Unschedulable"
     assert "rdma/rdma_shared_device_a" in found.message
+
+
+def test_cordoned_nodes_name_the_driver_upgrade() -> None:
+    found = pod_blocker(
+        unschedulable("0/2 nodes are available: 2 node(s) were unschedulable. preemption: ...")
+    )
+    assert found is not None and found.reason == "Unschedulable"
+    upgrading = node(
+        "gpu-1",
+        labels={"nvidia.com/gpu-driver-upgrade-state": "pod-restart-required"},
+        gpus=8,
+        unschedulable=True,
+    )
+    out = gpu_blocker(found, [upgrading])
+    assert out.reason == "NodeDriverUpgrading" and out.hop == "node/gpu-1"
+    plain = node("gpu-2", gpus=8, unschedulable=True)
+    assert gpu_blocker(found, [plain]).reason == "NodeCordoned"
