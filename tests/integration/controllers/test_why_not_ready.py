@@ -155,9 +155,8 @@ async def _causes(cluster: Any, admin: Client, client: CountingClient) -> None:
 
     async def pulled_again() -> bool:
         waiting = (_pod_of(cluster, "bad-tag").get("status") or {}).get("containerStatuses") or [{}]
-        return (waiting[0].get("state") or {}).get("waiting", {}).get(
-            "reason"
-        ) == "ImagePullBackOff"
+        reason = (waiting[0].get("state") or {}).get("waiting", {}).get("reason")
+        return bool(reason == "ImagePullBackOff")
 
     await wait_for(pulled_again, timeout=30)
     assert _status_writes(client, "bad-tag") == writes["bad-tag"]
@@ -236,7 +235,9 @@ async def test_a_cache_job_that_cannot_start_is_pending_and_named(tmp_path: Path
             async def pending() -> dict[str, Any] | None:
                 obj = await admin.get(API, "NIMCache", name, NS)
                 conds = (obj.get("status") or {}).get("conditions") or []
-                cond = next((c for c in conds if c["type"] == "NIM_CACHE_JOB_PENDING"), {})
+                cond: dict[str, Any] = next(
+                    (c for c in conds if c["type"] == "NIM_CACHE_JOB_PENDING"), {}
+                )
                 return obj if cond.get("reason") == "SecretNotFound" else None
 
             obj = await wait_for(pending, timeout=60)
@@ -415,5 +416,48 @@ async def test_a_node_cordoned_for_a_driver_upgrade_is_named(tmp_path: Path) -> 
                     patch_type="merge",
                 )
             await _until_ready(admin, "upgrading")
+        finally:
+            await operator.shutdown()
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
+
+
+async def test_multinode_examples_reach_what_the_readme_promises(tmp_path: Path) -> None:
+    """Ray: Ready (the simulated manifest has a tp8 profile); MPI: waits for the RDMA
+    device the README names, and says so."""
+    import yaml
+
+    from localcluster.addons import install_ecosystem
+
+    async with cluster_with_crds(tmp_path) as (cluster, admin):
+        await install_ecosystem(admin)
+        operator = await start_operator(cluster.kubeconfig_path)
+        try:
+            secrets = [
+                o for o in demo_objects("nim-service") if o["kind"] in ("Namespace", "Secret")
+            ]
+            await apply_objects(admin, secrets)
+            for example in ("nimservice-multinode-ray.yaml", "nimservice-multinode-mpi.yaml"):
+                docs = [d for d in yaml.safe_load_all((EXAMPLES / example).read_text()) if d]
+                await apply_objects(admin, docs)
+
+            async def state(name: str) -> dict[str, Any]:
+                obj: dict[str, Any] = await admin.get(API, "NIMService", name, "nim-service")
+                return obj
+
+            async def ray_ready() -> bool:
+                obj = await state("llama-3-1-405b-ray")
+                return bool(obj.get("status", {}).get("state") == "Ready")
+
+            await wait_for(ray_ready, timeout=90)
+
+            async def mpi_blocked() -> dict[str, Any] | None:
+                cond = _ready(await state("deepseek-r1"))
+                return cond if cond.get("reason") == "Unschedulable" else None
+
+            cond = await wait_for(mpi_blocked, timeout=90)
+            assert cond["message"].startswith("pod deepseek-r1-lws-0 cannot be scheduled: ")
+            assert "Insufficient rdma/rdma_shared_device_a" in cond["message"]
         finally:
             await operator.shutdown()
