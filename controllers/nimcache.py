@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from api.apps.v1alpha1 import nimcache as api_nc
 from api.apps.v1alpha1.nimcache import NIMCache
 from controllers import nimcache_status as ncs
+from controllers.blocker_facts import gather_pod_facts
 from controllers.nimservice import detect_orchestrator
 from controllers.nimservice_parse import INVALID_SPEC, ParseMemo, by_resource_version, invalid
 from controllers.reconciler import Event, Kind
+from manifests.labels import APP_LABEL, APP_LABEL_OPERATOR_VALUE, NAME_LABEL
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import (
     KeyReader,
@@ -68,6 +70,7 @@ __all__ = [
     "NIMCacheKind",
     "PodLogReader",
     "client_pod_logs",
+    "nimcache_of_pod",
 ]
 
 
@@ -97,8 +100,10 @@ class NIMCacheKind(Kind[NIMCache, NIMCacheFacts]):
         api_reader: KeyReader,
         pod_logs: PodLogReader,
         orchestrator: str | None = None,
+        read_events: bool = False,
     ) -> None:
         self.contract = NIMCacheContract()
+        self.read_events = read_events
         self.api_reader = api_reader
         self.pod_logs = pod_logs
         self.orchestrator = orchestrator
@@ -164,7 +169,13 @@ class NIMCacheKind(Kind[NIMCache, NIMCacheFacts]):
         if is_optimized_ngc(cr) and not spec.gpus and not spec.profiles:
             gpus = tuple(profiles.discovered_gpu_products(await _nodes(reader)))
         job = await get_or_none(reader, "batch/v1", "Job", builders.job_name(name), namespace)
+        pods, events, nodes = await gather_pod_facts(
+            reader, namespace, [builders.pod_labels(name)], events=self.read_events
+        )
         return NIMCacheFacts(
+            pods=pods,
+            events=events,
+            nodes=nodes,
             orchestrator=self.orchestrator,
             manifest_pending=pending,
             model_free=model_free,
@@ -202,17 +213,22 @@ class NIMCacheKind(Kind[NIMCache, NIMCacheFacts]):
         if readiness.failed or not isinstance(readiness, NIMCacheProgress):
             return ncs.reconcile_failed(old, readiness.message)
         st = old
+        waiting = readiness.blocker is not None and not readiness.blocked_for_good
         if readiness.pvc_created:
             st = ncs.pvc_created(st)
         if readiness.job_created:
             st = ncs.job_created(st)
-        elif readiness.job is not None:
+        elif readiness.job is not None and not waiting:
             st = ncs.job_observed(
                 st,
                 ncs.JobCounts.from_job(readiness.job),
                 pvc_name=readiness.pvc_name,
                 profiles=readiness.profiles,
             )
+        if waiting:
+            st = ncs.blocked(st, readiness.reason, readiness.message)
+        elif readiness.blocked_for_good:
+            st = ncs.job_failed_because(st, readiness.message)
         return ncs.reconciled(st)
 
     def status_event(
@@ -248,6 +264,15 @@ class NIMCacheKind(Kind[NIMCache, NIMCacheFacts]):
         for pod in pods:
             with contextlib.suppress(NotFound):
                 await writer.delete("v1", "Pod", name_of(pod), namespace)
+
+
+def nimcache_of_pod(pod: Mapping[str, Any]) -> str | None:
+    """The NIMCache a pod works for (its manifest pod, its caching Job's pods)."""
+    labels = dig(pod, "metadata", "labels", default={}) or {}
+    if labels.get(APP_LABEL) != APP_LABEL_OPERATOR_VALUE:
+        return None
+    name = labels.get(NAME_LABEL)
+    return str(name) if name else None
 
 
 async def _nodes(reader: Reader) -> list[Obj]:

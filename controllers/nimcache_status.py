@@ -66,7 +66,9 @@ __all__ = [
     "TYPE_MODEL_FREE",
     "TYPE_NATIVE",
     "JobCounts",
+    "blocked",
     "job_created",
+    "job_failed_because",
     "job_observed",
     "pvc_created",
     "reconcile_failed",
@@ -187,6 +189,41 @@ def job_observed(
             conds, COND_JOB_PENDING, "True", REASON_JOB_PENDING, MSG_JOB_PENDING, now=now
         )
         out["state"] = STATE_PENDING
+    return out
+
+
+def blocked(
+    status: Mapping[str, Any] | None, reason: str, message: str, *, now: str | None = None
+) -> dict[str, Any]:
+    """Caching waits on something outside it (a missing Secret, an image that cannot be
+    pulled, no GPU): state ``Pending``, ``NIM_CACHE_JOB_PENDING=True`` naming the blocker.
+
+    Pending is not Failed: once the cause is fixed the Job's pod starts and the
+    next pass moves on to ``InProgress``.
+    """
+    out = _copy(status)
+    out["conditions"] = set_condition(
+        out.get("conditions"), COND_JOB_PENDING, "True", reason, message, now=now
+    )
+    out["state"] = STATE_PENDING
+    return out
+
+
+def job_failed_because(
+    status: Mapping[str, Any] | None, message: str, *, now: str | None = None
+) -> dict[str, Any]:
+    """The Job gave up: NVIDIA's ``JobFailed`` condition, its message naming the pod's exit."""
+    out = _copy(status)
+    out["conditions"] = set_condition(
+        out.get("conditions"),
+        COND_JOB_COMPLETED,
+        "False",
+        REASON_JOB_FAILED,
+        f"{MSG_JOB_FAILED}: {message}",
+        now=now,
+    )
+    out["state"] = STATE_FAILED
+    out["profiles"] = []
     return out
 
 

@@ -37,6 +37,7 @@ from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY
 from api.apps.v1alpha1.nimcache import NIMCache
 from api.apps.v1alpha1.nimservice import NIMService
 from controllers import nimservice_status as nss
+from controllers.blocker_facts import gather_pod_facts
 from controllers.nimservice_parse import (
     ParseMemo,
     by_generation,
@@ -46,6 +47,7 @@ from controllers.nimservice_parse import (
 )
 from controllers.reconciler import Event, Kind, KindReconciler
 from controllers.wiring import SECRET, secret_without_values, spec_changed
+from manifests.labels import INSTANCE_LABEL, PART_OF_LABEL, PART_OF_NIM_SERVICE
 from nimctl_runtime.cache.cache import ByObject, Cache
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
@@ -76,7 +78,6 @@ from platforms.nimservice import (
     OPTIONAL_OWNED,
     NIMServiceContract,
     platform_of,
-    pod_problems,
 )
 from platforms.parsing import InvalidResource, parse
 from platforms.standalone import multinode
@@ -109,6 +110,9 @@ __all__ = [
     "http_model_query",
     "late_owner_watch",
     "nimcache_name_index",
+    "nimservice_of_pod",
+    "pod_selectors",
+    "proxy_model_query",
     "spec_changed",
 ]
 
@@ -158,6 +162,25 @@ def detect_orchestrator(nodes: Sequence[Mapping[str, Any]]) -> str:
     return "Kubernetes"
 
 
+def pod_selectors(name: str) -> list[dict[str, str]]:
+    """Label selectors of a NIMService's pods: the Deployment's, the LWS's, KServe's."""
+    return [
+        {"app": name},
+        {"app": f"{name}-lws"},
+        {"serving.kserve.io/inferenceservice": name},
+    ]
+
+
+def nimservice_of_pod(pod: Mapping[str, Any]) -> str | None:
+    """The NIMService a pod runs for: its ``app.kubernetes.io/instance`` label, on
+    pods labelled part of a NIM service (Deployment and LWS pods alike)."""
+    labels = dig(pod, "metadata", "labels", default={}) or {}
+    if labels.get(PART_OF_LABEL) != PART_OF_NIM_SERVICE:
+        return None
+    name = labels.get(INSTANCE_LABEL)
+    return str(name) if name else None
+
+
 def nimcache_name_index(obj: Mapping[str, Any]) -> list[str]:
     """Index function: the NIMCache a NIMService uses (``spec.storage.nimCache.name``)."""
     name = dig(obj, "spec", "storage", "nimCache", "name")
@@ -185,6 +208,25 @@ async def http_model_query(nimservice: Obj, endpoint: str) -> str:
             return nss.model_name_from_metadata(await resp.text())
 
 
+def proxy_model_query(client: Any) -> ModelQuery:
+    """Ask the NIM through kube-apiserver's Service proxy: for an operator outside the
+    cluster (``nimctl local``), where the Service's cluster IP is not reachable.
+
+    ``client`` is a runtime ``Client``. KServe's URL endpoints are not proxied
+    (the query raises; the caller falls back to the cached profile's model).
+    """
+
+    async def query(nimservice: Obj, endpoint: str) -> str:
+        if "://" in endpoint:
+            raise ValueError("only a Service endpoint (host:port) is asked through the proxy")
+        port = endpoint.rsplit(":", 1)[-1]
+        ns, name = namespace_of(nimservice), name_of(nimservice)
+        path = f"/api/v1/namespaces/{ns}/services/{name}:{port}/proxy/v1/models"
+        return nss.model_name_from_models(await client.request("GET", path))
+
+    return query
+
+
 def _ingress_enabled(cr: NIMService) -> bool:
     expose = cr.spec.expose
     if expose.ingress is not None and expose.ingress.enabled:
@@ -200,6 +242,19 @@ def _failed_message(nimcache: NIMCache) -> str:
     for c in conds:
         if c.get("type") == "NIM_CACHE_JOB_COMPLETED" and c.get("status") == "False":
             return str(c.get("message", ""))
+    return ""
+
+
+def _cache_blocker(nimcache: NIMCache) -> str:
+    """What the NIMCache says it waits on (its ``NIM_CACHE_JOB_PENDING`` blocker), or ""."""
+    conds = (nimcache.status.conditions if nimcache.status is not None else None) or []
+    for c in conds:
+        if (
+            c.get("type") == "NIM_CACHE_JOB_PENDING"
+            and c.get("status") == "True"
+            and c.get("reason") not in (None, "", "JobPending")
+        ):
+            return str(c.get("message") or "")
     return ""
 
 
@@ -260,8 +315,12 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
         operator_version: str = "",
         orchestrator: str | None = None,
         kserve_namespace: str | None = None,
+        read_events: bool = False,
     ) -> None:
         self.contract = NIMServiceContract()
+        #: Warning Events are read from the cache (``blocker_facts.warning_event_cache``
+        #: set up the informer); off where no such informer was configured.
+        self.read_events = read_events
         self.capabilities = capabilities
         self.model_query = model_query
         self.model_query_timeout = model_query_timeout
@@ -291,10 +350,10 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
         nimcache, nimcache_blocked = await self._nimcache(cr, namespace, reader)
         if self.orchestrator is None:
             try:
-                nodes = await reader.list("v1", "Node")
+                all_nodes = await reader.list("v1", "Node")
             except ApiError:
-                nodes = []
-            self.orchestrator = detect_orchestrator(nodes)
+                all_nodes = []
+            self.orchestrator = detect_orchestrator(all_nodes)
         current_replicas = None
         if cr.spec.scale.enabled:
             live = await _get(reader, "apps/v1", "Deployment", name_of(obj), namespace)
@@ -307,6 +366,9 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
             status_mode = dig(isvc, "status", "deploymentMode")
             config = await _get(reader, "v1", "ConfigMap", KSERVE_CONFIG, self.kserve_namespace)
             default_mode = _kserve_default_mode(config)
+        pods, events, nodes = await gather_pod_facts(
+            reader, namespace, pod_selectors(name_of(obj)), events=self.read_events
+        )
         return RenderContext(
             nimcache=nimcache,
             capabilities=self.capabilities,
@@ -319,21 +381,10 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
             compute_domain=compute_domain,
             compute_domain_claim_template=cd_template,
             nimcache_blocked=nimcache_blocked,
-            pod_problems=await self._pod_problems(cr, obj, reader),
+            pods=pods,
+            events=events,
+            nodes=nodes,
         )
-
-    async def _pod_problems(self, cr: NIMService, obj: Obj, reader: Reader) -> tuple[str, ...]:
-        """What the kubelet says about the NIM's pods (the Deployment's or the LWS leaders)."""
-        if platform_of(cr) == "kserve":
-            return ()
-        name, namespace = name_of(obj), namespace_of(obj)
-        pods: list[Obj] = []
-        for app in (name, f"{name}-lws"):
-            try:
-                pods.extend(await reader.list("v1", "Pod", namespace, label_selector={"app": app}))
-            except ApiError:
-                continue
-        return pod_problems(pods)
 
     async def _dra_facts(
         self, cr: NIMService, obj: Obj, reader: Reader
@@ -393,10 +444,13 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
                 failed=True,
             )
         if state != "Ready":
+            waiting = _cache_blocker(nimcache)
             return None, Readiness(
                 STATE_NOT_READY,
                 api_ns.REASON_NIMCACHE_NOT_READY,
-                f"NIMCache {cache_name} not ready",
+                f"NIMCache {cache_name} not ready{f': {waiting}' if waiting else ''}",
+                # what the cache waits on is a blocker of its own: written at once
+                blocker=(api_ns.REASON_NIMCACHE_NOT_READY, waiting) if waiting else None,
             )
         if nimcache.status is None or not nimcache.status.pvc:
             raise ReconcileError(f"missing PVC for the nimcache instance {cache_name}")
@@ -496,7 +550,7 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
             return nss.ready_event(name, readiness.message)
         if readiness.reason == api_ns.REASON_NOT_READY:
             return nss.not_ready_event(name, readiness.message)
-        kind = "Warning" if readiness.failed else "Normal"
+        kind = "Warning" if readiness.failed or readiness.blocker else "Normal"
         return (kind, readiness.reason, readiness.message)
 
     def failure_reason(self, kind: str) -> str:
@@ -632,6 +686,7 @@ class NIMServiceReconciler(KindReconciler[NIMService, RenderContext]):
         orchestrator: str | None = None,
         discover: Discover | None = None,
         watch_owned: WatchOwned | None = None,
+        read_events: bool = False,
     ) -> None:
         caps = capabilities or Capabilities.nothing()
         kind = NIMServiceKind(
@@ -640,6 +695,7 @@ class NIMServiceReconciler(KindReconciler[NIMService, RenderContext]):
             model_query_timeout=model_query_timeout,
             operator_version=operator_version,
             orchestrator=orchestrator,
+            read_events=read_events,
         )
         super().__init__(
             kind=kind,

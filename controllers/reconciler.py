@@ -183,11 +183,13 @@ class KindReconciler(Generic[CR, Facts]):
     use_finalizer: bool = True
     #: A status change that only rewords a condition message (a rollout's
     #: "1 of 4 ... available") is written at most once per this many seconds;
-    #: state and condition status changes are written at once.
+    #: state and condition status changes, and a change of ``Readiness.blocker``,
+    #: are written at once.
     message_interval: float = 30.0
     clock: Callable[[], float] = time.monotonic
     _writes: WriteLog = field(default_factory=WriteLog)
     _status_written_at: dict[tuple[str, str], float] = field(default_factory=dict)
+    _blockers: dict[tuple[str, str], tuple[str, str] | None] = field(default_factory=dict)
     _status: dict[tuple[str, str], _StatusMemo] = field(default_factory=dict)
     _renders: dict[tuple[str, str], tuple[tuple[Any, ...], bytes]] = field(default_factory=dict)
 
@@ -242,11 +244,13 @@ class KindReconciler(Generic[CR, Facts]):
         status = k.status(progress[-1], readiness, observed)
         if done is not None and readiness.ready:
             status = await k.complete_status(done[0], obj, done[1], status, observed)
-        wait = self._message_wait(obj, status)
+        wait = self._message_wait(obj, status, readiness.blocker)
         try:
             written = wait is None and await self._write_status(obj, status)
         except Conflict:
             return Result(requeue=True)
+        if wait is None:
+            self._blockers[(namespace_of(obj), name_of(obj))] = readiness.blocker
         if written:
             event = k.status_event(obj, readiness, old_status, status)
             if event is not None:
@@ -419,11 +423,20 @@ class KindReconciler(Generic[CR, Facts]):
         current: Mapping[str, Any] = obj.get("status") or {}
         return current
 
-    def _message_wait(self, obj: Obj, status: Obj) -> float | None:
-        """Seconds to hold back a message-only status change (None: write now)."""
+    def _message_wait(
+        self, obj: Obj, status: Obj, blocker: tuple[str, str] | None = None
+    ) -> float | None:
+        """Seconds to hold back a message-only status change (None: write now).
+
+        A different blocker than the one last written (or its disappearance)
+        is a change of meaning, written at once even when only words differ.
+        """
         if not _message_only(self._current_status(obj), status):
             return None
-        last = self._status_written_at.get((namespace_of(obj), name_of(obj)))
+        memo_id = (namespace_of(obj), name_of(obj))
+        if self._blockers.get(memo_id) != blocker:
+            return None
+        last = self._status_written_at.get(memo_id)
         if last is None:
             return None
         left = self.message_interval - (self.clock() - last)
@@ -455,6 +468,7 @@ class KindReconciler(Generic[CR, Facts]):
     def _forget(self, namespace: str, name: str) -> None:
         self._status.pop((namespace, name), None)
         self._status_written_at.pop((namespace, name), None)
+        self._blockers.pop((namespace, name), None)
         self._renders.pop((namespace, name), None)
         self._writes.forget_namespace_name(namespace, name)
         self.kind.forget(namespace, name)

@@ -22,6 +22,12 @@ from typing import Any
 
 from controllers import nimcache as nimcache_ctrl
 from controllers import nimservice as nimservice_ctrl
+from controllers.blocker_facts import (
+    EVENT,
+    pod_blocker_changed,
+    pod_event_watches,
+    warning_event_cache,
+)
 from controllers.gpu.nvidiadriver_setup import setup_nvidiadriver
 from controllers.gpu.setup import setup_gpu
 from controllers.gpu.upgrade.setup import setup_driver_upgrade
@@ -69,6 +75,7 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
     """The NIMService controller: contract-derived owns, plus NIMCache → NIMServices using it."""
     cache = manager.cache
     nimservice_ctrl.cache_secrets_without_values(cache)
+    warning_event_cache(cache)
     cache.add_index(
         API_VERSION,
         nimservice_ctrl.KIND,
@@ -84,6 +91,7 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
         model_query=options.model_query,
         operator_version=options.operator_version,
         discover=functools.partial(discover_capabilities, client),
+        read_events=True,
     )
 
     async def nimservices_of(nimcache: dict[str, Any]) -> list[Request]:
@@ -111,6 +119,11 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
     )
     for (api_version, kind), users in nimservice_ctrl.dra_watches(cache, options.capabilities):
         builder.watches(api_version, kind, users)
+    # What blocks the NIM's pods shows on the pods and in Warning Events about them,
+    # not on the Deployment: wake the NIMService when it changes (issue 25).
+    of_pod, of_event = pod_event_watches(cache, nimservice_ctrl.nimservice_of_pod)
+    builder.watches("v1", "Pod", of_pod, predicates=[pod_blocker_changed()])
+    builder.watches(*EVENT, of_event)
     # Optional CRDs installed (or removed) while running: rediscover, watch, wake.
     builder.watches("apiextensions.k8s.io/v1", "CustomResourceDefinition", reconciler.crd_changed)
     controller = builder.complete(reconciler)
@@ -124,9 +137,12 @@ def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> N
         return await nimcache_ctrl.client_pod_logs(client, namespace, pod, container)
 
     cache = manager.cache
+    warning_event_cache(cache)
     reconciler: KindReconciler[Any, Any] = KindReconciler(
         kind=nimcache_ctrl.NIMCacheKind(
-            api_reader=cache.api_reader, pod_logs=options.extra.get("pod_logs") or logs
+            api_reader=cache.api_reader,
+            pod_logs=options.extra.get("pod_logs") or logs,
+            read_events=True,
         ),
         cache=cache,
         client=client,
@@ -140,6 +156,11 @@ def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> N
         .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
     )
     own_kinds(builder, manager, NIMCacheContract().owned_kinds(options.capabilities))
+    # The caching Job's pod can wait (missing Secret, image pull) while the Job's
+    # status stays the same: its blocker wakes the NIMCache (issue 25).
+    of_pod, of_event = pod_event_watches(cache, nimcache_ctrl.nimcache_of_pod)
+    builder.watches("v1", "Pod", of_pod, predicates=[pod_blocker_changed()])
+    builder.watches(*EVENT, of_event)
     builder.complete(reconciler)
 
 

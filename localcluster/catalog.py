@@ -27,10 +27,16 @@ from dataclasses import dataclass
 
 from localcluster.catalog_nemo import NEMO_RULES
 
-SAMPLE_MODEL_MANIFEST = """\
+# The model manifest every simulated NIM prints for ``cat .../model_manifest.yaml``:
+# ``{model}``, ``{version}`` and ``{image}`` are the image's served model, its tag and
+# the image itself (``render_logs``), so a NIMCache of the 3.2-1b NIM caches
+# profiles of meta/llama-3.2-1b-instruct. Profiles: TensorRT-LLM H100 tp2 fp8
+# latency and tp1 bf16 throughput, vLLM tp1 bf16, and TensorRT-LLM H100 tp8 pp2
+# fp8 throughput for the multi-node examples (tensor parallelism 8 on two nodes).
+MODEL_MANIFEST_TEMPLATE = """\
 8835c31752fbc67ef658b20a9f78e056914fdef0660206d82f252d62fd96064d:
-  model: meta/llama-3.1-8b-instruct
-  release: 1.3.3
+  model: {model}
+  release: {version}
   tags:
     feat_lora: 'false'
     gpu: H100
@@ -40,15 +46,15 @@ SAMPLE_MODEL_MANIFEST = """\
     precision: fp8
     profile: latency
     tp: '2'
-  container_url: nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3
+  container_url: {image}
   workspace: !workspace
     components:
       - dst: trtllm_engine
         src:
-          repo_id: ngc://nim/meta/llama-3.1-8b-instruct:0.12+2333135a3-h100x2-fp8-latency
+          repo_id: ngc://nim/{model}:0.12+2333135a3-h100x2-fp8-latency
 193649a2eb95e821309d6023a2cabb31489d3b690a9973c7ab5d1ff58b0aa7eb:
-  model: meta/llama-3.1-8b-instruct
-  release: 1.3.3
+  model: {model}
+  release: {version}
   tags:
     feat_lora: 'false'
     gpu: H100
@@ -58,27 +64,52 @@ SAMPLE_MODEL_MANIFEST = """\
     precision: bf16
     profile: throughput
     tp: '1'
-  container_url: nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3
+  container_url: {image}
   workspace: !workspace
     components:
       - dst: trtllm_engine
         src:
-          repo_id: ngc://nim/meta/llama-3.1-8b-instruct:0.12+2333135a3-h100x1-bf16-throughput
+          repo_id: ngc://nim/{model}:0.12+2333135a3-h100x1-bf16-throughput
 3bb4e8fe78e5037b05dd618cebb1053347325ad6a1e709e0eb18bb8558362ac5:
-  model: meta/llama-3.1-8b-instruct
-  release: 1.3.3
+  model: {model}
+  release: {version}
   tags:
     feat_lora: 'false'
     llm_engine: vllm
     precision: bf16
     tp: '1'
-  container_url: nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3
+  container_url: {image}
   workspace: !workspace
     components:
       - dst: ''
         src:
-          repo_id: ngc://nim/meta/llama-3.1-8b-instruct:hf-8c22764-nim1.3b
+          repo_id: ngc://nim/{model}:hf-8c22764-nim1.3b
+9e5661cbbe0c82ab452de34b7fe6a6b31f82991ff73ec42109fe7fa44a58c01f:
+  model: {model}
+  release: {version}
+  tags:
+    feat_lora: 'false'
+    gpu: H100
+    gpu_device: 2330:10de
+    llm_engine: tensorrt_llm
+    pp: '2'
+    precision: fp8
+    profile: throughput
+    tp: '8'
+  container_url: {image}
+  workspace: !workspace
+    components:
+      - dst: trtllm_engine
+        src:
+          repo_id: ngc://nim/{model}:0.12+2333135a3-h100x16-fp8-throughput
 """
+
+# The template as the 8B NIM 1.3.3 prints it (tests read it as a pod log).
+SAMPLE_MODEL_MANIFEST = (
+    MODEL_MANIFEST_TEMPLATE.replace("{model}", "meta/llama-3.1-8b-instruct")
+    .replace("{version}", "1.3.3")
+    .replace("{image}", "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.3.3")
+)
 
 # A NIM with a ``trtllm_buildable`` profile (NIMBuild builds an engine from it).
 BUILDABLE_MODEL_MANIFEST = """\
@@ -194,7 +225,7 @@ def builtin_rules() -> list[CatalogRule]:
             ContainerBehavior(logs=BUILDABLE_MODEL_MANIFEST),
             "model_manifest.yaml",
         ),
-        CatalogRule("*", ContainerBehavior(logs=SAMPLE_MODEL_MANIFEST), "model_manifest.yaml"),
+        CatalogRule("*", ContainerBehavior(logs=MODEL_MANIFEST_TEMPLATE), "model_manifest.yaml"),
         CatalogRule("*", cache_ok, "download-to-cache"),
         CatalogRule("*", cache_ok, "create-model-store"),
         CatalogRule("*", cache_ok, "huggingface-cli download"),

@@ -14,6 +14,10 @@ model name in :data:`NIM_MODELS`).
   ``kubernetes.io/dockerconfigjson`` (or ``dockercfg``) whose ``auths`` name the
   host. Without them nvcr.io answers 401 Unauthorized.
 * ``model`` is the model a NIM image serves (what ``GET /v1/models`` returns).
+* A NIM repository knows its released tags (:data:`NIM_RELEASES`, per model):
+  each release (``1.8.4``), its ``major.minor`` moving tag (``1.8``) and
+  ``latest``. Any other tag, however version-shaped (``9.99.99``), is "not
+  found", as nvcr.io answers.
 
 :func:`parse_reference` normalises an image reference the way containerd does
 (``nginx`` is ``docker.io/library/nginx:latest``); :func:`find_repository` and
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -51,9 +55,25 @@ class Repository:
     tags: str = ANY_TAG
     auth: bool = False
     model: str = ""
+    released: tuple[str, ...] = ()
+    """The releases that exist (a NIM's); empty: every tag matching ``tags`` exists."""
 
     def has_tag(self, tag: str) -> bool:
+        if self.released:
+            return tag in released_tags(self.released)
         return re.fullmatch(self.tags, tag) is not None
+
+
+def released_tags(releases: Iterable[str]) -> frozenset[str]:
+    """Every tag a repository with these releases serves: each release, its
+    ``major.minor`` moving tag, and ``latest``."""
+    tags = {"latest"}
+    for release in releases:
+        tags.add(release)
+        parts = release.split(".")
+        if len(parts) == 3:
+            tags.add(".".join(parts[:2]))
+    return frozenset(tags)
 
 
 REGISTRIES: tuple[Registry, ...] = (
@@ -90,13 +110,56 @@ NIM_MODELS: tuple[str, ...] = (
     "nvidia/parakeet-ctc-1.1b-asr",
 )
 
+# The releases of the LLM NIMs (one release train), and the NIMs with their own.
+LLM_RELEASES: tuple[str, ...] = (
+    "1.0.0",
+    "1.0.3",
+    "1.1.0",
+    "1.1.2",
+    "1.2.0",
+    "1.2.2",
+    "1.3.0",
+    "1.3.3",
+    "1.5.0",
+    "1.6.0",
+    "1.7.0",
+    "1.7.3",
+    "1.8.0",
+    "1.8.4",
+    "1.8.5",
+    "1.10.0",
+    "1.12.0",
+    "1.13.1",
+    "1.14.0",
+    "1.15.5",
+)
+NIM_RELEASES: dict[str, tuple[str, ...]] = {
+    "nvidia/nv-embedqa-e5-v5": ("1.0.0", "1.0.4", "1.1.0", "1.5.0"),
+    "nvidia/nv-embedqa-mistral-7b-v2": ("1.0.0", "1.0.1", "1.5.0"),
+    "nvidia/llama-3.2-nv-embedqa-1b-v2": ("1.3.1", "1.5.0", "1.10.0"),
+    "nvidia/nv-rerankqa-mistral-4b-v3": ("1.0.0", "1.0.2", "1.5.0"),
+    "nvidia/llama-3.2-nv-rerankqa-1b-v2": ("1.3.1", "1.5.0", "1.8.0"),
+    "nvidia/llama-3.1-nemoguard-8b-content-safety": ("1.0.0", "1.10.1"),
+    "nvidia/llama-3.1-nemoguard-8b-topic-control": ("1.0.0", "1.10.1"),
+    "nvidia/nemoguard-jailbreak-detect": ("1.0.0", "1.10.1"),
+    "nvidia/parakeet-ctc-1.1b-asr": ("1.3.0", "2.0.0"),
+}
+"""Released tags per NIM model (:data:`LLM_RELEASES` for the ones not listed)."""
+
+
 REPOSITORIES: tuple[Repository, ...] = (
     *(
-        Repository(f"nvcr.io/nim/{model}", RELEASE_TAGS, auth=True, model=model)
+        Repository(
+            f"nvcr.io/nim/{model}",
+            RELEASE_TAGS,
+            auth=True,
+            model=model,
+            released=NIM_RELEASES.get(model, LLM_RELEASES),
+        )
         for model in NIM_MODELS
     ),
     # The multi-LLM NIM serves whatever NIM_MODEL_NAME points it at.
-    Repository("nvcr.io/nim/nvidia/llm-nim", RELEASE_TAGS, auth=True),
+    Repository("nvcr.io/nim/nvidia/llm-nim", RELEASE_TAGS, auth=True, released=LLM_RELEASES),
     Repository("nvcr.io/nvidia/nemo-microservices/*", ANY_TAG, auth=True),
     # GPU Operator and CUDA images are public.
     Repository("nvcr.io/nvidia/gpu-operator"),

@@ -6,6 +6,7 @@ Sub-commands:
   run           the operator against a real cluster (nimctl.operator)
   crds          write the CustomResourceDefinitions generated from api/
   render        print the objects a CR would produce, offline
+  why           why a custom resource is not Ready, from the CR down to the GPU
 
 Each handler imports what it needs lazily so ``nimctl --help`` stays fast.
 """
@@ -109,6 +110,12 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return main(args.filename, args.cache, nodes=args.nodes)
 
 
+def _cmd_why(args: argparse.Namespace) -> int:
+    from nimctl.why import main
+
+    return main(args)
+
+
 KUBERNETES_VERSION_HELP = (
     "the Kubernetes version the cluster reports, e.g. 1.34 (default: the newest supported)"
 )
@@ -140,6 +147,9 @@ Run it on a cluster:
 
 See what a manifest becomes:
   nimctl render -f nimservice.yaml
+
+Ask why something is not Ready (exit 0 when Ready, 1 when not):
+  nimctl why nimservice/NAME -n NAMESPACE
 
 `nimctl COMMAND --help` lists each command's flags.
 """
@@ -230,6 +240,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--nodes", default=None, help="Nodes a ClusterPolicy or NVIDIADrivers render against"
     )
     render.set_defaults(handler=_cmd_render)
+
+    why = sub.add_parser(
+        "why",
+        help="why a NIMService (or NIMCache, NIMPipeline, ...) is not Ready: the chain from "
+        "the CR to its pods, node and GPU, the blocker and what to do (exit 0 when Ready)",
+    )
+    why.add_argument("target", metavar="KIND/NAME", help="e.g. nimservice/llm")
+    why.add_argument("-n", "--namespace", default="default")
+    why.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="default: KUBECONFIG, ~/.kube/config, else nimctl local's .nimctl/kubeconfig",
+    )
+    why.set_defaults(handler=_cmd_why)
     return parser
 
 

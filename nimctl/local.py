@@ -188,8 +188,16 @@ async def run_local(
                 server = WebhookServer(
                     cert_dir=webhook.cert_dir, host="127.0.0.1", port=webhook.port
                 )
+            # The operator runs outside the simulated cluster: it asks each NIM for its
+            # model through the API server's Service proxy (status.model.name).
+            from controllers.nimservice import proxy_model_query
+
             manager = await compose_operator(
-                client, args, model_query=None, webhook_server=server, leader_election=False
+                client,
+                args,
+                model_query=proxy_model_query(client),
+                webhook_server=server,
+                leader_election=False,
             )
             manager_task = asyncio.create_task(manager.start(stop), name="manager")
             if webhook is not None:

@@ -71,6 +71,12 @@ class Readiness:
     requeue_after: float | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     """Kind-specific findings for ``Kind.status`` (e.g. NIMPipeline's per-service states)."""
+    blocker: tuple[str, str] | None = None
+    """What blocks the CR (``platforms.blockers.Blocker.key``), None when nothing does.
+
+    A change of blocker, or its disappearance, is a change of meaning: the
+    status is written at once, while progress text under the same blocker is
+    throttled like any message-only change."""
 
 
 class Blocked(Exception):

@@ -30,6 +30,7 @@ from api.apps.v1alpha1 import nimbuild as api_nb
 from api.apps.v1alpha1.nimbuild import NIMBuild
 from api.apps.v1alpha1.nimcache import NIMCache
 from nimctl_runtime.meta import dig, is_true
+from platforms.blockers import pod_blocker
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness
 from platforms.standalone import nimbuild as objects
@@ -189,6 +190,24 @@ class NIMBuildContract:
                 api_nb.MESSAGE_ENGINE_BUILD_POD_FAILED,
                 failed=True,
                 details=details,
+            )
+        blocker = pod_blocker(pod) if pod is not None else None
+        if blocker is not None:
+            # The build pod cannot start (a Secret, the image, no GPU): name it (issue 25).
+            conditions.append(
+                (
+                    api_nb.CONDITION_ENGINE_BUILD_POD_PENDING,
+                    "True",
+                    blocker.reason,
+                    blocker.message,
+                )
+            )
+            return Readiness(
+                api_nb.STATE_IN_PROGRESS,
+                blocker.reason,
+                blocker.message,
+                details=details,
+                blocker=blocker.key,
             )
         conditions.append(
             (

@@ -20,6 +20,7 @@ from typing import Any
 from api.apps.v1alpha1.nimcache import STATE_NOT_READY, STATE_READY, NIMCache
 from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION, stamped_copy
 from nimctl_runtime.meta import dig
+from platforms import blockers
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError
 from platforms.parsing import parse
@@ -73,6 +74,8 @@ class NIMCacheFacts:
     - ``model_free``: the image has no manifest (status ``type: model-free``).
     - ``job``: the caching Job as cached (None: absent).
     - ``gpu_products``: the cluster's GPU products, for profile selection.
+    - ``pods``, ``events``, ``nodes``: the NIMCache's pods, the Warning Events
+      about them and (when one waits for a GPU) the nodes: what blocks caching.
     """
 
     orchestrator: str = "Kubernetes"
@@ -81,6 +84,10 @@ class NIMCacheFacts:
     job: Mapping[str, Any] | None = None
     gpu_products: tuple[str, ...] = ()
     manifest: profiles.Manifest | None = field(default=None, compare=False)
+    pods: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
+    """The manifest pod and the caching Job's pods, from the cache (for the blocker)."""
+    events: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
+    nodes: tuple[Mapping[str, Any], ...] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,8 @@ class NIMCacheProgress(Readiness):
     pvc_name: str = ""
     profiles: tuple[Mapping[str, Any], ...] = ()
     model_free: bool = False
+    blocked_for_good: bool = False
+    """The blocker (``reason``/``message``) is a failed Job, not a wait."""
 
 
 def _state(cr: NIMCache) -> str:
@@ -153,6 +162,11 @@ class NIMCacheContract:
             raise ReconcileError(str(exc), reason="ReconcileFailed") from exc
         return [_stamped(o) for o in out]
 
+    def blocker(
+        self, cr: NIMCache | Obj, facts: NIMCacheFacts, job: Mapping[str, Any] | None
+    ) -> blockers.Blocker | None:
+        return _blocker(self.parse(cr), facts, job)
+
     def readiness(
         self, cr: NIMCache | Obj, facts: NIMCacheFacts, observed: Observed
     ) -> NIMCacheProgress:
@@ -165,9 +179,13 @@ class NIMCacheContract:
         if job is not None and succeeded > 0:
             cached = profiles.status_profiles(facts.manifest, self.selected_profiles(cr, facts))
         ready = _state(cr) == STATE_READY or succeeded > 0
+        blocker = None if ready else self.blocker(cr, facts, job)
         return NIMCacheProgress(
             state=STATE_READY if ready else STATE_NOT_READY,
-            reason="",
+            reason=blocker.reason if blocker is not None else "",
+            message=blocker.message if blocker is not None else "",
+            blocker=blocker.key if blocker is not None else None,
+            blocked_for_good=blocker is not None and blocker.terminal,
             ready=ready,
             requeue_after=MANIFEST_POD_REQUEUE if facts.manifest_pending else None,
             pvc_created="PersistentVolumeClaim" in created,
@@ -177,6 +195,23 @@ class NIMCacheContract:
             profiles=tuple(cached),
             model_free=facts.model_free,
         )
+
+
+def _blocker(
+    cr: NIMCache, facts: NIMCacheFacts, job: Mapping[str, Any] | None
+) -> blockers.Blocker | None:
+    """What keeps caching from going on: the manifest pod while the manifest is read,
+    then the caching Job (failed for good, or its pod waiting on something)."""
+    if facts.manifest_pending:
+        pod_name = builders.manifest_pod_name(cr.metadata.name or "")
+        for pod in facts.pods:
+            if dig(pod, "metadata", "name") == pod_name:
+                found = blockers.pod_blocker(pod, facts.events)
+                if found is not None and facts.nodes is not None:
+                    return blockers.gpu_blocker(found, facts.nodes)
+                return found
+        return None
+    return blockers.cache_job_blocker(job, facts.pods, facts.events, facts.nodes)
 
 
 def _job(cr: NIMCache, selected: list[str], orchestrator: str) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from api.apps.v1alpha1.nimservice import NIMService, NIMServiceSpec
 from api.base import ObjectMeta
 from manifests.hashing import stamp_hash
 from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from nimctl_runtime.meta import dig, is_controlled_by
+from nimctl_runtime.meta import dig, find_condition, is_controlled_by
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness
 from platforms.parsing import parse, spec_json
@@ -179,6 +179,24 @@ def service_states(pipeline: PipelineInput, observed: Observed) -> tuple[dict[st
     return states, foreign
 
 
+#: A member's Ready reasons that say nothing beyond "not ready yet".
+PROGRESS_REASONS = frozenset({"", "Ready", "NotReady", "Failed"})
+
+
+def member_blocker(waiting: Sequence[str], observed: Observed) -> tuple[str, str, str] | None:
+    """The first waiting member whose ``Ready`` condition names a blocker:
+    ``(service, reason, message)`` (the member's ``platforms.blockers`` finding)."""
+    for svc in waiting:
+        live = observed.get(*NIMSERVICE, svc)
+        cond = find_condition(dig(live, "status", "conditions"), "Ready") if live else None
+        if cond is None or cond.get("status") == "True":
+            continue
+        reason = str(cond.get("reason") or "")
+        if reason not in PROGRESS_REASONS:
+            return svc, reason, str(cond.get("message") or "")
+    return None
+
+
 class NIMPipelineContract:
     """What a NIMPipeline becomes (NIMServices) and when it is Ready."""
 
@@ -213,6 +231,17 @@ class NIMPipelineContract:
             message = "; ".join(foreign_message(s, cr.metadata.name or "") for s in foreign)
             return Readiness(STATE_NOT_READY, REASON_NOT_OWNED, message, details=details)
         if waiting:
+            blocked = member_blocker(waiting, observed)
+            if blocked is not None:
+                # Beyond NVIDIA's list of names: the member that blocks, and why (issue 25).
+                svc, reason, message = blocked
+                return Readiness(
+                    STATE_NOT_READY,
+                    reason,
+                    f"NIMService {svc} not ready: {message}",
+                    details=details,
+                    blocker=(reason, svc),
+                )
             return Readiness(
                 STATE_NOT_READY,
                 REASON_NOT_READY,

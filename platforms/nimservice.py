@@ -19,7 +19,7 @@ DRA claims' states (``draResourceStatuses``) and the ComputeDomain's status
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY, STATE_READY
@@ -31,6 +31,7 @@ from api.apps.v1alpha1.nimservice import (
 )
 from nimctl_runtime.meta import dig, find_condition
 from platforms import kserve, standalone
+from platforms.blockers import Blocker, find_blocker
 from platforms.capabilities import (
     COMPUTE_DOMAIN,
     GRPC_ROUTE,
@@ -63,6 +64,7 @@ __all__ = [
     "leader_worker_set_readiness",
     "missing_kinds",
     "platform_of",
+    "service_blocker",
 ]
 
 API_VERSION = "apps.nvidia.com/v1alpha1"
@@ -101,10 +103,6 @@ KSERVE_EARLY_KINDS = ("ServiceAccount", "Role", "RoleBinding")
 
 def platform_of(nimservice: NIMService) -> str:
     return nimservice.spec.inference_platform
-
-
-def _not_ready(message: str, reason: str = REASON_NOT_READY) -> Readiness:
-    return Readiness(STATE_NOT_READY, reason, message, requeue_after=NOT_READY_REQUEUE)
 
 
 def deployment_readiness(deployment: Obj | None) -> tuple[str, bool]:
@@ -203,46 +201,23 @@ def dra_details(cr: NIMService | Obj, facts: RenderContext) -> dict[str, Any]:
     return out
 
 
-POD_PROBLEM_REASONS = frozenset(
-    {
-        "ErrImagePull",
-        "ImagePullBackOff",
-        "InvalidImageName",
-        "CreateContainerConfigError",
-        "CreateContainerError",
-        "CrashLoopBackOff",
-        "RunContainerError",
-    }
-)
-MAX_POD_PROBLEMS = 2
+def _workloads(cr: NIMService, observed: Observed) -> list[Obj]:
+    """The workloads whose pods run the NIM: the LeaderWorkerSet or Deployment, or the
+    InferenceService on KServe."""
+    name = cr.metadata.name or ""
+    if platform_of(cr) == "kserve":
+        isvc = observed.get(*INFERENCE_SERVICE, name)
+        return [isvc] if isvc else []
+    group = observed.of_kind("LeaderWorkerSet")
+    if group:
+        return list(group)
+    deployment = observed.get("apps/v1", "Deployment", name)
+    return [deployment] if deployment else []
 
 
-def pod_problems(pods: Iterable[Obj]) -> tuple[str, ...]:
-    """``pod <name>: <reason>: <message>`` for pods the kubelet cannot run (at most two).
-
-    Waiting containers with a failure reason (image pulls, missing Secrets or
-    keys, crash loops) and pods the scheduler cannot place.
-    """
-    out: list[str] = []
-    for pod in sorted(pods, key=lambda p: str(dig(p, "metadata", "name", default=""))):
-        name = dig(pod, "metadata", "name", default="")
-        statuses = [
-            *dig(pod, "status", "initContainerStatuses", default=[]),
-            *dig(pod, "status", "containerStatuses", default=[]),
-        ]
-        for status in statuses:
-            waiting = dig(status, "state", "waiting", default={})
-            if waiting.get("reason") in POD_PROBLEM_REASONS:
-                said = f"pod {name}: {waiting['reason']}: {waiting.get('message', '')}"
-                out.append(said.rstrip(": "))
-                break
-        else:
-            for cond in dig(pod, "status", "conditions", default=[]):
-                if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-                    out.append(f"pod {name}: {cond.get('reason')}: {cond.get('message', '')}")
-        if len(out) >= MAX_POD_PROBLEMS:
-            break
-    return tuple(out)
+def service_blocker(cr: NIMService, facts: RenderContext, observed: Observed) -> Blocker | None:
+    """What keeps the NIMService's pods from running, from the facts' pods, events and nodes."""
+    return find_blocker(_workloads(cr, observed), facts.pods, facts.events, facts.nodes)
 
 
 class NIMServiceContract:
@@ -321,14 +296,22 @@ class NIMServiceContract:
         details = dra_details(cr, facts) if platform_of(cr) != "kserve" else {}
         if ready:
             return Readiness(STATE_READY, REASON_READY, message, ready=True, details=details)
-        if facts.pod_problems:
-            # Beyond NVIDIA's rollout words: what the kubelet says is wrong.
-            message = f"{message.rstrip()}: {'; '.join(facts.pod_problems)}"
-        readiness = _not_ready(message)
+        # Beyond NVIDIA's rollout words: the one thing that blocks, named (issue 25).
+        # Pending is not Failed: the state stays NotReady, whatever the cause.
+        blocker = service_blocker(cr, facts, observed)
+        if blocker is not None:
+            return Readiness(
+                STATE_NOT_READY,
+                blocker.reason,
+                blocker.message,
+                requeue_after=NOT_READY_REQUEUE,
+                details=details,
+                blocker=blocker.key,
+            )
         return Readiness(
-            readiness.state,
-            readiness.reason,
-            readiness.message,
-            requeue_after=readiness.requeue_after,
+            STATE_NOT_READY,
+            REASON_NOT_READY,
+            message,
+            requeue_after=NOT_READY_REQUEUE,
             details=details,
         )

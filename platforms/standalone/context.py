@@ -66,8 +66,9 @@ class RenderContext:
       (only consulted when there is no NIMCache).
     - ``compute_domain_claim_template``: for ``multiNode.computeDomain.name``
       (an existing ComputeDomain), its ``spec.channel.resourceClaimTemplate.name``.
-    - ``pod_problems``: why the NIM's pods do not run, in the kubelet's words
-      (``pod x: ImagePullBackOff: ...``); readiness names them. Not a render input.
+    - ``pods``, ``events``, ``nodes``: the NIM's pods, the Warning Events about
+      them and (when a pod waits for a GPU) the nodes, from the cache; readiness
+      names what blocks the service (``platforms.blockers``). Not render inputs.
     - ``kserve_status_mode`` / ``kserve_default_mode``: on KServe, the existing
       InferenceService's ``status.deploymentMode`` and KServe's configured
       ``deploy.defaultDeploymentMode`` (None when unknown).
@@ -95,7 +96,9 @@ class RenderContext:
     resource_claims: tuple[Mapping[str, Any], ...] = ()
     compute_domain: Mapping[str, Any] | None = None
     nimcache_blocked: Readiness | None = None
-    pod_problems: tuple[str, ...] = ()
+    pods: tuple[Mapping[str, Any], ...] = ()
+    events: tuple[Mapping[str, Any], ...] = ()
+    nodes: tuple[Mapping[str, Any], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.nimcache is not None and not isinstance(self.nimcache, NIMCache):

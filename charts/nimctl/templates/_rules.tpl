@@ -58,6 +58,11 @@ used is missing, nothing granted goes unused (exceptions are marked
 - group: ""
   resources: [pods]
   verbs: [get, list, watch, create, delete]
+# Warning Events about the NIM's pods (FailedMount, a pull secret that cannot be
+# read): cached (type=Warning only) to name what blocks a NIMService or NIMCache.
+- group: ""
+  resources: [events]
+  verbs: [list, watch]
 - group: ""
   resources: [pods/log]
   verbs: [get]

@@ -82,10 +82,15 @@ def test_a_crash_looping_nim_stays_not_ready_and_says_why(kubectl: Kubectl) -> N
         60,
         "the NIMService to be NotReady",
     )
+    reason = kubectl.jsonpath(
+        "nimservice", "crashing", "-n", ns, path='{.status.conditions[?(@.type=="Ready")].reason}'
+    )
     message = kubectl.jsonpath(
         "nimservice", "crashing", "-n", ns, path='{.status.conditions[?(@.type=="Ready")].message}'
     )
-    assert "0 of 1 updated replicas are available" in message, message
+    assert reason == "CrashLoopBackOff", reason
+    assert message.startswith("container crashing-ctr of pod crashing-"), message
+    assert message.endswith("keeps crashing: last exit code 1 (Error)"), message
 
 
 def test_deleting_the_namespace_takes_the_nim_objects_with_it(kubectl: Kubectl) -> None:

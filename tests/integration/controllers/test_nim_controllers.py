@@ -328,11 +328,13 @@ async def test_failing_cache_job_gives_nimcache_failed(env: Env) -> None:
 
     obj = await wait_for(failed, timeout=90)
     cond = next(c for c in obj["status"]["conditions"] if c["type"] == "NIM_CACHE_JOB_COMPLETED")
-    assert (cond["status"], cond["reason"], cond["message"]) == (
-        "False",
-        "JobFailed",
-        "The Job to cache NIM has failed",
+    assert (cond["status"], cond["reason"]) == ("False", "JobFailed")
+    # NVIDIA's words, then which pod failed and how (issue 25)
+    job = f"{DEMO_NAME}-job"
+    assert cond["message"].startswith(
+        f"The Job to cache NIM has failed: caching job {job} failed: pod {job}-"
     )
+    assert cond["message"].endswith("exit code 1 (Error)")
 
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[3] / "docs" / "examples"

@@ -358,40 +358,59 @@ async def test_a_message_only_change_is_not_written_twice_inside_the_interval() 
     assert len(status_writes()) == 3 and status(api)["state"] == "Ready"
 
 
-async def test_a_not_ready_message_names_what_the_kubelet_says_about_the_pods() -> None:
+def _pod(waiting: dict[str, str] | None) -> dict[str, Any]:
+    state = {"waiting": waiting} if waiting else {"running": {}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "llm-abc", "namespace": "default", "labels": {"app": "llm"}},
+        "status": {
+            "phase": "Pending" if waiting else "Running",
+            "containerStatuses": [{"name": "llm-ctr", "ready": False, "state": state}],
+        },
+    }
+
+
+async def test_a_blocker_is_named_and_written_at_once_its_progress_text_is_throttled() -> None:
     api = FakeAPI()
     api.put(nimcache())
     api.put(nimservice())
     r, _ = make(api)
     now = [0.0]
     r.clock = lambda: now[0]
+    status_writes = lambda: [w for w in api.writes if w[0] == "patch/status"]  # noqa: E731
     await r.reconcile(REQ)
+    assert len(status_writes()) == 1
     api.put(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "llm-abc", "namespace": "default", "labels": {"app": "llm"}},
-            "status": {
-                "phase": "Pending",
-                "containerStatuses": [
-                    {
-                        "name": "llm-ctr",
-                        "ready": False,
-                        "state": {
-                            "waiting": {
-                                "reason": "ImagePullBackOff",
-                                "message": 'Back-off pulling image "nvcr.io/nim/meta/llama:1"',
-                            }
-                        },
-                    }
-                ],
-            },
-        }
+        _pod(
+            {
+                "reason": "ImagePullBackOff",
+                "message": 'Back-off pulling image "nvcr.io/nim/meta/llama:1"',
+            }
+        )
     )
-    now[0] = 31.0  # past the message interval
-    await r.reconcile(REQ)
+    await r.reconcile(REQ)  # a new blocker: written at once, no interval
+    assert len(status_writes()) == 2
     cond = next(c for c in status(api)["conditions"] if c["type"] == "Ready")
-    assert status(api)["state"] == "NotReady"
-    assert cond["message"].endswith(
-        'pod llm-abc: ImagePullBackOff: Back-off pulling image "nvcr.io/nim/meta/llama:1"'
+    assert status(api)["state"] == "NotReady", "Pending is not Failed"
+    assert cond["reason"] == "ImagePullFailed"
+    assert cond["message"] == (
+        'pod llm-abc cannot pull image "nvcr.io/nim/meta/llama:1": ImagePullBackOff'
     )
+    # Another cause on the same pod: a different blocker, written at once.
+    api.put(_pod({"reason": "CreateContainerConfigError", "message": 'secret "ngc" not found'}))
+    await r.reconcile(REQ)
+    assert len(status_writes()) == 3
+    cond = next(c for c in status(api)["conditions"] if c["type"] == "Ready")
+    assert cond["reason"] == "SecretNotFound"
+    assert cond["message"] == 'pod llm-abc cannot start: secret "ngc" not found'
+    # Progress text within the same blocker waits for the interval.
+    api.put(_pod({"reason": "CreateContainerConfigError", "message": 'secret "ngc2" not found'}))
+    await r.reconcile(REQ)
+    assert len(status_writes()) == 3
+    # The blocker goes away: written at once, back to the rollout words.
+    api.put(_pod(None))
+    await r.reconcile(REQ)
+    assert len(status_writes()) == 4
+    cond = next(c for c in status(api)["conditions"] if c["type"] == "Ready")
+    assert cond["reason"] == "NotReady"

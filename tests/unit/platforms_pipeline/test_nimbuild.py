@@ -305,3 +305,35 @@ def _pod_status(*, ready: bool) -> dict[str, Any]:
         "phase": "Running",
         "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
     }
+
+
+async def test_a_build_pod_that_cannot_start_is_named_and_stays_in_progress() -> None:
+    api, rec = FakeAPI(), FakeRecorder()
+    api.put(nimcache(BUILDABLE))
+    api.put(nimbuild())
+    r = _reconciler(api, rec)
+    await r.reconcile(Request(NS, "engine"))
+    blocked = {
+        "phase": "Pending",
+        "containerStatuses": [
+            {
+                "name": "nim",
+                "ready": False,
+                "state": {
+                    "waiting": {
+                        "reason": "CreateContainerConfigError",
+                        "message": 'secret "ngc-api-secret" not found',
+                    }
+                },
+            }
+        ],
+    }
+    api.set_status("v1", "Pod", "engine-engine-build-pod", blocked)
+    await r.reconcile(Request(NS, "engine"))
+    st = _status(api)
+    assert st["state"] == "InProgress", "Pending is not Failed"
+    pending = _cond(st, "NIM_BUILD_ENGINE_BUILD_POD_PENDING")
+    assert (pending["status"], pending["reason"]) == ("True", "SecretNotFound")
+    assert pending["message"] == (
+        'pod engine-engine-build-pod cannot start: secret "ngc-api-secret" not found'
+    )

@@ -75,20 +75,20 @@ async def _exercise(cluster: Any, admin: Client) -> None:
         obj = await admin.get(API, "NIMService", name, NS)
         assert obj["status"]["state"] == "NotReady"
 
-    async def says_why(name: str) -> str | None:
+    async def says_why(name: str, reason: str) -> str | None:
         obj = await admin.get(API, "NIMService", name, NS)
         ready = next(
             (c for c in (obj.get("status") or {}).get("conditions", []) if c["type"] == "Ready"),
             {},
         )
-        message = str(ready.get("message", ""))
-        return message if "ImagePullBackOff" in message or "ErrImagePull" in message else None
+        return str(ready.get("message", "")) if ready.get("reason") == reason else None
 
-    # The NotReady message names the pod's reason (a reworded message is written within
-    # the 30 s message interval, at the NotReady requeue at the latest).
-    for name in ("bad-tag", "no-secret"):
-        message = await wait_for(lambda name=name: says_why(name), timeout=90)
-        assert f"pod {name}-" in message
+    # The Ready condition names the blocker: its reason, and the pod and image in its message.
+    message = await wait_for(lambda: says_why("bad-tag", "ImagePullFailed"), timeout=30)
+    assert message.startswith("pod bad-tag-") and ":1.3.3x" in message
+    message = await wait_for(lambda: says_why("no-secret", "PullSecretNotFound"), timeout=30)
+    assert message.startswith("pod no-secret-")
+    assert 'image pull secret "missing-secret" not found' in message
     events = {(e["reason"], e["message"]) for e in cluster.storage.list("v1", "Event", NS)}
     assert (
         "FailedToRetrieveImagePullSecret",
