@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriver
 from platforms.contract import Observed, ReconcileError
-from platforms.gpu.cli import assume_labelled, facts_from
+from platforms.gpu.cli import DEFAULT_NAMESPACE, assume_labelled, facts_from
 from platforms.gpu.errors import RenderError
 from platforms.gpu.nvidiadriver import (
     DISABLED_MESSAGE,
@@ -78,6 +78,7 @@ def render_drivers(
     policies: Sequence[ClusterPolicy] = (),
     *,
     err: TextIO | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> list[Obj]:
     """The objects the NVIDIADriver controller would create for ``drivers`` on ``cluster``
     (the ``--nodes`` file's objects); notes and one line per NVIDIADriver on ``err``."""
@@ -91,7 +92,7 @@ def render_drivers(
                 file=err,
             )
         return []
-    facts = facts_from(cluster, environ=os.environ, err=err)
+    facts = facts_from(cluster, namespace=namespace, environ=os.environ, err=err)
     quiet = io.StringIO()  # facts_from has said which nodes are taken as labelled
     nodes = tuple(assume_labelled(o, quiet) for o in cluster if o.get("kind") == "Node")
     selectors = [
