@@ -43,7 +43,32 @@ from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of
 
 Obj = dict[str, Any]
 
-__all__ = ["cluster_policies", "render_drivers"]
+__all__ = ["cluster_policies", "cluster_proxy", "dtk_images", "render_drivers"]
+
+
+def dtk_images(cluster: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """RHCOS release -> Driver Toolkit image, from the ImageStream ``openshift/driver-toolkit``
+    (each tag names a release; ``latest`` is not one)."""
+    out: dict[str, str] = {}
+    for obj in cluster:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") != "ImageStream" or meta.get("name") != "driver-toolkit":
+            continue
+        if meta.get("namespace", "openshift") != "openshift":
+            continue
+        for tag in (obj.get("spec") or {}).get("tags") or []:
+            name, image = tag.get("name"), (tag.get("from") or {}).get("name")
+            if name and name != "latest" and image:
+                out[str(name)] = str(image)
+    return out
+
+
+def cluster_proxy(cluster: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The spec of the OpenShift Proxy ``cluster``, if the file holds it."""
+    for obj in cluster:
+        if obj.get("kind") == "Proxy" and (obj.get("metadata") or {}).get("name") == "cluster":
+            return dict(obj.get("spec") or {})
+    return None
 
 
 def cluster_policies(cluster: Iterable[Mapping[str, Any]]) -> list[ClusterPolicy]:
@@ -106,6 +131,8 @@ def render_drivers(
         nodes=nodes,
         owners=assign_owners(selectors, nodes),
         host_paths=policy.spec.host_paths if policy is not None else None,
+        dtk_images=dtk_images(cluster),
+        proxy=cluster_proxy(cluster),
     )
     contract = NVIDIADriverContract()
     out: list[Obj] = []
