@@ -30,6 +30,7 @@ def node(
     all_labels = {
         "feature.node.kubernetes.io/system-os_release.ID": os_id,
         "feature.node.kubernetes.io/system-os_release.VERSION_ID": version,
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID.major": version.split(".")[0],
         "feature.node.kubernetes.io/kernel-version.full": kernel,
         **(labels or {}),
     }
