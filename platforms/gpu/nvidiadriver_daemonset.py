@@ -50,7 +50,7 @@ from platforms.gpu.common import (
     policy_rule,
 )
 from platforms.gpu.errors import RenderError
-from platforms.gpu.images import driver_image, image_path, pull_policy, sanitize_kernel
+from platforms.gpu.images import driver_image, image_path, sanitize_kernel
 from platforms.gpu.nvidiadriver_digest import (
     DriverInstallState,
     config_digest,
@@ -133,7 +133,10 @@ mkdir -p "$dir"
 [ -f /sys/module/nvidia/refcnt ] || { echo "NVIDIA kernel module not loaded"; exit 1; }
 if [ -f "$daemons" ]; then
   status=$(cat "$daemons")
-  [ "$status" = Ready ] || { echo "NVIDIA driver daemons are not ready; Current status: $status"; exit 1; }
+  if [ "$status" != Ready ]; then
+    echo "NVIDIA driver daemons are not ready; Current status: $status"
+    exit 1
+  fi
 fi
 nvidia-smi || { echo "nvidia-smi failed"; exit 1; }
 printf 'GDRCOPY_ENABLED: %s\\nGDS_ENABLED: %s\\nGPU_DIRECT_RDMA_ENABLED: %s\\n' \\
@@ -213,7 +216,9 @@ def _component(spec: NVIDIADriverSpec) -> str:
 
 def startup_probe_config_map(app: str, spec: NVIDIADriverSpec) -> dict[str, Any]:
     """The startup-probe ConfigMap NVIDIA's driver pools share (labelled with a pool's app)."""
-    meta = object_meta(STARTUP_PROBE_CONFIGMAP, labels={"app": app, COMPONENT_LABEL: _component(spec)})
+    meta = object_meta(
+        STARTUP_PROBE_CONFIGMAP, labels={"app": app, COMPONENT_LABEL: _component(spec)}
+    )
     return configmap.build(meta, {"startup-probe.sh": STARTUP_PROBE_SCRIPT})
 
 
@@ -352,7 +357,9 @@ def _additional(
     if lic is not None and (lic.name or lic.secret_name):
         items = [{"key": LICENSING_FILE, "path": LICENSING_FILE}]
         extra.mounts.append(
-            mount("licensing-config", "/drivers/gridd.conf", read_only=True, sub_path=LICENSING_FILE)
+            mount(
+                "licensing-config", "/drivers/gridd.conf", read_only=True, sub_path=LICENSING_FILE
+            )
         )
         if lic.nls_enabled is not False:
             items.append({"key": NLS_TOKEN_FILE, "path": NLS_TOKEN_FILE})
@@ -396,7 +403,9 @@ def _extra_mounts(extra: _Extra) -> list[dict[str, Any]]:
     return [dict(m) for m in extra.mounts]
 
 
-def _probe(command: list[str], delay: int, period: int, timeout: int, failure: int) -> dict[str, Any]:
+def _probe(
+    command: list[str], delay: int, period: int, timeout: int, failure: int
+) -> dict[str, Any]:
     return {
         "exec": {"command": command},
         "initialDelaySeconds": delay,
@@ -438,7 +447,11 @@ def _user_env(items: Sequence[Any] | None) -> list[dict[str, Any]]:
 
 def _proxy_env(proxy: Mapping[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for key, name in (("httpProxy", "HTTP_PROXY"), ("httpsProxy", "HTTPS_PROXY"), ("noProxy", "NO_PROXY")):
+    for key, name in (
+        ("httpProxy", "HTTP_PROXY"),
+        ("httpsProxy", "HTTPS_PROXY"),
+        ("noProxy", "NO_PROXY"),
+    ):
         value = str(proxy.get(key) or "")
         if value:
             out += [env(name, value), env(name.lower(), value)]
@@ -595,7 +608,9 @@ def _daemonset(
     pod_labels.update(user_labels)
 
     node_selector = {
-        ("nvidia.com/gpu.deploy.vgpu-manager" if vgpu_host else "nvidia.com/gpu.deploy.driver"): "true",
+        (
+            "nvidia.com/gpu.deploy.vgpu-manager" if vgpu_host else "nvidia.com/gpu.deploy.driver"
+        ): "true",
         **pool.node_selector,
     }
     if openshift is not None:
@@ -603,7 +618,11 @@ def _daemonset(
     if precompiled:
         node_selector[KERNEL_LABEL] = pool.kernel
 
-    resources = json_copy(spec.resources.model_dump(by_alias=True, exclude_none=True, mode="json")) if spec.resources else None
+    resources = (
+        json_copy(spec.resources.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        if spec.resources
+        else None
+    )
 
     def with_resources(c: dict[str, Any]) -> dict[str, Any]:
         if resources is not None:
@@ -708,9 +727,7 @@ def _daemonset(
         "image": image,
         "imagePullPolicy": spec.image_pull_policy or "IfNotPresent",
         "command": ["ocp_dtk_entrypoint"] if openshift is not None else ["nvidia-driver"],
-        "args": ["nv-ctr-run-with-dtk"]
-        if openshift is not None
-        else ["init", *(spec.args or [])],
+        "args": ["nv-ctr-run-with-dtk"] if openshift is not None else ["init", *(spec.args or [])],
         "securityContext": json_copy(PRIV_S0),
     }
     if spec.secret_env:
@@ -822,7 +839,9 @@ def _daemonset(
                     "volumeMounts": [
                         mount("shared-nvidia-driver-toolkit", "/mnt/shared-nvidia-driver-toolkit"),
                         mount("var-log", "/var/log"),
-                        mount("mlnx-ofed-usr-src", "/run/mellanox/drivers/usr/src", propagation=HTOC),
+                        mount(
+                            "mlnx-ofed-usr-src", "/run/mellanox/drivers/usr/src", propagation=HTOC
+                        ),
                         mount("host-os-release", "/host-etc/os-release", read_only=True),
                         mount("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
                         mount("nv-firmware", "/lib/firmware"),
@@ -944,7 +963,7 @@ def _dump(model: Any) -> Any:
 
 def _toleration(t: Any) -> dict[str, Any]:
     out = _dump(t)
-    return dict(out) if isinstance(out, Mapping) else out  # type: ignore[no-any-return]
+    return dict(out) if isinstance(out, Mapping) else out
 
 
 def _sorted_env(items: Sequence[Any] | None) -> list[Any]:

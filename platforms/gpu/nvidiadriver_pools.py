@@ -24,7 +24,8 @@ gpu-operator.md §3.2 and §6.1:
 
 Names (§6.1): the DaemonSet is ``nvidia-<driverType>-driver-<osTag>-<hash>``,
 the hash NVIDIA's short hash of the CR's UID (plus ``-<kernel>`` for
-precompiled pools, ``-<rhcos version>`` for OpenShift pools), the prefix cut so the name fits 63 characters; the
+precompiled pools, ``-<rhcos version>`` for OpenShift pools), the prefix cut so the
+name fits 63 characters; the
 ServiceAccount and RBAC are ``nvidia-<driverType>-driver-<cr>-<osTag>``
 (``nvidia-vgpu-manager-<cr>-<osTag>`` for ``vgpu-host-manager``).
 """

@@ -72,7 +72,9 @@ def _strip_sync_fields(obj: dict[str, Any]) -> dict[str, Any]:
     meta = dict(obj.get("metadata") or {})
     meta.pop("ownerReferences", None)
     annotations = {
-        k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED_HASH_ANNOTATION
+        k: v
+        for k, v in (meta.get("annotations") or {}).items()
+        if k != LAST_APPLIED_HASH_ANNOTATION
     }
     labels = {
         k: v
@@ -199,6 +201,7 @@ def renamed(value: Any, names: Mapping[str, str]) -> Any:
     import re
 
     pattern = re.compile("|".join(re.escape(k) for k in sorted(names, key=len, reverse=True)))
+
     def walk(v: Any) -> Any:
         if isinstance(v, str):
             return pattern.sub(lambda m: names[m.group(0)], v)

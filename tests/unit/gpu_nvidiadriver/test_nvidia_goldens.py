@@ -26,12 +26,23 @@ pytestmark = pytest.mark.skipif(
 
 DS = r"DaemonSet/[a-z0-9.-]+?\.spec\.template\.spec\."
 ADDITIONAL = ("test-cm", "test-host-path", "test-host-path-ro")
-NO_KERNEL_MODULE_TYPE = (
-    "driver-additional-configs driver-gdrcopy driver-gdrcopy-openshift driver-gds "
-    "driver-hostnetwork driver-minimal driver-openshift-drivertoolkit driver-precompiled "
-    "driver-rdma driver-rdma-hostmofed driver-secret-env driver-vgpu-host-manager "
-    "driver-vgpu-host-manager-openshift driver-vgpu-licensing driver-vgpu-licensing-secret"
-).split()
+NO_KERNEL_MODULE_TYPE = [
+    "driver-additional-configs",
+    "driver-gdrcopy",
+    "driver-gdrcopy-openshift",
+    "driver-gds",
+    "driver-hostnetwork",
+    "driver-minimal",
+    "driver-openshift-drivertoolkit",
+    "driver-precompiled",
+    "driver-rdma",
+    "driver-rdma-hostmofed",
+    "driver-secret-env",
+    "driver-vgpu-host-manager",
+    "driver-vgpu-host-manager-openshift",
+    "driver-vgpu-licensing",
+    "driver-vgpu-licensing-secret",
+]
 
 
 @dataclass(frozen=True)
@@ -43,7 +54,9 @@ class Allowed:
     reason: str
 
     def matches(self, case: str, path: str) -> bool:
-        return (self.cases is None or case in self.cases) and re.fullmatch(self.leaf, path) is not None
+        return (self.cases is None or case in self.cases) and re.fullmatch(
+            self.leaf, path
+        ) is not None
 
 
 ALLOWED: tuple[Allowed, ...] = (
@@ -77,7 +90,8 @@ ALLOWED: tuple[Allowed, ...] = (
     ),
     Allowed(
         None,
-        DS + r"(volumes|containers\[name=[a-z-]+\]\.volumeMounts)(\[name=("
+        DS
+        + r"(volumes|containers\[name=[a-z-]+\]\.volumeMounts)(\[name=("
         + "|".join(ADDITIONAL)
         + r")\]\..*|\.<order>)",
         "NVIDIA's fixtures inject sample additionalConfigs (test-cm, test-host-path, "
