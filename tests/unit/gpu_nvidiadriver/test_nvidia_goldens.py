@@ -10,13 +10,20 @@ fails, and so does an allow-list entry nothing matches any more.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
 
 from platforms.gpu import nvidiadriver_daemonset
-from platforms.gpu.nvidiadriver_digest import DriverInstallState, config_digest
+from platforms.gpu.nvidiadriver_digest import (
+    DriverInstallState,
+    VolumeConfig,
+    config_digest,
+    volume_mounts,
+)
 from tests.unit.gpu_nvidiadriver import goldens
 
 pytestmark = pytest.mark.skipif(
@@ -70,9 +77,10 @@ ALLOWED: tuple[Allowed, ...] = (
         None,
         DS + r"(containers|initContainers)\[name=[a-z0-9-]+\]\.env\[name=DRIVER_CONFIG_DIGEST\]"
         r"\.value",
-        "NVIDIA's fixtures hash HostRoot '' and kernelModuleType ''; a real controller hashes the "
-        "host root '/' and the CRD default 'auto'. With the fixtures' inputs our digest is "
-        "NVIDIA's (test_digest_is_nvidias_for_the_fixture_inputs)",
+        "NVIDIA's fixtures hash HostRoot '' and kernelModuleType '' (and inject names, images and "
+        "volumes); a real controller hashes the host root '/' and the CRD default 'auto'. With "
+        "each fixture's inputs our digest is NVIDIA's, in all 16 cases "
+        "(test_digest_is_nvidias_for_the_fixture_inputs)",
     ),
     Allowed(
         None,
@@ -171,41 +179,97 @@ def _golden_digest(case: str) -> str:
     return str(next(e["value"] for e in ctr["env"] if e["name"] == "DRIVER_CONFIG_DIGEST"))
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        c
-        for c in goldens.cases()
-        # the fixtures inject additionalConfigs / images / names these inputs cannot express
-        if c
-        not in {
-            "driver-additional-configs",
-            "driver-gdrcopy",
-            "driver-gds",
-            "driver-rdma",
-            "driver-rdma-hostmofed",
-            "driver-gdrcopy-openshift",
-            "driver-openshift-drivertoolkit",
-            "driver-vgpu-host-manager-openshift",
-            "driver-vgpu-licensing",
-            "driver-secret-env",
-            # injected licensing mounts without readOnly (the digest hashes ReadOnly)
-            "driver-vgpu-licensing-secret",
-            # NOT reproduced yet: NVIDIA's fixture digest 2311915915 differs from ours with the
-            # fixture's visible inputs; the field behind it is not found (see docs/differences.md)
-            "driver-full-spec",
-        }
-    ],
-)
+def _no_os_suffix(image: str) -> str:
+    return image.removesuffix("-ubuntu22.04")
+
+
+def _mounts_not_read_only(state: DriverInstallState) -> None:
+    state.AdditionalVolumeMounts = [
+        dataclasses.replace(m, ReadOnly=False) for m in state.AdditionalVolumeMounts
+    ]
+
+
+def _no_driver_type(state: DriverInstallState) -> None:
+    state.DriverType = ""
+
+
+def _gds_gdrcopy_images_without_os(state: DriverInstallState) -> None:
+    state.GDSImage = _no_os_suffix(state.GDSImage)
+    state.GDRCopyImage = _no_os_suffix(state.GDRCopyImage)
+
+
+def _sample_additional_configs(state: DriverInstallState) -> None:
+    """getSampleAdditionalConfigs(): three volumes the fixtures inject (NOTES.md)."""
+    state.AdditionalVolumeMounts = volume_mounts(
+        [
+            *(dataclasses.asdict(m) for m in state.AdditionalVolumeMounts),
+            {"name": "test-cm", "mountPath": "/opt/config/test-file", "subPath": "test-file",
+             "readOnly": True},
+            {"name": "test-host-path", "mountPath": "/opt/config/test-host-path"},
+            {"name": "test-host-path-ro", "mountPath": "/opt/config/test-host-path-ro",
+             "readOnly": True},
+        ]
+    )  # fmt: skip
+    state.AdditionalVolumes = sorted(
+        [
+            *state.AdditionalVolumes,
+            VolumeConfig("test-cm", "test-cm"),
+            VolumeConfig("test-host-path", HostPath="/opt/config/test-host-path"),
+            VolumeConfig("test-host-path-ro", HostPath="/opt/config/test-host-path-ro"),
+        ],
+        key=lambda v: v.Name,
+    )
+
+
+def _all(*steps: Callable[[DriverInstallState], None]) -> Callable[[DriverInstallState], None]:
+    def run(state: DriverInstallState) -> None:
+        for step in steps:
+            step(state)
+
+    return run
+
+
+def _forced_rhel8_image(state: DriverInstallState) -> None:
+    """The OpenShift fixtures force the image driver:525.85.03-rhel8.0 (NOTES.md)."""
+    state.DriverImage = state.DriverImage.replace("-rhcos4.13", "-rhel8.0")
+    if state.PeermemImage:
+        state.PeermemImage = state.DriverImage
+
+
+def _no_proxy(state: DriverInstallState) -> None:
+    state.HTTPProxy = state.HTTPSProxy = state.NoProxy = state.TrustedCAConfigMapName = ""
+
+
+# What each fixture hands NVIDIA's template differently from a real controller (NOTES.md):
+FIXTURE_INPUTS: dict[str, Callable[[DriverInstallState], None]] = {
+    # TestDriverSpec replaces the minimal spec with one that has no driverType
+    "driver-full-spec": _no_driver_type,
+    "driver-vgpu-licensing-secret": _mounts_not_read_only,
+    "driver-vgpu-licensing": _mounts_not_read_only,
+    "driver-secret-env": _gds_gdrcopy_images_without_os,
+    "driver-additional-configs": _sample_additional_configs,
+    "driver-rdma": _sample_additional_configs,
+    "driver-rdma-hostmofed": _sample_additional_configs,
+    "driver-gds": _all(_sample_additional_configs, _gds_gdrcopy_images_without_os),
+    "driver-gdrcopy": _all(_sample_additional_configs, _gds_gdrcopy_images_without_os),
+    "driver-openshift-drivertoolkit": _forced_rhel8_image,
+    "driver-gdrcopy-openshift": _all(_forced_rhel8_image, _sample_additional_configs),
+    "driver-vgpu-host-manager-openshift": _all(_forced_rhel8_image, _no_proxy),
+}
+
+
+@pytest.mark.parametrize("case", goldens.cases())
 def test_digest_is_nvidias_for_the_fixture_inputs(
     case: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With the fixtures' HostRoot '' and (unset) kernelModuleType, our digest is NVIDIA's."""
+    """With the fixtures' inputs (HostRoot '', kernelModuleType unset, and what
+    ``FIXTURE_INPUTS`` names), our DRIVER_CONFIG_DIGEST is the one in NVIDIA's golden."""
 
     def fixture_digest(state: DriverInstallState) -> str:
         state.HostRoot = ""
         if case in NO_KERNEL_MODULE_TYPE:
             state.KernelModuleType = ""
+        FIXTURE_INPUTS.get(case, lambda _: None)(state)
         return config_digest(state)
 
     monkeypatch.setattr(nvidiadriver_daemonset, "config_digest", fixture_digest)
