@@ -39,7 +39,7 @@ from platforms.gpu.nvidiadriver import (
     NVIDIADriverContract,
 )
 from platforms.gpu.nvidiadriver_pools import DriverSelector, assign_owners, conflicts
-from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of
+from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of, shared_owner
 
 Obj = dict[str, Any]
 
@@ -126,10 +126,13 @@ def render_drivers(
     ]
     defaults = sorted(s.name for s in selectors if s.default)
     found = conflicts(selectors, nodes)
+    owners = assign_owners(selectors, nodes)
+    blocked = [*found, *(defaults if len(defaults) > 1 else [])]
     nvd_facts = NVIDIADriverFacts(
         cluster=facts,
         nodes=nodes,
-        owners=assign_owners(selectors, nodes),
+        owners=owners,
+        shared_owner=shared_owner(owners, blocked),
         host_paths=policy.spec.host_paths if policy is not None else None,
         dtk_images=dtk_images(cluster),
         proxy=cluster_proxy(cluster),

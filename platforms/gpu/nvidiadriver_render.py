@@ -6,7 +6,8 @@ after the pool, the shared ``nvidia-driver-startup-probe`` ConfigMap, on
 OpenShift the pool's SecurityContextConstraints and the trusted-CA ConfigMap,
 and the DaemonSet. Objects two pools share (the startup-probe ConfigMap, the
 trusted-CA ConfigMap) appear once, as the last pool renders them (NVIDIA
-applies every pool's copy in turn). Every object carries
+applies every pool's copy in turn), and only in the render of one NVIDIADriver
+(``shared_owner``) when there are several. Every object carries
 ``nvidia.com/gpu-operator.state: state-driver``, as NVIDIA labels them when it
 creates them. Pure: everything read from the cluster comes in
 ``NVIDIADriverFacts``.
@@ -14,7 +15,7 @@ creates them. Pure: everything read from the cluster comes in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -25,11 +26,20 @@ from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from manifests.meta import owner_reference
 from platforms.gpu.errors import RenderError
 from platforms.gpu.facts import ClusterFacts
-from platforms.gpu.nvidiadriver_daemonset import OpenShift, PoolNames, pool_objects
+from platforms.gpu.nvidiadriver_daemonset import (
+    STARTUP_PROBE_CONFIGMAP,
+    TRUSTED_CA_CONFIGMAP,
+    OpenShift,
+    PoolNames,
+    pool_objects,
+)
 from platforms.gpu.nvidiadriver_pools import NodePool, app_name, driver_name, node_pools
 from platforms.gpu.states import CLUSTER_SCOPED
 
 STATE_LABEL: Final = "nvidia.com/gpu-operator.state"
+_SHARED: Final = frozenset(
+    {("ConfigMap", STARTUP_PROBE_CONFIGMAP), ("ConfigMap", TRUSTED_CA_CONFIGMAP)}
+)
 STATE_NAME: Final = "state-driver"
 
 __all__ = [
@@ -37,6 +47,7 @@ __all__ = [
     "NVIDIADriverFacts",
     "pools_of",
     "render_driver",
+    "shared_owner",
 ]
 
 
@@ -57,6 +68,9 @@ class NVIDIADriverFacts:
     proxy: Mapping[str, Any] | None = None
     """OpenShift: the cluster Proxy's spec (``httpProxy``, ``httpsProxy``, ``noProxy``,
     ``trustedCA``)."""
+    shared_owner: str | None = None
+    """The NVIDIADriver that renders the objects every pool shares (the startup-probe and
+    trusted-CA ConfigMaps); None: each one does (one NVIDIADriver). See ``shared_owner``."""
 
     def openshift(self) -> OpenShift | None:
         """What the render reads of OpenShift, None elsewhere."""
@@ -65,6 +79,16 @@ class NVIDIADriverFacts:
         return OpenShift(
             version=self.cluster.openshift, dtk_images=self.dtk_images, proxy=self.proxy
         )
+
+
+def shared_owner(owners: Mapping[str, str | None], blocked: Iterable[str] = ()) -> str | None:
+    """Which NVIDIADriver renders the objects all pools share: the first, by name, of those
+    that own a node and render (not ``blocked``). NVIDIA's NVIDIADrivers each write them in
+    turn; one writer keeps two NVIDIADrivers from taking the object from each other on
+    every pass. None when no NVIDIADriver owns a node."""
+    skip = set(blocked)
+    names = sorted({o for o in owners.values() if o is not None and o not in skip})
+    return names[0] if names else None
 
 
 def pools_of(cr: NVIDIADriver, facts: NVIDIADriverFacts) -> tuple[list[NodePool], list[str]]:
@@ -113,7 +137,10 @@ def render_driver(cr: NVIDIADriver, facts: NVIDIADriverFacts) -> list[dict[str, 
         except RenderError as err:
             raise RenderError(f"node pool {pool.name}: {err.message}") from None
         for obj in objects:
-            out[(str(obj["kind"]), str(obj["metadata"]["name"]))] = obj
+            key = (str(obj["kind"]), str(obj["metadata"]["name"]))
+            if key in _SHARED and facts.shared_owner not in (None, name):
+                continue
+            out[key] = obj
     owner = owner_reference(
         {
             "apiVersion": cr.api_version,

@@ -102,8 +102,9 @@ def driver_rbac(ctx: StateContext, name: str) -> list[dict[str, Any]]:
 
 
 def startup_probe_config_map(name: str = STARTUP_PROBE_CONFIGMAP) -> dict[str, Any]:
-    """The ConfigMap holding the driver container's startup probe script."""
-    return configmap.build(object_meta(name), {"startup-probe.sh": STARTUP_PROBE_SCRIPT})
+    """The ConfigMap holding the driver container's startup probe script (NVIDIA's labels)."""
+    meta = object_meta(name, labels={"app": DAEMONSET, COMPONENT_LABEL: "nvidia-driver"})
+    return configmap.build(meta, {"startup-probe.sh": STARTUP_PROBE_SCRIPT})
 
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:

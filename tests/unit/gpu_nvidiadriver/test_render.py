@@ -309,3 +309,28 @@ def test_the_two_driver_example_splits_the_nodes_between_default_and_selected() 
     assert env["KERNEL_MODULE_TYPE"] == "open"
     assert env["GDS_ENABLED"] == "true"
     assert rdma_ds["spec"]["template"]["metadata"]["labels"]["team"] == "hpc"
+
+
+def test_only_the_shared_owner_renders_the_shared_startup_probe_configmap() -> None:
+    from dataclasses import replace
+
+    from platforms.gpu.nvidiadriver_render import shared_owner
+
+    a = driver("a", selector={"pool": "a"})
+    b = driver("b", selector={"pool": "b"})
+    f = facts(NODES, [a, b])
+    assert shared_owner(f.owners) == "a"
+    assert shared_owner(f.owners, blocked=["a"]) == "b"
+    f = replace(f, shared_owner=shared_owner(f.owners))
+
+    def config_maps(cr: NVIDIADriver) -> list[str]:
+        return [o["metadata"]["name"] for o in CONTRACT.render(cr, f) if o["kind"] == "ConfigMap"]
+
+    assert config_maps(a) == ["nvidia-driver-startup-probe"]
+    assert config_maps(b) == []
+    # b's pods still mount it by NVIDIA's name
+    ds = next(iter(_daemonsets(CONTRACT.render(b, f)).values()))
+    volumes = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["driver-startup-probe-script"]["configMap"]["name"] == (
+        "nvidia-driver-startup-probe"
+    )
