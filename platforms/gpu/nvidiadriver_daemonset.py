@@ -53,6 +53,7 @@ from platforms.gpu.errors import RenderError
 from platforms.gpu.images import driver_image, image_path, sanitize_kernel
 from platforms.gpu.nvidiadriver_digest import (
     DriverInstallState,
+    EnvVar,
     config_digest,
     volume_mounts,
     volumes,
@@ -487,6 +488,11 @@ def pool_objects(
             operator_env=operator_env,
             openshift=openshift if dtk else None,
             openshift_version=openshift.version if openshift is not None else "",
+            # NVIDIA reads the cluster Proxy on OpenShift without precompiled drivers, with or
+            # without the Driver Toolkit; the digest hashes it either way
+            cluster_proxy=(openshift.proxy or {})
+            if openshift is not None and not spec.use_precompiled
+            else {},
             runtime=runtime,
             host_root=host_root,
         )
@@ -503,6 +509,7 @@ def _daemonset(
     operator_env: Mapping[str, str],
     openshift: OpenShift | None,
     openshift_version: str,
+    cluster_proxy: Mapping[str, Any],
     runtime: str,
     host_root: str,
 ) -> dict[str, Any]:
@@ -568,10 +575,10 @@ def _daemonset(
             GDRCopyEnv=_sorted_env(gdrcopy.env) if gdrcopy else [],
             OpenshiftVersion=openshift_version,
             DTKEnabled=openshift is not None,
-            HTTPProxy=str(proxy.get("httpProxy") or "") if openshift is not None else "",
-            HTTPSProxy=str(proxy.get("httpsProxy") or "") if openshift is not None else "",
-            NoProxy=str(proxy.get("noProxy") or "") if openshift is not None else "",
-            TrustedCAConfigMapName=trusted_ca if openshift is not None else "",
+            HTTPProxy=str(cluster_proxy.get("httpProxy") or ""),
+            HTTPSProxy=str(cluster_proxy.get("httpsProxy") or ""),
+            NoProxy=str(cluster_proxy.get("noProxy") or ""),
+            TrustedCAConfigMapName=str((cluster_proxy.get("trustedCA") or {}).get("name") or ""),
             DTKImage=dtk_image,
             RHCOSVersion=rhcos,
             UsePrecompiled=precompiled,
@@ -962,11 +969,8 @@ def _dump(model: Any) -> Any:
 
 
 def _toleration(t: Any) -> dict[str, Any]:
-    out = _dump(t)
-    return dict(out) if isinstance(out, Mapping) else out
+    return dict(_dump(t))
 
 
-def _sorted_env(items: Sequence[Any] | None) -> list[Any]:
-    from platforms.gpu.nvidiadriver_digest import EnvVar
-
+def _sorted_env(items: Sequence[Any] | None) -> list[EnvVar]:
     return sorted((EnvVar(e.name, e.value or "") for e in items or ()), key=lambda e: e.Name)
