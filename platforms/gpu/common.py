@@ -151,13 +151,25 @@ def _copy(value: Any) -> Any:
     return value
 
 
+# What NVIDIA's init containers echo while they wait for a ready file (its assets' words:
+# a different string is a pod template change on a cluster NVIDIA's operator set up).
+WAIT_MESSAGES = {"toolkit-ready": "nvidia container stack to be setup"}
+
+
 def wait_for_file(
-    name: str, ready_file: str, *, volume: str = "run-nvidia", mount_path: str = "/run/nvidia"
+    name: str,
+    ready_file: str,
+    *,
+    volume: str = "run-nvidia",
+    mount_path: str = "/run/nvidia",
+    message: str | None = None,
 ) -> dict[str, Any]:
-    """An init container that loops until ``/run/nvidia/validations/<ready_file>`` exists
-    (the validator image; image and policy are set by the validator transform)."""
+    """An init container that loops until ``/run/nvidia/validations/<ready_file>`` exists,
+    echoing ``waiting for <message>`` (NVIDIA's words by default; the validator image,
+    image and policy are set by the validator transform)."""
     path = f"{VALIDATIONS_DIR}/{ready_file}"
-    script = f"until [ -f {path} ]; do echo waiting for {ready_file}; sleep 5; done"
+    what = message or WAIT_MESSAGES.get(ready_file, ready_file)
+    script = f"until [ -f {path} ]; do echo waiting for {what}; sleep 5; done"
     return container(
         name,
         command=["sh", "-c"],

@@ -114,3 +114,28 @@ def test_startup_probe_writes_yaml_and_peermem_probes_as_nvidia() -> None:
     assert peermem["startupProbe"]["exec"]["command"] == [
         "sh", "-c", "nvidia-driver probe_nvidia_peermem",
     ]  # fmt: skip
+
+
+def test_toolkit_wait_init_containers_echo_nvidias_words() -> None:
+    rendered = states({})
+    for state in ("gpu-feature-discovery", "state-dcgm-exporter", "state-device-plugin"):
+        ds = next(o for o in rendered[state].objects if o["kind"] == "DaemonSet")
+        init = next(
+            c for c in ds["spec"]["template"]["spec"]["initContainers"]
+            if c["name"] == "toolkit-validation"
+        )  # fmt: skip
+        assert init["args"] == [
+            "until [ -f /run/nvidia/validations/toolkit-ready ]; do echo waiting for nvidia "
+            "container stack to be setup; sleep 5; done"
+        ], state
+
+
+def test_gds_and_gdrcopy_sidecars_wait_as_nvidia_writes_it() -> None:
+    objs = states({"gds": {"enabled": True}, "gdrcopy": {"enabled": True}})["state-driver"].objects
+    ds = next(o for o in objs if o["kind"] == "DaemonSet")
+    args = {c["name"]: c.get("args") for c in ds["spec"]["template"]["spec"]["containers"]}
+    assert args["nvidia-fs-ctr"] == [
+        "until [ -d /run/nvidia/driver/usr/src ] && lsmod | grep nvidia; do echo  Waiting for "
+        "nvidia-driver to be installed...; sleep 10; done; exec nvidia-gds-driver install"
+    ]
+    assert args["nvidia-gdrcopy-ctr"][0].endswith("exec nvidia-gdrcopy-driver install")
