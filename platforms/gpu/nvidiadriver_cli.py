@@ -8,7 +8,9 @@ pool, through the same ``NVIDIADriverContract.render`` the controller uses.
 The ``--nodes`` file is read as for a ClusterPolicy (``platforms.gpu.cli``): Nodes
 as ``kubectl get nodes -o yaml`` prints them (NFD-found GPU nodes are taken as
 labelled ``gpu.present``), the driver's user ConfigMaps, and optionally the
-cluster's ClusterPolicy. A ClusterPolicy (there or in the file) without
+cluster's ClusterPolicy; for OpenShift a ClusterVersion, the
+``openshift/driver-toolkit`` ImageStream (the Driver Toolkit image of each RHCOS
+release) and the ``cluster`` Proxy. A ClusterPolicy (there or in the file) without
 ``driver.useNvidiaDriverCRD`` leaves every NVIDIADriver ``disabled``: nothing
 is rendered. What the controller would report instead of objects (disabled, a
 conflict, no matching node) is a note on stderr.
