@@ -19,7 +19,8 @@ goldens by ``tests/unit/gpu_nvidiadriver/test_nvidia_goldens.py``):
   ``spec.args``), the optional peermem, GDS and GDRCopy sidecars, and on
   OpenShift with the Driver Toolkit the toolkit container; the default
   ``nvidia.com/gpu`` toleration followed by ``spec.tolerations``; the pool's
-  nodeSelector; ``DRIVER_CONFIG_DIGEST`` (``nvidiadriver_digest``).
+  nodeSelector; ``DRIVER_CONFIG_DIGEST`` (``nvidiadriver_digest``); the
+  config-driven volumes (``nvidiadriver_volumes``).
 
 Beyond NVIDIA: ``spec.nodeAffinity`` reaches the pod (NVIDIA's template drops
 it). Pure: everything read from the cluster comes in as arguments.
@@ -31,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from api.nvidia.v1.clusterpolicy import ImageSpec
+from api.nvidia.v1.clusterpolicy import GDRCopySpec, GPUDirectStorageSpec, ImageSpec
 from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriverSpec
 from manifests import configmap
 from manifests.meta import object_meta
@@ -59,6 +60,7 @@ from platforms.gpu.nvidiadriver_digest import (
     volumes,
 )
 from platforms.gpu.nvidiadriver_pools import NodePool
+from platforms.gpu.nvidiadriver_volumes import Extra, additional_configs
 
 STARTUP_PROBE_CONFIGMAP: Final = "nvidia-driver-startup-probe"
 TRUSTED_CA_CONFIGMAP: Final = "gpu-operator-trusted-ca"
@@ -84,41 +86,6 @@ WAIT_FOR_DTK_DIR: Final = (
     "nvidia-driver-ctr container to prepare the shared directory ...; sleep 10; done; "
     "exec /mnt/shared-nvidia-driver-toolkit/ocp_dtk_entrypoint dtk-build-driver"
 )
-REPO_DIRS: Final = {
-    "centos": "/etc/yum.repos.d",
-    "debian": "/etc/apt/sources.list.d",
-    "ubuntu": "/etc/apt/sources.list.d",
-    "rhcos": "/etc/yum.repos.d",
-    "rhel": "/etc/yum.repos.d",
-    "rocky": "/etc/yum.repos.d",
-    "ol": "/etc/yum.repos.d",
-    "sles": "/etc/zypp/repos.d",
-    "sl-micro": "/etc/zypp/repos.d",
-}
-CERT_DIRS: Final = {
-    "centos": "/etc/pki/ca-trust/extracted/pem",
-    "debian": "/usr/local/share/ca-certificates",
-    "ubuntu": "/usr/local/share/ca-certificates",
-    "rhcos": "/etc/pki/ca-trust/extracted/pem",
-    "rhel": "/etc/pki/ca-trust/extracted/pem",
-    "rocky": "/etc/pki/ca-trust/extracted/pem",
-    "ol": "/etc/pki/ca-trust/extracted/pem",
-    "sles": "/etc/pki/trust/anchors",
-    "sl-micro": "/etc/pki/trust/anchors",
-}
-# mount path -> (host path, hostPath type); mounted in mount-path order.
-_RHEL_SUBSCRIPTION: Final = {
-    "/run/secrets/etc-pki-entitlement": ("/etc/pki/entitlement", "Directory"),
-    "/run/secrets/redhat.repo": ("/etc/yum.repos.d/redhat.repo", "File"),
-    "/run/secrets/rhsm": ("/etc/rhsm", "Directory"),
-}
-_SUSE_SUBSCRIPTION: Final = {
-    "/etc/zypp/credentials.d": ("/etc/zypp/credentials.d", "Directory"),
-    "/etc/SUSEConnect": ("/etc/SUSEConnect", "FileOrCreate"),
-}
-LICENSING_FILE: Final = "gridd.conf"
-NLS_TOKEN_FILE: Final = "client_configuration_token.tok"
-TOPOLOGY_FILE: Final = "nvidia-topologyd.conf"
 
 # Our own script, doing what NVIDIA's startup probe does: ready once the nvidia
 # module is loaded, the driver daemons report Ready (when they report at all) and
@@ -297,110 +264,7 @@ def _trusted_ca(openshift: OpenShift | None) -> str:
     return str(((proxy or {}).get("trustedCA") or {}).get("name") or "")
 
 
-@dataclass
-class _Extra:
-    """The volumes and mounts NVIDIA calls ``additionalConfigs`` (config-driven)."""
-
-    mounts: list[dict[str, Any]] = field(default_factory=list)
-    volumes: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _config_map_files(
-    extra: _Extra, name: str, keys: Sequence[str] | None, directory: str, what: str
-) -> None:
-    if keys is None:
-        raise RenderError(f"spec.{what}: ConfigMap {name} not found in the operator namespace")
-    for key in sorted(keys):
-        extra.mounts.append(mount(name, f"{directory}/{key}", read_only=True, sub_path=key))
-    items = [{"key": k, "path": k} for k in sorted(keys)]
-    extra.volumes.append({"name": name, "configMap": {"name": name, "items": items}})
-
-
-def _additional(
-    spec: NVIDIADriverSpec,
-    pool: NodePool,
-    config_map_keys: Mapping[str, Sequence[str]],
-    *,
-    openshift: bool,
-    runtime: str,
-) -> _Extra:
-    extra = _Extra()
-    os_id = pool.os_id
-    if not spec.use_precompiled:
-        for cfg, dirs, what in (
-            (spec.repo_config, REPO_DIRS, "repoConfig"),
-            (spec.cert_config, CERT_DIRS, "certConfig"),
-        ):
-            if cfg is None or not cfg.name:
-                continue
-            directory = dirs.get(os_id)
-            if directory is None:
-                raise RenderError(f"spec.{what}: distribution {os_id} not supported")
-            _config_map_files(
-                extra, cfg.name, config_map_keys.get(cfg.name), directory, f"{what}.name"
-            )
-        subscription: Mapping[str, tuple[str, str]] = {}
-        if os_id in ("sles", "sl-micro"):
-            subscription = _SUSE_SUBSCRIPTION
-        elif os_id == "rhel" and not openshift and runtime != "crio":
-            repo = spec.repo_config is not None and bool(spec.repo_config.name)
-            subscription = {} if repo else _RHEL_SUBSCRIPTION
-        for i, path in enumerate(sorted(subscription)):
-            host, kind = subscription[path]
-            extra.mounts.append(mount(f"subscription-config-{i}", path, read_only=True))
-            extra.volumes.append(host_path(f"subscription-config-{i}", host, kind))
-    kmc = spec.kernel_module_config
-    if kmc is not None and kmc.name:
-        _config_map_files(
-            extra, kmc.name, config_map_keys.get(kmc.name), "/drivers", "kernelModuleConfig.name"
-        )
-    lic = spec.licensing_config
-    if lic is not None and (lic.name or lic.secret_name):
-        items = [{"key": LICENSING_FILE, "path": LICENSING_FILE}]
-        extra.mounts.append(
-            mount(
-                "licensing-config", "/drivers/gridd.conf", read_only=True, sub_path=LICENSING_FILE
-            )
-        )
-        if lic.nls_enabled is not False:
-            items.append({"key": NLS_TOKEN_FILE, "path": NLS_TOKEN_FILE})
-            extra.mounts.append(
-                mount(
-                    "licensing-config",
-                    f"/drivers/ClientConfigToken/{NLS_TOKEN_FILE}",
-                    read_only=True,
-                    sub_path=NLS_TOKEN_FILE,
-                )
-            )
-        source: dict[str, Any] = (
-            {"secret": {"secretName": lic.secret_name, "items": items}}
-            if lic.secret_name
-            else {"configMap": {"name": lic.name, "items": items}}
-        )
-        extra.volumes.append({"name": "licensing-config", **source})
-    topo = spec.virtual_topology_config
-    if topo is not None and topo.name:
-        extra.mounts.append(
-            mount(
-                "topology-config",
-                "/etc/nvidia/nvidia-topologyd.conf",
-                read_only=True,
-                sub_path=TOPOLOGY_FILE,
-            )
-        )
-        extra.volumes.append(
-            {
-                "name": "topology-config",
-                "configMap": {
-                    "name": topo.name,
-                    "items": [{"key": TOPOLOGY_FILE, "path": TOPOLOGY_FILE}],
-                },
-            }
-        )
-    return extra
-
-
-def _extra_mounts(extra: _Extra) -> list[dict[str, Any]]:
+def _extra_mounts(extra: Extra) -> list[dict[str, Any]]:
     return [dict(m) for m in extra.mounts]
 
 
@@ -472,35 +336,85 @@ def pool_objects(
     host_root: str = "",
 ) -> list[dict[str, Any]]:
     """The pool's objects in NVIDIA's file order (namespace, owner and hash come later)."""
-    dtk = openshift is not None and openshift.dtk_enabled and not spec.use_precompiled
+    p = _resolve(
+        spec,
+        pool,
+        names,
+        config_map_keys=config_map_keys,
+        operator_env=operator_env,
+        openshift=openshift,
+        runtime=runtime,
+        host_root=host_root,
+    )
     out = _rbac(names.name, namespace)
     out.append(startup_probe_config_map(names.app, spec))
     if openshift is not None:
         out.append(_scc(names.name, namespace))
-        if dtk and _trusted_ca(openshift):
+        if p.dtk is not None and p.trusted_ca:
             out.append(_trusted_ca_config_map())
-    out.append(
-        _daemonset(
-            spec,
-            pool,
-            names,
-            config_map_keys=config_map_keys,
-            operator_env=operator_env,
-            openshift=openshift if dtk else None,
-            openshift_version=openshift.version if openshift is not None else "",
-            # NVIDIA reads the cluster Proxy on OpenShift without precompiled drivers, with or
-            # without the Driver Toolkit; the digest hashes it either way
-            cluster_proxy=(openshift.proxy or {})
-            if openshift is not None and not spec.use_precompiled
-            else {},
-            runtime=runtime,
-            host_root=host_root,
-        )
-    )
+    out.append(_daemonset(p))
     return out
 
 
-def _daemonset(
+@dataclass(frozen=True)
+class _Pool:
+    """Everything one pool's DaemonSet is built from, resolved once."""
+
+    spec: NVIDIADriverSpec
+    pool: NodePool
+    names: PoolNames
+    image: str
+    manager_image: str
+    gds: GPUDirectStorageSpec | None
+    gds_image: str
+    gdrcopy: GDRCopySpec | None
+    gdrcopy_image: str
+    extra: Extra
+    dtk: OpenShift | None
+    """The OpenShift facts when the Driver Toolkit is used, else None."""
+    openshift_version: str
+    cluster_proxy: Mapping[str, Any]
+    """The cluster Proxy as NVIDIA reads it: on OpenShift without precompiled drivers."""
+    host_root: str
+
+    @property
+    def vgpu_host(self) -> bool:
+        return self.spec.driver_type == VGPU_HOST_MANAGER
+
+    @property
+    def precompiled(self) -> bool:
+        return bool(self.spec.use_precompiled)
+
+    @property
+    def rdma(self) -> bool:
+        return bool(self.spec.rdma and self.spec.rdma.enabled)
+
+    @property
+    def host_mofed(self) -> bool:
+        return self.rdma and bool(self.spec.rdma and self.spec.rdma.use_host_mofed)
+
+    @property
+    def rhcos(self) -> str:
+        return self.pool.rhcos if self.dtk is not None else ""
+
+    @property
+    def dtk_image(self) -> str:
+        return self.dtk.dtk_images.get(self.rhcos, "") if self.dtk is not None else ""
+
+    @property
+    def trusted_ca(self) -> str:
+        return _trusted_ca(self.dtk)
+
+    def with_resources(self, c: dict[str, Any]) -> dict[str, Any]:
+        """``c`` with the spec's resources (every container of the pod gets them)."""
+        if self.spec.resources is not None:
+            c["resources"] = self.spec.resources.model_dump(
+                by_alias=True, exclude_none=True, mode="json"
+            )
+        return c
+
+
+def _resolve(
     spec: NVIDIADriverSpec,
     pool: NodePool,
     names: PoolNames,
@@ -508,16 +422,11 @@ def _daemonset(
     config_map_keys: Mapping[str, Sequence[str]],
     operator_env: Mapping[str, str],
     openshift: OpenShift | None,
-    openshift_version: str,
-    cluster_proxy: Mapping[str, Any],
     runtime: str,
     host_root: str,
-) -> dict[str, Any]:
-    """The pool's driver DaemonSet (``openshift`` only when the Driver Toolkit is used)."""
-    vgpu_host = spec.driver_type == VGPU_HOST_MANAGER
+) -> _Pool:
+    """Images, sidecars and additional volumes of a pool; RenderError for what NVIDIA refuses."""
     precompiled = bool(spec.use_precompiled)
-    rdma = bool(spec.rdma and spec.rdma.enabled)
-    host_mofed = rdma and bool(spec.rdma and spec.rdma.use_host_mofed)
     gds = spec.gds if spec.gds is not None and spec.gds.is_enabled() else None
     gdrcopy = spec.gdrcopy if spec.gdrcopy is not None and spec.gdrcopy.is_enabled() else None
     if precompiled and (gds is not None or gdrcopy is not None):
@@ -528,115 +437,112 @@ def _daemonset(
             "spec.version: specifying image digest is not supported when precompiled is enabled"
         )
     main = ImageSpec(repository=spec.repository, image=spec.image, version=spec.version)
-    image = driver_image(
-        main, {}, "image", os_tag=pool.os_tag, kernel=pool.kernel if precompiled else None
-    )
-    manager_image = image_path(spec.manager, operator_env, "manager")
-    gds_image = driver_image(gds, {}, "gds", os_tag=pool.os_tag) if gds else ""
-    gdrcopy_image = driver_image(gdrcopy, {}, "gdrcopy", os_tag=pool.os_tag) if gdrcopy else ""
-    rhcos = pool.rhcos if openshift is not None else ""
-    dtk_image = openshift.dtk_images.get(rhcos, "") if openshift is not None else ""
-    proxy = (openshift.proxy or {}) if openshift is not None else {}
-    trusted_ca = _trusted_ca(openshift)
-    extra = _additional(
-        spec, pool, config_map_keys, openshift=bool(openshift_version), runtime=runtime
-    )
-    kernel_module_type = spec.kernel_module_type or ""
-
-    digest = config_digest(
-        DriverInstallState(
-            DriverImage=image,
-            DriverManagerImage=manager_image,
-            DriverType=spec.driver_type,
-            KernelModuleType=kernel_module_type,
-            DriverArgs=list(spec.args or []),
-            SecretEnvSource=spec.secret_env or "",
-            DriverEnv=_sorted_env(spec.env),
-            ManagerEnv=_sorted_env(spec.manager.env),
-            LicensingConfigName=(spec.licensing_config.secret_name or "")
-            if spec.licensing_config is not None
-            else "",
-            VirtualTopologyConfig=spec.virtual_topology_config.name or ""
-            if spec.virtual_topology_config is not None
-            else "",
-            KernelModuleConfig=spec.kernel_module_config.name or ""
-            if spec.kernel_module_config is not None
-            else "",
-            RepoConfig=spec.repo_config.name or "" if spec.repo_config is not None else "",
-            CertConfig=spec.cert_config.name or "" if spec.cert_config is not None else "",
-            GPUDirectRDMAEnabled=rdma,
-            PeermemImage=image if rdma else "",
-            UseHostMOFED=host_mofed,
-            GDSImage=gds_image,
-            GDSEnabled=gds is not None,
-            GDSEnv=_sorted_env(gds.env) if gds else [],
-            GDRCopyImage=gdrcopy_image,
-            GDRCopyEnabled=gdrcopy is not None,
-            GDRCopyEnv=_sorted_env(gdrcopy.env) if gdrcopy else [],
-            OpenshiftVersion=openshift_version,
-            DTKEnabled=openshift is not None,
-            HTTPProxy=str(cluster_proxy.get("httpProxy") or ""),
-            HTTPSProxy=str(cluster_proxy.get("httpsProxy") or ""),
-            NoProxy=str(cluster_proxy.get("noProxy") or ""),
-            TrustedCAConfigMapName=str((cluster_proxy.get("trustedCA") or {}).get("name") or ""),
-            DTKImage=dtk_image,
-            RHCOSVersion=rhcos,
-            UsePrecompiled=precompiled,
-            KernelVersion=pool.kernel if precompiled else "",
-            AdditionalVolumeMounts=volume_mounts(extra.mounts),
-            AdditionalVolumes=volumes(extra.volumes),
-            HostRoot=host_root,
-        )
+    dtk = openshift is not None and openshift.dtk_enabled and not precompiled
+    return _Pool(
+        spec=spec,
+        pool=pool,
+        names=names,
+        image=driver_image(
+            main, {}, "image", os_tag=pool.os_tag, kernel=pool.kernel if precompiled else None
+        ),
+        manager_image=image_path(spec.manager, operator_env, "manager"),
+        gds=gds,
+        gds_image=driver_image(gds, {}, "gds", os_tag=pool.os_tag) if gds else "",
+        gdrcopy=gdrcopy,
+        gdrcopy_image=driver_image(gdrcopy, {}, "gdrcopy", os_tag=pool.os_tag) if gdrcopy else "",
+        extra=additional_configs(
+            spec, pool, config_map_keys, openshift=openshift is not None, runtime=runtime
+        ),
+        dtk=openshift if dtk else None,
+        openshift_version=openshift.version if openshift is not None else "",
+        cluster_proxy=(openshift.proxy or {}) if openshift is not None and not precompiled else {},
+        host_root=host_root,
     )
 
-    component = _component(spec)
-    user_labels = {
+
+def _name_or_empty(ref: Any) -> str:
+    return str(getattr(ref, "name", "") or "") if ref is not None else ""
+
+
+def _install_state(p: _Pool) -> DriverInstallState:
+    """What NVIDIA's NVIDIADriver state hashes into ``DRIVER_CONFIG_DIGEST``."""
+    spec, proxy = p.spec, p.cluster_proxy
+    lic = spec.licensing_config
+    return DriverInstallState(
+        DriverImage=p.image,
+        DriverManagerImage=p.manager_image,
+        DriverType=spec.driver_type,
+        KernelModuleType=spec.kernel_module_type or "",
+        DriverArgs=list(spec.args or []),
+        SecretEnvSource=spec.secret_env or "",
+        DriverEnv=_sorted_env(spec.env),
+        ManagerEnv=_sorted_env(spec.manager.env),
+        LicensingConfigName=(lic.secret_name or "") if lic is not None else "",
+        VirtualTopologyConfig=_name_or_empty(spec.virtual_topology_config),
+        KernelModuleConfig=_name_or_empty(spec.kernel_module_config),
+        RepoConfig=_name_or_empty(spec.repo_config),
+        CertConfig=_name_or_empty(spec.cert_config),
+        GPUDirectRDMAEnabled=p.rdma,
+        PeermemImage=p.image if p.rdma else "",
+        UseHostMOFED=p.host_mofed,
+        GDSImage=p.gds_image,
+        GDSEnabled=p.gds is not None,
+        GDSEnv=_sorted_env(p.gds.env) if p.gds else [],
+        GDRCopyImage=p.gdrcopy_image,
+        GDRCopyEnabled=p.gdrcopy is not None,
+        GDRCopyEnv=_sorted_env(p.gdrcopy.env) if p.gdrcopy else [],
+        OpenshiftVersion=p.openshift_version,
+        DTKEnabled=p.dtk is not None,
+        HTTPProxy=str(proxy.get("httpProxy") or ""),
+        HTTPSProxy=str(proxy.get("httpsProxy") or ""),
+        NoProxy=str(proxy.get("noProxy") or ""),
+        TrustedCAConfigMapName=str((proxy.get("trustedCA") or {}).get("name") or ""),
+        DTKImage=p.dtk_image,
+        RHCOSVersion=p.rhcos,
+        UsePrecompiled=p.precompiled,
+        KernelVersion=p.pool.kernel if p.precompiled else "",
+        AdditionalVolumeMounts=volume_mounts(p.extra.mounts),
+        AdditionalVolumes=volumes(p.extra.volumes),
+        HostRoot=p.host_root,
+    )
+
+
+def _labels(p: _Pool) -> tuple[dict[str, str], dict[str, str]]:
+    """The DaemonSet's labels and its pods' (user labels last, ``app*`` ones skipped)."""
+    labels: dict[str, str] = {
+        "app": p.names.app,
+        OS_VERSION_LABEL: p.pool.os_tag,
+        PRECOMPILED_LABEL: "true" if p.precompiled else "false",
+    }
+    if p.precompiled:
+        labels[KERNEL_VERSION_LABEL] = sanitize_kernel(p.pool.kernel)
+    labels[COMPONENT_LABEL] = _component(p.spec)
+    pod_labels = dict(labels)
+    if p.dtk is not None:
+        labels[DTK_RHCOS_LABEL] = p.rhcos
+        labels[DTK_LABEL] = pod_labels[DTK_LABEL] = "true"
+        if not p.dtk_image:
+            labels[DTK_MISSING_LABEL] = pod_labels[DTK_MISSING_LABEL] = "true"
+    user = {
         k: v
-        for k, v in (spec.labels or {}).items()
+        for k, v in (p.spec.labels or {}).items()
         if k != "app" and not k.startswith("app.kubernetes.io/")
     }
-    labels: dict[str, str] = {
-        "app": names.app,
-        OS_VERSION_LABEL: pool.os_tag,
-        PRECOMPILED_LABEL: "true" if precompiled else "false",
-    }
-    if precompiled:
-        labels[KERNEL_VERSION_LABEL] = sanitize_kernel(pool.kernel)
-    labels[COMPONENT_LABEL] = component
-    pod_labels = dict(labels)
-    if openshift is not None:
-        labels[DTK_RHCOS_LABEL] = rhcos
-        labels[DTK_LABEL] = "true"
-        pod_labels[DTK_LABEL] = "true"
-        if not dtk_image:
-            labels[DTK_MISSING_LABEL] = "true"
-            pod_labels[DTK_MISSING_LABEL] = "true"
-    labels.update(user_labels)
-    pod_labels.update(user_labels)
+    return {**labels, **user}, {**pod_labels, **user}
 
-    node_selector = {
-        (
-            "nvidia.com/gpu.deploy.vgpu-manager" if vgpu_host else "nvidia.com/gpu.deploy.driver"
-        ): "true",
-        **pool.node_selector,
-    }
-    if openshift is not None:
-        node_selector[OSTREE_LABEL] = rhcos
-    if precompiled:
-        node_selector[KERNEL_LABEL] = pool.kernel
 
-    resources = (
-        json_copy(spec.resources.model_dump(by_alias=True, exclude_none=True, mode="json"))
-        if spec.resources
-        else None
-    )
+def _node_selector(p: _Pool) -> dict[str, str]:
+    deploy = "vgpu-manager" if p.vgpu_host else "driver"
+    out = {f"nvidia.com/gpu.deploy.{deploy}": "true", **p.pool.node_selector}
+    if p.dtk is not None:
+        out[OSTREE_LABEL] = p.rhcos
+    if p.precompiled:
+        out[KERNEL_LABEL] = p.pool.kernel
+    return out
 
-    def with_resources(c: dict[str, Any]) -> dict[str, Any]:
-        if resources is not None:
-            c["resources"] = json_copy(resources)
-        return c
 
-    # the k8s-driver-manager init container
+def _manager(p: _Pool, digest: str) -> dict[str, Any]:
+    """The ``k8s-driver-manager`` init container."""
     manager_env = [
         field_env("NODE_NAME", "spec.nodeName"),
         env("NVIDIA_VISIBLE_DEVICES", "void"),
@@ -649,16 +555,16 @@ def _daemonset(
         field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
         env("DRIVER_CONFIG_DIGEST", digest),
     ]
-    if rdma:
+    if p.rdma:
         manager_env.append(env("GPU_DIRECT_RDMA_ENABLED", "true"))
-        if host_mofed:
+        if p.host_mofed:
             manager_env.append(env("USE_HOST_MOFED", "true"))
-    manager_env += _user_env(spec.manager.env)
-    manager = with_resources(
+    manager_env += _user_env(p.spec.manager.env)
+    return p.with_resources(
         {
             "name": "k8s-driver-manager",
-            "image": manager_image,
-            "imagePullPolicy": spec.manager.image_pull_policy or "IfNotPresent",
+            "image": p.manager_image,
+            "imagePullPolicy": p.spec.manager.image_pull_policy or "IfNotPresent",
             "command": ["driver-manager"],
             "args": ["uninstall_driver"],
             "env": manager_env,
@@ -672,33 +578,41 @@ def _daemonset(
         }
     )
 
-    # nvidia-driver-ctr
-    driver_env = [
+
+def _driver_env(p: _Pool, digest: str) -> list[dict[str, Any]]:
+    out = [
         env("NVIDIA_VISIBLE_DEVICES", "void"),
         field_env("NODE_NAME", "spec.nodeName"),
         field_env("NODE_IP", "status.hostIP"),
         env("DRIVER_CONFIG_DIGEST", digest),
     ]
+    kernel_module_type = p.spec.kernel_module_type or ""
     if kernel_module_type:
-        driver_env.append(env("KERNEL_MODULE_TYPE", kernel_module_type))
+        out.append(env("KERNEL_MODULE_TYPE", kernel_module_type))
         if kernel_module_type == "open":
-            driver_env.append(env("OPEN_KERNEL_MODULES_ENABLED", "true"))
-    if gds is not None:
-        driver_env.append(env("GDS_ENABLED", "true"))
-    if gdrcopy is not None:
-        driver_env.append(env("GDRCOPY_ENABLED", "true"))
-    if openshift is not None and openshift_version:
-        driver_env.append(env("OPENSHIFT_VERSION", openshift_version))
-    driver_env += _user_env(spec.env)
-    if rdma:
-        driver_env.append(env("GPU_DIRECT_RDMA_ENABLED", "true"))
-        if host_mofed:
-            driver_env.append(env("USE_HOST_MOFED", "true"))
-    if openshift is not None and not dtk_image:
-        driver_env += [env("RHCOS_IMAGE_MISSING", "true"), env("RHCOS_VERSION", rhcos)]
-    if openshift is not None:
-        driver_env += _proxy_env(proxy)
-    driver_mounts = [
+            out.append(env("OPEN_KERNEL_MODULES_ENABLED", "true"))
+    if p.gds is not None:
+        out.append(env("GDS_ENABLED", "true"))
+    if p.gdrcopy is not None:
+        out.append(env("GDRCOPY_ENABLED", "true"))
+    if p.dtk is not None and p.openshift_version:
+        out.append(env("OPENSHIFT_VERSION", p.openshift_version))
+    out += _user_env(p.spec.env)
+    if p.rdma:
+        out.append(env("GPU_DIRECT_RDMA_ENABLED", "true"))
+        if p.host_mofed:
+            out.append(env("USE_HOST_MOFED", "true"))
+    if p.dtk is not None:
+        if not p.dtk_image:
+            out += [env("RHCOS_IMAGE_MISSING", "true"), env("RHCOS_VERSION", p.rhcos)]
+        out += _proxy_env(p.dtk.proxy or {})
+    return out
+
+
+def _driver(p: _Pool, digest: str) -> dict[str, Any]:
+    """``nvidia-driver-ctr``: ``init`` and the spec's args (the Driver Toolkit entrypoint on
+    OpenShift)."""
+    mounts = [
         mount("run-nvidia", "/run/nvidia", propagation=BIDIR),
         mount("run-nvidia-fabricmanager", "/run/nvidia-fabricmanager"),
         mount("run-nvidia-topologyd", "/run/nvidia-topologyd"),
@@ -706,9 +620,9 @@ def _daemonset(
         mount("dev-log", "/dev/log"),
         mount("host-os-release", "/host-etc/os-release", read_only=True),
     ]
-    if vgpu_host:
-        driver_mounts += [mount("cgroup", "/sys/fs/cgroup"), mount("vfio", "/dev/vfio")]
-    driver_mounts += [
+    if p.vgpu_host:
+        mounts += [mount("cgroup", "/sys/fs/cgroup"), mount("vfio", "/dev/vfio")]
+    mounts += [
         mount("mlnx-ofed-usr-src", "/run/mellanox/drivers/usr/src", propagation=HTOC),
         mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation=HTOC),
         mount("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
@@ -719,32 +633,31 @@ def _daemonset(
             "/usr/local/bin/startup-probe.sh",
             sub_path="startup-probe.sh",
         ),
-        *_extra_mounts(extra),
+        *_extra_mounts(p.extra),
     ]
-    if openshift is not None:
-        driver_mounts.append(
-            mount("shared-nvidia-driver-toolkit", "/mnt/shared-nvidia-driver-toolkit")
-        )
-    if openshift is not None and trusted_ca:
-        driver_mounts.append(
-            mount(TRUSTED_CA_CONFIGMAP, "/etc/pki/ca-trust/extracted/pem", read_only=True)
-        )
-    driver: dict[str, Any] = {
+    if p.dtk is not None:
+        mounts.append(mount("shared-nvidia-driver-toolkit", "/mnt/shared-nvidia-driver-toolkit"))
+        if p.trusted_ca:
+            mounts.append(
+                mount(TRUSTED_CA_CONFIGMAP, "/etc/pki/ca-trust/extracted/pem", read_only=True)
+            )
+    dtk = p.dtk is not None
+    c: dict[str, Any] = {
         "name": "nvidia-driver-ctr",
-        "image": image,
-        "imagePullPolicy": spec.image_pull_policy or "IfNotPresent",
-        "command": ["ocp_dtk_entrypoint"] if openshift is not None else ["nvidia-driver"],
-        "args": ["nv-ctr-run-with-dtk"] if openshift is not None else ["init", *(spec.args or [])],
+        "image": p.image,
+        "imagePullPolicy": p.spec.image_pull_policy or "IfNotPresent",
+        "command": ["ocp_dtk_entrypoint"] if dtk else ["nvidia-driver"],
+        "args": ["nv-ctr-run-with-dtk"] if dtk else ["init", *(p.spec.args or [])],
         "securityContext": json_copy(PRIV_S0),
     }
-    if spec.secret_env:
-        driver["envFrom"] = [{"secretRef": {"name": spec.secret_env}}]
-    driver["env"] = driver_env
-    driver["volumeMounts"] = driver_mounts
-    with_resources(driver)
-    if not vgpu_host:
-        driver["startupProbe"] = _startup_probe(spec)
-        driver["lifecycle"] = {
+    if p.spec.secret_env:
+        c["envFrom"] = [{"secretRef": {"name": p.spec.secret_env}}]
+    c["env"] = _driver_env(p, digest)
+    c["volumeMounts"] = mounts
+    p.with_resources(c)
+    if not p.vgpu_host:
+        c["startupProbe"] = _startup_probe(p.spec)
+        c["lifecycle"] = {
             "preStop": {
                 "exec": {
                     "command": [
@@ -756,124 +669,135 @@ def _daemonset(
                 }
             }
         }
-    containers = [driver]
+    return c
 
-    if rdma:
-        peermem_env = [env("NVIDIA_VISIBLE_DEVICES", "void")]
-        if host_mofed:
-            peermem_env.append(env("USE_HOST_MOFED", "true"))
-        probe_cmd = ["sh", "-c", "nvidia-driver probe_nvidia_peermem"]
-        containers.append(
-            with_resources(
-                {
-                    "name": "nvidia-peermem-ctr",
-                    "image": image,
-                    "imagePullPolicy": spec.image_pull_policy or "IfNotPresent",
-                    "command": ["nvidia-driver"],
-                    "args": ["reload_nvidia_peermem"],
-                    "securityContext": json_copy(PRIV_S0),
-                    "env": peermem_env,
-                    "volumeMounts": [
-                        mount("run-nvidia", "/run/nvidia", propagation=BIDIR),
-                        mount("var-log", "/var/log"),
-                        mount("dev-log", "/dev/log", read_only=True),
-                        mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation=HTOC),
-                        *_extra_mounts(extra),
-                    ],
-                    "startupProbe": _probe(probe_cmd, 10, 10, 10, 120),
-                    "livenessProbe": {**_probe(probe_cmd, 30, 30, 10, 1)},
-                }
-            )
-        )
-    for sidecar, sidecar_image, ctr, installer, dtk_arg, module, policy in (
-        (gds, gds_image, "nvidia-fs-ctr", "nvidia-gds-driver", "nv-fs-ctr-run-with-dtk",
-         "nvidia_fs", "IfNotPresent"),
-        (gdrcopy, gdrcopy_image, "nvidia-gdrcopy-ctr", "nvidia-gdrcopy-driver",
-         "gdrcopy-ctr-run-with-dtk", "gdrdrv", None),
-    ):  # fmt: skip
-        if sidecar is None:
-            continue
-        c: dict[str, Any] = {
-            "name": ctr,
-            "image": sidecar_image,
-            "imagePullPolicy": policy or (sidecar.image_pull_policy or "IfNotPresent"),
+
+def _peermem(p: _Pool) -> dict[str, Any]:
+    """``nvidia-peermem-ctr`` (GPUDirect RDMA)."""
+    peermem_env = [env("NVIDIA_VISIBLE_DEVICES", "void")]
+    if p.host_mofed:
+        peermem_env.append(env("USE_HOST_MOFED", "true"))
+    probe_cmd = ["sh", "-c", "nvidia-driver probe_nvidia_peermem"]
+    return p.with_resources(
+        {
+            "name": "nvidia-peermem-ctr",
+            "image": p.image,
+            "imagePullPolicy": p.spec.image_pull_policy or "IfNotPresent",
+            "command": ["nvidia-driver"],
+            "args": ["reload_nvidia_peermem"],
+            "securityContext": json_copy(PRIV_S0),
+            "env": peermem_env,
+            "volumeMounts": [
+                mount("run-nvidia", "/run/nvidia", propagation=BIDIR),
+                mount("var-log", "/var/log"),
+                mount("dev-log", "/dev/log", read_only=True),
+                mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation=HTOC),
+                *_extra_mounts(p.extra),
+            ],
+            "startupProbe": _probe(probe_cmd, 10, 10, 10, 120),
+            "livenessProbe": _probe(probe_cmd, 30, 30, 10, 1),
         }
-        if openshift is not None:
-            c["command"], c["args"] = ["ocp_dtk_entrypoint"], [dtk_arg]
-        else:
-            c["command"], c["args"] = ["bash", "-xc"], [WAIT_FOR_DRIVER.format(installer=installer)]
-        if sidecar.env:
-            c["env"] = _user_env(sidecar.env)
-        c["securityContext"] = json_copy(PRIV_S0)
-        if spec.secret_env:
-            c["envFrom"] = [{"secretRef": {"name": spec.secret_env}}]
-        sidecar_mounts = [
-            mount("run-nvidia", "/run/nvidia", propagation=HTOC),
-            mount("var-log", "/var/log"),
-            mount("dev-log", "/dev/log", read_only=True),
-        ]
-        if openshift is not None:
-            sidecar_mounts.append(
-                mount("shared-nvidia-driver-toolkit", "/mnt/shared-nvidia-driver-toolkit")
-            )
-        c["volumeMounts"] = [*sidecar_mounts, *_extra_mounts(extra)]
-        with_resources(c)
-        c["startupProbe"] = _probe(["sh", "-c", f"lsmod | grep {module}"], 10, 10, 10, 120)
-        containers.append(c)
+    )
 
-    if openshift is not None:
-        dtk_env = [
-            env("RHCOS_VERSION", rhcos),
-            env("NVIDIA_VISIBLE_DEVICES", "void"),
-            env("DRIVER_CONFIG_DIGEST", digest),
-        ]
-        if not dtk_image:
-            dtk_env.append(env("RHCOS_IMAGE_MISSING", "true"))
-        if gds is not None:
-            dtk_env.append(env("GDS_ENABLED", "true"))
-        if gdrcopy is not None:
-            dtk_env.append(env("GDRCOPY_ENABLED", "true"))
-        containers.append(
-            with_resources(
-                {
-                    "name": "openshift-driver-toolkit-ctr",
-                    "image": dtk_image or image,
-                    "imagePullPolicy": "IfNotPresent",
-                    "command": ["bash", "-xc"],
-                    "args": [WAIT_FOR_DTK_DIR],
-                    "securityContext": json_copy(PRIV_S0),
-                    "env": dtk_env,
-                    "volumeMounts": [
-                        mount("shared-nvidia-driver-toolkit", "/mnt/shared-nvidia-driver-toolkit"),
-                        mount("var-log", "/var/log"),
-                        mount(
-                            "mlnx-ofed-usr-src", "/run/mellanox/drivers/usr/src", propagation=HTOC
-                        ),
-                        mount("host-os-release", "/host-etc/os-release", read_only=True),
-                        mount("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
-                        mount("nv-firmware", "/lib/firmware"),
-                    ],
-                }
-            )
-        )
 
-    pod_volumes = [
+@dataclass(frozen=True)
+class _SidecarKind:
+    container: str
+    installer: str
+    dtk_arg: str
+    module: str
+    fixed_pull_policy: str | None
+
+
+_GDS: Final = _SidecarKind(
+    "nvidia-fs-ctr", "nvidia-gds-driver", "nv-fs-ctr-run-with-dtk", "nvidia_fs", "IfNotPresent"
+)
+_GDRCOPY: Final = _SidecarKind(
+    "nvidia-gdrcopy-ctr", "nvidia-gdrcopy-driver", "gdrcopy-ctr-run-with-dtk", "gdrdrv", None
+)
+
+
+def _sidecar(p: _Pool, kind: _SidecarKind, spec: Any, image: str) -> dict[str, Any]:
+    """The GDS (``nvidia-fs-ctr``) or GDRCopy (``nvidia-gdrcopy-ctr``) container."""
+    c: dict[str, Any] = {
+        "name": kind.container,
+        "image": image,
+        "imagePullPolicy": kind.fixed_pull_policy or spec.image_pull_policy or "IfNotPresent",
+    }
+    if p.dtk is not None:
+        c["command"], c["args"] = ["ocp_dtk_entrypoint"], [kind.dtk_arg]
+    else:
+        c["command"] = ["bash", "-xc"]
+        c["args"] = [WAIT_FOR_DRIVER.format(installer=kind.installer)]
+    if spec.env:
+        c["env"] = _user_env(spec.env)
+    c["securityContext"] = json_copy(PRIV_S0)
+    if p.spec.secret_env:
+        c["envFrom"] = [{"secretRef": {"name": p.spec.secret_env}}]
+    mounts = [
+        mount("run-nvidia", "/run/nvidia", propagation=HTOC),
+        mount("var-log", "/var/log"),
+        mount("dev-log", "/dev/log", read_only=True),
+    ]
+    if p.dtk is not None:
+        mounts.append(mount("shared-nvidia-driver-toolkit", "/mnt/shared-nvidia-driver-toolkit"))
+    c["volumeMounts"] = [*mounts, *_extra_mounts(p.extra)]
+    p.with_resources(c)
+    c["startupProbe"] = _probe(["sh", "-c", f"lsmod | grep {kind.module}"], 10, 10, 10, 120)
+    return c
+
+
+def _toolkit(p: _Pool, digest: str) -> dict[str, Any]:
+    """``openshift-driver-toolkit-ctr``: builds the driver with the RHCOS release's toolkit."""
+    dtk_env = [
+        env("RHCOS_VERSION", p.rhcos),
+        env("NVIDIA_VISIBLE_DEVICES", "void"),
+        env("DRIVER_CONFIG_DIGEST", digest),
+    ]
+    if not p.dtk_image:
+        dtk_env.append(env("RHCOS_IMAGE_MISSING", "true"))
+    if p.gds is not None:
+        dtk_env.append(env("GDS_ENABLED", "true"))
+    if p.gdrcopy is not None:
+        dtk_env.append(env("GDRCOPY_ENABLED", "true"))
+    return p.with_resources(
+        {
+            "name": "openshift-driver-toolkit-ctr",
+            "image": p.dtk_image or p.image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["bash", "-xc"],
+            "args": [WAIT_FOR_DTK_DIR],
+            "securityContext": json_copy(PRIV_S0),
+            "env": dtk_env,
+            "volumeMounts": [
+                mount("shared-nvidia-driver-toolkit", "/mnt/shared-nvidia-driver-toolkit"),
+                mount("var-log", "/var/log"),
+                mount("mlnx-ofed-usr-src", "/run/mellanox/drivers/usr/src", propagation=HTOC),
+                mount("host-os-release", "/host-etc/os-release", read_only=True),
+                mount("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
+                mount("nv-firmware", "/lib/firmware"),
+            ],
+        }
+    )
+
+
+def _volumes(p: _Pool) -> list[dict[str, Any]]:
+    out = [
         host_path("run-nvidia", "/run/nvidia", DOC),
         host_path("var-log", "/var/log"),
         host_path("dev-log", "/dev/log"),
         host_path("host-os-release", "/etc/os-release"),
     ]
-    if vgpu_host:
-        pod_volumes += [host_path("cgroup", "/sys/fs/cgroup"), host_path("vfio", "/dev/vfio")]
-    pod_volumes += [
+    if p.vgpu_host:
+        out += [host_path("cgroup", "/sys/fs/cgroup"), host_path("vfio", "/dev/vfio")]
+    ofed_src = "/usr/src" if p.host_mofed else "/run/mellanox/drivers/usr/src"
+    out += [
         host_path("run-nvidia-fabricmanager", "/run/nvidia-fabricmanager", DOC),
         host_path("run-nvidia-topologyd", "/run/nvidia-topologyd", DOC),
-        host_path(
-            "mlnx-ofed-usr-src", "/usr/src" if host_mofed else "/run/mellanox/drivers/usr/src", DOC
-        ),
+        host_path("mlnx-ofed-usr-src", ofed_src, DOC),
         host_path("run-mellanox-drivers", "/run/mellanox/drivers", DOC),
         host_path("run-nvidia-validations", "/run/nvidia/validations", DOC),
-        host_path("host-root", host_root or "/"),
+        host_path("host-root", p.host_root or "/"),
         host_path("host-sys", "/sys", DIR),
         host_path("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
         host_path("host-sys-devices-system", "/sys/devices/system", DIR),
@@ -882,12 +806,12 @@ def _daemonset(
             "name": "driver-startup-probe-script",
             "configMap": {"name": STARTUP_PROBE_CONFIGMAP, "defaultMode": 0o755},
         },
-        *extra.volumes,
+        *p.extra.volumes,
     ]
-    if openshift is not None:
-        pod_volumes.append({"name": "shared-nvidia-driver-toolkit", "emptyDir": {}})
-        if trusted_ca:
-            pod_volumes.append(
+    if p.dtk is not None:
+        out.append({"name": "shared-nvidia-driver-toolkit", "emptyDir": {}})
+        if p.trusted_ca:
+            out.append(
                 {
                     "name": TRUSTED_CA_CONFIGMAP,
                     "configMap": {
@@ -896,34 +820,39 @@ def _daemonset(
                     },
                 }
             )
+    return out
 
-    pod: dict[str, Any] = {}
-    if vgpu_host:
-        pod["terminationGracePeriodSeconds"] = 120
-    pod["nodeSelector"] = node_selector
-    pod["tolerations"] = [dict(GPU_TOLERATION), *(_toleration(t) for t in spec.tolerations or ())]
-    pod["affinity"] = {
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "labelSelector": {
-                        "matchExpressions": [
-                            {
-                                "key": COMPONENT_LABEL,
-                                "operator": "In",
-                                "values": ["nvidia-driver", "nvidia-vgpu-manager"],
-                            }
-                        ]
-                    },
-                    "topologyKey": "kubernetes.io/hostname",
-                }
-            ]
+
+_ANTI_AFFINITY: Final = {
+    "requiredDuringSchedulingIgnoredDuringExecution": [
+        {
+            "labelSelector": {
+                "matchExpressions": [
+                    {
+                        "key": COMPONENT_LABEL,
+                        "operator": "In",
+                        "values": ["nvidia-driver", "nvidia-vgpu-manager"],
+                    }
+                ]
+            },
+            "topologyKey": "kubernetes.io/hostname",
         }
-    }
+    ]
+}
+
+
+def _pod(p: _Pool, digest: str) -> dict[str, Any]:
+    spec = p.spec
+    pod: dict[str, Any] = {}
+    if p.vgpu_host:
+        pod["terminationGracePeriodSeconds"] = 120
+    pod["nodeSelector"] = _node_selector(p)
+    pod["tolerations"] = [dict(GPU_TOLERATION), *(_toleration(t) for t in spec.tolerations or ())]
+    pod["affinity"] = {"podAntiAffinity": json_copy(_ANTI_AFFINITY)}
     if spec.node_affinity:
         pod["affinity"]["nodeAffinity"] = _dump(spec.node_affinity)
     pod["priorityClassName"] = spec.priority_class_name or PRIORITY_CLASS
-    pod["serviceAccountName"] = names.name
+    pod["serviceAccountName"] = p.names.name
     pod["hostPID"] = True
     if spec.host_network:
         pod["hostNetwork"] = True
@@ -933,30 +862,45 @@ def _daemonset(
     secrets = [
         *(spec.image_pull_secrets or ()),
         *(spec.manager.image_pull_secrets or ()),
-        *((gds.image_pull_secrets or ()) if gds else ()),
-        *((gdrcopy.image_pull_secrets or ()) if gdrcopy else ()),
+        *((p.gds.image_pull_secrets or ()) if p.gds else ()),
+        *((p.gdrcopy.image_pull_secrets or ()) if p.gdrcopy else ()),
     ]
     if secrets:
         pod["imagePullSecrets"] = [{"name": s} for s in secrets]
-    pod["initContainers"] = [manager]
+    containers = [_driver(p, digest)]
+    if p.rdma:
+        containers.append(_peermem(p))
+    if p.gds is not None:
+        containers.append(_sidecar(p, _GDS, p.gds, p.gds_image))
+    if p.gdrcopy is not None:
+        containers.append(_sidecar(p, _GDRCOPY, p.gdrcopy, p.gdrcopy_image))
+    if p.dtk is not None:
+        containers.append(_toolkit(p, digest))
+    pod["initContainers"] = [_manager(p, digest)]
     pod["containers"] = containers
-    pod["volumes"] = pod_volumes
+    pod["volumes"] = _volumes(p)
+    return pod
 
-    annotations = {"openshift.io/scc": names.name, **(spec.annotations or {})}
+
+def _daemonset(p: _Pool) -> dict[str, Any]:
+    """The pool's driver DaemonSet."""
+    digest = config_digest(_install_state(p))
+    labels, pod_labels = _labels(p)
+    annotations = {"openshift.io/scc": p.names.name, **(p.spec.annotations or {})}
     pod_annotations = {
         "kubectl.kubernetes.io/default-container": "nvidia-driver-ctr",
-        **(spec.annotations or {}),
+        **(p.spec.annotations or {}),
     }
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": {"name": names.app, "labels": labels, "annotations": annotations},
+        "metadata": {"name": p.names.app, "labels": labels, "annotations": annotations},
         "spec": {
-            "selector": {"matchLabels": {"app": names.app}},
+            "selector": {"matchLabels": {"app": p.names.app}},
             "updateStrategy": {"type": "OnDelete"},
             "template": {
                 "metadata": {"annotations": pod_annotations, "labels": pod_labels},
-                "spec": pod,
+                "spec": _pod(p, digest),
             },
         },
     }
