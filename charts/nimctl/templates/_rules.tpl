@@ -296,6 +296,14 @@ used is missing, nothing granted goes unused (exceptions are marked
   resources: [servicemonitors]
   verbs: [get, list, watch, create, update, delete]
   api: monitoring.coreos.com/v1/ServiceMonitor
+# The driver ClusterRole (ClusterPolicy's state-driver and every NVIDIADriver pool)
+# grants these, as NVIDIA's does; we must hold them to write it (no escalate).
+- group: config.openshift.io
+  resources: [clusterversions]
+  verbs: [get, list]
+- group: resource.k8s.io
+  resources: [resourceclaims]
+  verbs: [get, list]
 {{- end -}}
 
 {{/* Leader election, in the release namespace only (role.yaml). */}}
