@@ -22,6 +22,7 @@ from typing import Any
 
 from controllers import nimcache as nimcache_ctrl
 from controllers import nimservice as nimservice_ctrl
+from controllers.gpu.gpucluster_setup import setup_gpucluster
 from controllers.gpu.nvidiadriver_setup import setup_nvidiadriver
 from controllers.gpu.setup import setup_gpu
 from controllers.gpu.upgrade.setup import setup_driver_upgrade
@@ -146,6 +147,7 @@ CONTROLLERS: list[ControllerEntry] = [
     ControllerEntry("clusterpolicy", "gpu", setup_gpu),
     ControllerEntry("driver-upgrade", "gpu", setup_driver_upgrade),
     ControllerEntry("nvidiadriver", "gpu", setup_nvidiadriver),
+    ControllerEntry("gpucluster", "gpu", setup_gpucluster),
     ControllerEntry("nimpipeline", "nim", setup_nimpipeline),
     ControllerEntry("nimbuild", "nim", setup_nimbuild),
     ControllerEntry("nemo", "nemo", setup_nemo),

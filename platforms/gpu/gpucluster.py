@@ -43,6 +43,7 @@ __all__ = [
     "REASON_RECONCILE_FAILED",
     "STATES",
     "GPUClusterContract",
+    "gpucluster_conflict_readiness",
     "prerequisite_readiness",
     "render_states",
 ]
@@ -98,6 +99,16 @@ def render_states(cr: GPUCluster, facts: GPUClusterFacts) -> list[tuple[str, lis
             raise RenderError("no objects rendered for the DRA driver state", state=state)
         out.append((state, objs))
     return out
+
+
+def gpucluster_conflict_readiness(cluster: str) -> Readiness:
+    """What a ClusterPolicy reports while a GPUCluster exists (it deploys nothing)."""
+    return Readiness(
+        state=STATE_NOT_READY,
+        reason=REASON_RECONCILE_FAILED,
+        message=f'conflicting GPUCluster resource "{cluster}" detected; ClusterPolicy and '
+        "GPUCluster cannot co-exist",
+    )
 
 
 def prerequisite_readiness(policy: str) -> Readiness:
