@@ -258,3 +258,9 @@ async def test_deletion_removes_claim_consumers_first(tmp_path: Path) -> None:
         )["items"]
         reasons = {e.get("reason") for e in events}
         assert "DrainingClaimConsumers" in reasons
+
+        # The kubelet plugin went: the nodes withdraw their GPUs' slices.
+        async def withdrawn() -> bool:
+            return not [s for s in await env.slices() if s.endswith("-gpu.nvidia.com")]
+
+        await wait_for(withdrawn, timeout=30, interval=0.2)
