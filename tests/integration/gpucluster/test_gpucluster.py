@@ -40,6 +40,7 @@ OPERATOR_USER = "nimctl-operator"
 EXAMPLES = Path(__file__).parents[3] / "docs" / "examples"
 SAMPLE = EXAMPLES / "gpucluster-sample.yaml"
 POLICY = EXAMPLES / "clusterpolicy-defaults.yaml"
+DRIVER = EXAMPLES / "nvidiadriver-sample.yaml"
 GPU_NODES = ("gpu-node-0", "gpu-node-1")
 PLUGIN = "nvidia-dra-driver-kubelet-plugin"
 
@@ -91,11 +92,11 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def running_env(tmp_path: Path) -> AsyncIterator[Env]:
+async def running_env(tmp_path: Path, profile: str = "gpu-host-driver") -> AsyncIterator[Env]:
     previous = os.environ.get("OPERATOR_NAMESPACE")
     os.environ["OPERATOR_NAMESPACE"] = NS
     try:
-        async with cluster_with_crds(tmp_path, profile="gpu-host-driver") as (cluster, admin):
+        async with cluster_with_crds(tmp_path, profile=profile) as (cluster, admin):
             await admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
             kubeconfig = cluster.write_kubeconfig(
                 tmp_path / "operator.kubeconfig", user=OPERATOR_USER
@@ -264,3 +265,25 @@ async def test_deletion_removes_claim_consumers_first(tmp_path: Path) -> None:
             return not [s for s in await env.slices() if s.endswith("-gpu.nvidia.com")]
 
         await wait_for(withdrawn, timeout=30, interval=0.2)
+
+
+async def test_bare_nodes_get_their_driver_from_an_nvidiadriver_without_a_clusterpolicy(
+    tmp_path: Path,
+) -> None:
+    """No host driver: NVIDIA's NVIDIADriver sample installs it (no ClusterPolicy exists),
+    the DRA kubelet plugin waits for it, then the GPUCluster is ready."""
+    async with running_env(tmp_path, profile="gpu-bare") as env:
+        await env.admin.create(_load(SAMPLE))
+        await env.admin.create(_load(DRIVER))
+
+        async def driver_ready() -> bool:
+            obj = await env.admin.get(GC, "NVIDIADriver", "nvidiadriver-sample")
+            return (obj.get("status") or {}).get("state") == "ready"
+
+        await wait_for(driver_ready, timeout=120, interval=0.2)
+        await env.wait_gc("ready", timeout=120)
+        node = await env.admin.get("v1", "Node", GPU_NODES[0])
+        labels = node["metadata"]["labels"]
+        assert labels["nvidia.com/gpu-operator.driver.owner"] == "nvidiadriver-sample"
+        assert labels["nvidia.com/gpu.deploy.driver"] == "true"
+        assert {f"{n}-gpu.nvidia.com" for n in GPU_NODES} <= set(await env.slices())
