@@ -57,10 +57,8 @@ from nimctl_runtime.cache.cache import ByObject
 from nimctl_runtime.client.client import Client
 from nimctl_runtime.client.errors import NotFound
 from nimctl_runtime.client.interfaces import (
-    EventRecorder,
     KeyReader,
     Reader,
-    Writer,
     get_or_none,
 )
 from nimctl_runtime.manager import Manager
@@ -76,7 +74,6 @@ __all__ = [
     "REQUIREMENTS_INDEX",
     "SECRET",
     "NemoKind",
-    "NemoReconciler",
     "requirement_keys",
     "secret_without_values",
     "setup_nemo",
@@ -280,37 +277,6 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
         return FAILURE_REASONS.get(kind, REASON_FAILED)
 
 
-class NemoReconciler(KindReconciler[CustomResource, NemoFacts]):
-    """The skeleton running one NeMo kind's contract."""
-
-    def __init__(
-        self,
-        contract: NemoContract,
-        *,
-        cache: Reader,
-        client: Writer,
-        api_reader: KeyReader,
-        recorder: EventRecorder,
-        capabilities: Capabilities | None = None,
-        operator_version: str = "",
-        use_finalizer: bool = True,
-    ) -> None:
-        caps = capabilities or Capabilities.nothing()
-        super().__init__(
-            kind=NemoKind(
-                contract,
-                api_reader=api_reader,
-                capabilities=caps,
-                operator_version=operator_version,
-            ),
-            cache=cache,
-            client=client,
-            api_reader=api_reader,
-            recorder=recorder,
-            capabilities=caps,
-            use_finalizer=use_finalizer,
-        )
-
 
 def setup_nemo(manager: Manager, client: Client, options: SetupOptions) -> None:
     """One controller per NeMo kind (``ControllerEntry("nemo", "nemo", setup_nemo)``)."""
@@ -324,14 +290,18 @@ def setup_nemo(manager: Manager, client: Client, options: SetupOptions) -> None:
             return requirement_keys(contract, obj)
 
         cache.add_index(API_VERSION, kind, REQUIREMENTS_INDEX, index)
-        reconciler = NemoReconciler(
-            contract,
+        reconciler: KindReconciler[CustomResource, NemoFacts] = KindReconciler(
+            kind=NemoKind(
+                contract,
+                api_reader=cache.api_reader,
+                capabilities=options.capabilities,
+                operator_version=options.operator_version,
+            ),
             cache=cache,
             client=client,
             api_reader=cache.api_reader,
             recorder=manager.event_recorder(contract.info.recorder_name),
             capabilities=options.capabilities,
-            operator_version=options.operator_version,
         )
 
         def users(dep_kind: str, kind: str = kind) -> Any:

@@ -45,14 +45,12 @@ from controllers.reconciler import Event, Kind, KindReconciler
 from controllers.wiring import SetupOptions, own_kinds, spec_change_predicate
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import (
-    EventRecorder,
     KeyReader,
     Reader,
     Writer,
     get_or_none,
 )
 from nimctl_runtime.meta import dig, is_true, name_of, namespace_of, set_condition
-from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.nimbuild import (
     API_VERSION,
@@ -74,7 +72,6 @@ if TYPE_CHECKING:
 __all__ = [
     "NIMCACHE_INDEX",
     "NIMBuildKind",
-    "NIMBuildReconciler",
     "PodLogs",
     "nimcache_name_index",
     "setup_nimbuild",
@@ -354,37 +351,6 @@ class NIMBuildKind(Kind[NIMBuild, NIMBuildFacts]):
                 await writer.delete("v1", "Pod", pod, namespace_of(obj) or None)
 
 
-class NIMBuildReconciler(KindReconciler[NIMBuild, NIMBuildFacts]):
-    """The skeleton running NIMBuild's contract (see ``NIMBuildKind``)."""
-
-    def __init__(
-        self,
-        *,
-        cache: Reader,
-        client: Writer,
-        api_reader: KeyReader,
-        recorder: EventRecorder,
-        pod_logs: PodLogs | None = None,
-        orchestrator: str | None = None,
-        use_finalizer: bool = True,
-    ) -> None:
-        self.nimbuild_kind = NIMBuildKind(
-            client=client, api_reader=api_reader, pod_logs=pod_logs, orchestrator=orchestrator
-        )
-        super().__init__(
-            kind=self.nimbuild_kind,
-            cache=cache,
-            client=client,
-            api_reader=api_reader,
-            recorder=recorder,
-            capabilities=Capabilities.nothing(),
-            use_finalizer=use_finalizer,
-        )
-
-    def _forget(self, namespace: str, name: str) -> None:
-        super()._forget(namespace, name)
-        self.nimbuild_kind.forget(namespace, name)
-
 
 def setup_nimbuild(manager: Manager, client: Client, options: SetupOptions) -> None:
     """The NIMBuild controller: For(NIMBuild) on spec changes, Owns(Pod), NIMCache -> its builds."""
@@ -398,12 +364,16 @@ def setup_nimbuild(manager: Manager, client: Client, options: SetupOptions) -> N
 
     cache = manager.cache
     cache.add_index(API_VERSION, KIND, NIMCACHE_INDEX, nimcache_name_index)
-    reconciler = NIMBuildReconciler(
+    reconciler: KindReconciler[NIMBuild, NIMBuildFacts] = KindReconciler(
+        kind=NIMBuildKind(
+            client=client,
+            api_reader=cache.api_reader,
+            pod_logs=options.extra.get("pod_logs") or logs,
+        ),
         cache=cache,
         client=client,
         api_reader=cache.api_reader,
         recorder=manager.event_recorder(api_nb.RECORDER_NAME),
-        pod_logs=options.extra.get("pod_logs") or logs,
     )
 
     async def builds_of(nimcache: dict[str, Any]) -> list[Request]:

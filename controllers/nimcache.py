@@ -28,17 +28,15 @@ from api.apps.v1alpha1.nimcache import NIMCache
 from controllers import nimcache_status as ncs
 from controllers.nimservice import detect_orchestrator
 from controllers.nimservice_parse import INVALID_SPEC, ParseMemo, by_resource_version, invalid
-from controllers.reconciler import Event, Kind, KindReconciler
+from controllers.reconciler import Event, Kind
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import (
-    EventRecorder,
     KeyReader,
     Reader,
     Writer,
     get_or_none,
 )
 from nimctl_runtime.meta import dig, name_of, namespace_of
-from platforms.capabilities import Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError
 from platforms.nimcache import (
     API_VERSION,
@@ -68,7 +66,6 @@ __all__ = [
     "KIND",
     "RECORDER_NAME",
     "NIMCacheKind",
-    "NIMCacheReconciler",
     "PodLogReader",
     "client_pod_logs",
 ]
@@ -259,34 +256,3 @@ async def _nodes(reader: Reader) -> list[Obj]:
     except ApiError:
         return []
 
-
-class NIMCacheReconciler(KindReconciler[NIMCache, NIMCacheFacts]):
-    """The skeleton running NIMCache's contract (see ``NIMCacheKind``)."""
-
-    def __init__(
-        self,
-        *,
-        cache: Reader,
-        client: Writer,
-        api_reader: KeyReader,
-        recorder: EventRecorder,
-        pod_logs: PodLogReader,
-        use_finalizer: bool = True,
-        orchestrator: str | None = None,
-    ) -> None:
-        self.nimcache_kind = NIMCacheKind(
-            api_reader=api_reader, pod_logs=pod_logs, orchestrator=orchestrator
-        )
-        super().__init__(
-            kind=self.nimcache_kind,
-            cache=cache,
-            client=client,
-            api_reader=api_reader,
-            recorder=recorder,
-            capabilities=Capabilities.nothing(),
-            use_finalizer=use_finalizer,
-        )
-
-    def _forget(self, namespace: str, name: str) -> None:
-        super()._forget(namespace, name)
-        self.nimcache_kind.forget(namespace, name)

@@ -32,9 +32,8 @@ from api.apps.v1alpha1.nimpipeline import NIMPipeline
 from controllers.nimservice_parse import ParseMemo, by_generation, identity_and_spec, invalid
 from controllers.reconciler import Event, Kind, KindReconciler
 from controllers.wiring import SetupOptions, own_kinds, spec_change_predicate
-from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
+from nimctl_runtime.client.interfaces import Reader
 from nimctl_runtime.meta import dig, name_of, set_condition, uid_of
-from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.nimpipeline import API_VERSION, KIND, NIMPipelineContract
 from platforms.parsing import InvalidResource, parse
@@ -47,7 +46,6 @@ __all__ = [
     "API_VERSION",
     "KIND",
     "NIMPipelineKind",
-    "NIMPipelineReconciler",
     "go_map",
     "pipeline_status",
     "setup_nimpipeline",
@@ -164,40 +162,14 @@ class NIMPipelineKind(Kind[NIMPipeline, None]):
         return "NIMServiceFailed" if kind == "NIMService" else "Failed"
 
 
-class NIMPipelineReconciler(KindReconciler[NIMPipeline, None]):
-    """The skeleton running NIMPipeline's contract (see ``NIMPipelineKind``)."""
-
-    def __init__(
-        self,
-        *,
-        cache: Reader,
-        client: Writer,
-        api_reader: KeyReader,
-        recorder: EventRecorder,
-        use_finalizer: bool = True,
-    ) -> None:
-        self.nimpipeline_kind = NIMPipelineKind()
-        super().__init__(
-            kind=self.nimpipeline_kind,
-            cache=cache,
-            client=client,
-            api_reader=api_reader,
-            recorder=recorder,
-            capabilities=Capabilities.nothing(),
-            use_finalizer=use_finalizer,
-        )
-
-    def _forget(self, namespace: str, name: str) -> None:
-        super()._forget(namespace, name)
-        self.nimpipeline_kind.forget(namespace, name)
-
 
 def setup_nimpipeline(manager: Manager, client: Client, options: SetupOptions) -> None:
     """The NIMPipeline controller: For(NIMPipeline) on spec changes, Owns(NIMService)."""
     from nimctl_runtime.builder import Builder
 
     cache = manager.cache
-    reconciler = NIMPipelineReconciler(
+    reconciler: KindReconciler[NIMPipeline, None] = KindReconciler(
+        kind=NIMPipelineKind(),
         cache=cache,
         client=client,
         api_reader=cache.api_reader,

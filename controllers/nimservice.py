@@ -690,6 +690,3 @@ class NIMServiceReconciler(KindReconciler[NIMService, RenderContext]):
             await self.refresh_capabilities()
         return await super().reconcile(request)
 
-    def _forget(self, namespace: str, name: str) -> None:
-        super()._forget(namespace, name)
-        self.nimservice_kind.forget(namespace, name)

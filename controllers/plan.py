@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from controllers.sync import hpa_owned, needs_write
+from controllers.sync import ensure_hash, hpa_owned, needs_write
 from nimctl_runtime.meta import dig, is_controlled_by, name_of
 
 Obj = dict[str, Any]
@@ -109,7 +109,8 @@ def plan(
         k = key(obj)
         wanted.add(k)
         keep_replicas = obj.get("kind") == "Deployment" and name_of(obj) in hpa_targets
-        d = hpa_owned(obj) if keep_replicas else obj
+        # a render that did not stamp its hash still gets updates when it changes
+        d = hpa_owned(obj) if keep_replicas else ensure_hash(obj)
         current = live.get(k)
         only_create = str(obj.get("kind")) in create_only
         if current is not None and (

@@ -158,6 +158,9 @@ class Kind(ABC, Generic[CR, Facts]):
     async def cleanup(self, obj: Obj, reader: Reader, writer: Writer) -> None:
         """Work to do before the finalizer is released (default: none)."""
 
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop what the binding keeps about an object that is gone (default: nothing)."""
+
 
 @dataclass
 class _StatusMemo:
@@ -454,6 +457,7 @@ class KindReconciler(Generic[CR, Facts]):
         self._status_written_at.pop((namespace, name), None)
         self._renders.pop((namespace, name), None)
         self._writes.forget_namespace_name(namespace, name)
+        self.kind.forget(namespace, name)
 
 
 class _Terminating(Exception):

@@ -29,6 +29,7 @@ from controllers.gpu.upgrade.setup import setup_driver_upgrade
 from controllers.nemo import setup_nemo
 from controllers.nimbuild import setup_nimbuild
 from controllers.nimpipeline import setup_nimpipeline
+from controllers.reconciler import KindReconciler
 from controllers.wiring import (
     ALWAYS_FILTERED,
     FILTERED_IF_PRESENT,
@@ -124,12 +125,14 @@ def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> N
         return await nimcache_ctrl.client_pod_logs(client, namespace, pod, container)
 
     cache = manager.cache
-    reconciler = nimcache_ctrl.NIMCacheReconciler(
+    reconciler: KindReconciler[Any, Any] = KindReconciler(
+        kind=nimcache_ctrl.NIMCacheKind(
+            api_reader=cache.api_reader, pod_logs=options.extra.get("pod_logs") or logs
+        ),
         cache=cache,
         client=client,
         api_reader=cache.api_reader,
         recorder=manager.event_recorder(nimcache_ctrl.RECORDER_NAME),
-        pod_logs=options.extra.get("pod_logs") or logs,
     )
     builder = (
         Builder(manager)

@@ -80,9 +80,9 @@ def _add_operator_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_localcluster(args: argparse.Namespace) -> int:
-    from localcluster.standalone import main
+    from localcluster import serve_forever
 
-    return main(args)
+    return serve_forever(args)
 
 
 def _cmd_local(args: argparse.Namespace) -> int:
@@ -115,7 +115,7 @@ KUBERNETES_VERSION_HELP = (
 
 
 def _kubernetes_version(text: str) -> str:
-    from localcluster.discovery import parse_kubernetes_version
+    from localcluster import parse_kubernetes_version
 
     try:
         return parse_kubernetes_version(text)

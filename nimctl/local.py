@@ -29,14 +29,14 @@ def cmd_local(args: argparse.Namespace) -> int:
     if args.demo and args.log_level == "info":
         # Keep the live table readable: only warnings and errors unless asked otherwise.
         configure_logging(args.log_format, "warning")
-    from localcluster import statedir
+    from localcluster import StateDirBusy, claim_state_dir
 
     kubeconfig = Path(args.kubeconfig).absolute()
     try:
         # one nimctl local per state directory: a second would take over the first
         # one's kubeconfig and webhook certificates and break it
-        lock = statedir.claim(kubeconfig.parent, "nimctl local")
-    except statedir.StateDirBusy as exc:
+        lock = claim_state_dir(kubeconfig.parent, "nimctl local")
+    except StateDirBusy as exc:
         print(exc, file=sys.stderr)
         return 1
     try:
@@ -152,7 +152,7 @@ def usage(kubeconfig: Path, demo: str | None) -> str:
 async def run_local(
     args: argparse.Namespace, kubeconfig: Path, webhook: LocalWebhook | None = None
 ) -> int:
-    from localcluster import LocalCluster
+    from localcluster import LocalCluster, install_ecosystem
     from nimctl_runtime.client import AlreadyExists, Client
 
     stop = asyncio.Event()
@@ -180,8 +180,6 @@ async def run_local(
         cluster.write_kubeconfig(kubeconfig)
         async with Client(str(kubeconfig)) as client:
             await install_crds(client)
-            from localcluster.addons import install_ecosystem
-
             await install_ecosystem(client)  # LWS, KServe, Gateway API, ... for NVIDIA's samples
             with contextlib.suppress(AlreadyExists):  # where a ClusterPolicy's operands go
                 await client.create(

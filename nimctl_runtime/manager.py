@@ -224,6 +224,10 @@ class Manager:
             if self._started and not self._stopping:
                 self._launch(slot)
 
+    def runnables(self) -> list[Any]:
+        """Every runnable added, controllers first (what tests wait on to see it idle)."""
+        return [s.runnable for s in (*self._leader_runnables, *self._other_runnables)]
+
     def has_controller(self, name: str) -> bool:
         """Whether a runnable with this ``name`` (a controller's name) was added."""
         return any(

@@ -5,8 +5,11 @@ the same file).
 The nodes file is what ``kubectl get nodes -o yaml`` prints (a List, or a YAML
 stream of Nodes). It may also hold the ConfigMaps the driver mounts file by
 file (``kernelModuleConfig``, ``repoConfig``, ``certConfig``), the
-CustomResourceDefinitions the cluster serves (a ServiceMonitor CRD adds the
-ServiceMonitors) and an OpenShift ClusterVersion. Nodes NFD found a GPU on are
+CustomResourceDefinitions the cluster serves and an OpenShift ClusterVersion.
+A file that lists no CRDs is taken as a cluster with the Prometheus Operator,
+so the render shows the ServiceMonitors the operator would create there (as the
+offline NeMo render assumes every optional API installed); list the CRDs the
+cluster serves to render exactly for it. Nodes NFD found a GPU on are
 treated as already labelled ``nvidia.com/gpu.present=true``, as the node
 labelling controller would label them. Images a ClusterPolicy does not name
 come from ``DEFAULT_OPERATOR_ENV``, overridden by ``*_IMAGE`` variables of the
@@ -25,7 +28,12 @@ from ruamel.yaml import YAML
 
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from platforms.gpu.errors import RenderError
-from platforms.gpu.facts import GPU_PRESENT_LABEL, ClusterFacts, is_gpu_node_by_nfd
+from platforms.gpu.facts import (
+    GPU_PRESENT_LABEL,
+    SERVICE_MONITOR,
+    ClusterFacts,
+    is_gpu_node_by_nfd,
+)
 from platforms.gpu.images import DEFAULT_OPERATOR_ENV
 from platforms.gpu.states import render
 
@@ -61,8 +69,10 @@ def facts_from(
     namespace: str = DEFAULT_NAMESPACE,
     environ: Mapping[str, str] | None = None,
     err: TextIO | None = None,
+    default_crds: Iterable[tuple[str, str]] = (),
 ) -> ClusterFacts:
-    """ClusterFacts from the ``--nodes`` file's objects (see the module docstring)."""
+    """ClusterFacts from the ``--nodes`` file's objects (see the module docstring);
+    ``default_crds`` are taken as served when the objects list no CRD."""
     err = err or sys.stderr
     nodes: list[dict[str, Any]] = []
     config_maps: dict[str, list[str]] = {}
@@ -86,6 +96,8 @@ def facts_from(
         elif kind == "ClusterVersion":
             desired = ((obj.get("status") or {}).get("desired") or {}).get("version")
             openshift = str(desired or "")
+    if not crds:
+        crds.update(default_crds)
     env = {**DEFAULT_OPERATOR_ENV}
     env.update({k: v for k, v in (environ or {}).items() if k.endswith("_IMAGE") and v})
     return ClusterFacts.from_nodes(
@@ -125,7 +137,15 @@ def render_policy(
     ``nimctl render`` loaded it), in apply order; one line per state on ``err`` (enabled
     or not, how many objects)."""
     err = err or sys.stderr
-    facts = facts_from(cluster, environ=os.environ, err=err)
+    listed_crds = any(o.get("kind") == "CustomResourceDefinition" for o in cluster)
+    facts = facts_from(cluster, environ=os.environ, err=err, default_crds=[SERVICE_MONITOR])
+    if not listed_crds:
+        print(
+            "note: no CustomResourceDefinitions given; assuming the Prometheus Operator's "
+            "ServiceMonitor is served, as on a cluster with Prometheus (list the cluster's "
+            "CRDs in --nodes to render for it exactly)",
+            file=err,
+        )
     if not facts.nodes:
         print(
             "note: no GPU node (give --nodes with your Nodes); DaemonSets are left out, as the "

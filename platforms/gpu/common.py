@@ -38,6 +38,7 @@ __all__ = [
     "HTOC",
     "PRIV",
     "PRIV_S0",
+    "cluster_versions_rule",
     "config_map_volume",
     "container",
     "daemonset",
@@ -49,6 +50,7 @@ __all__ = [
     "mount",
     "policy_rule",
     "rbac",
+    "scc_privileged",
     "wait_for_file",
 ]
 
@@ -152,12 +154,19 @@ def _copy(value: Any) -> Any:
 
 
 def wait_for_file(
-    name: str, ready_file: str, *, volume: str = "run-nvidia", mount_path: str = "/run/nvidia"
+    name: str,
+    ready_file: str,
+    *,
+    volume: str = "run-nvidia",
+    mount_path: str = "/run/nvidia",
+    waiting_for: str = "nvidia container stack to be setup",
 ) -> dict[str, Any]:
     """An init container that loops until ``/run/nvidia/validations/<ready_file>`` exists
-    (the validator image; image and policy are set by the validator transform)."""
+    (the validator image; image and policy are set by the validator transform), saying
+    ``waiting for <waiting_for>`` as NVIDIA's (its command string is part of the pod
+    template: another wording would roll every pod on a take-over)."""
     path = f"{VALIDATIONS_DIR}/{ready_file}"
-    script = f"until [ -f {path} ]; do echo waiting for {ready_file}; sleep 5; done"
+    script = f"until [ -f {path} ]; do echo waiting for {waiting_for}; sleep 5; done"
     return container(
         name,
         command=["sh", "-c"],
@@ -225,24 +234,56 @@ def rbac(
     name: str,
     rules: list[dict[str, Any]] | None,
     cluster_rules: list[dict[str, Any]] | None = None,
+    *,
+    labels: Mapping[str, str] | None = None,
+    cluster_labels: Mapping[str, str] | None = None,
+    cluster_name: str | None = None,
 ) -> list[dict[str, Any]]:
-    """A state's ServiceAccount, Role, ClusterRole, RoleBinding and ClusterRoleBinding
-    (all called ``name``), in NVIDIA's file order; None skips the Role or ClusterRole."""
-    out = [serviceaccount.build(object_meta(name))]
+    """A state's ServiceAccount, Role, ClusterRole, RoleBinding and ClusterRoleBinding,
+    in NVIDIA's file order; None skips the Role or ClusterRole.
+
+    All are called ``name`` but the ClusterRole and its binding, which are called
+    ``cluster_name`` when given. ``labels`` go on the ServiceAccount, Role and
+    RoleBinding, ``cluster_labels`` on the ClusterRole and its binding (NVIDIA labels
+    only some states' RBAC).
+    """
+    cluster = cluster_name or name
+
+    def meta(obj_name: str, obj_labels: Mapping[str, str] | None) -> dict[str, Any]:
+        return object_meta(obj_name, labels=dict(obj_labels) if obj_labels else None)
+
+    out = [serviceaccount.build(meta(name, labels))]
     if rules is not None:
-        out.append(role.build(object_meta(name), rules))
+        out.append(role.build(meta(name, labels), rules))
     if cluster_rules is not None:
-        out.append(clusterrole.build(object_meta(name), cluster_rules))
+        out.append(clusterrole.build(meta(cluster, cluster_labels), cluster_rules))
     if rules is not None:
         out.append(
             rolebinding.build(
-                object_meta(name), role_name=name, service_account=name, namespace=ctx.namespace
+                meta(name, labels), role_name=name, service_account=name, namespace=ctx.namespace
             )
         )
     if cluster_rules is not None:
         out.append(
             clusterrolebinding.build(
-                object_meta(name), role_name=name, service_account=name, namespace=ctx.namespace
+                meta(cluster, cluster_labels),
+                role_name=cluster,
+                service_account=name,
+                namespace=ctx.namespace,
             )
         )
     return out
+
+
+def scc_privileged() -> dict[str, Any]:
+    """``use`` of OpenShift's ``privileged`` SCC: the first rule of nearly every operand
+    Role NVIDIA ships (on every cluster; elsewhere it grants nothing)."""
+    return policy_rule(
+        ["security.openshift.io"], ["securitycontextconstraints"], ["use"], ["privileged"]
+    )
+
+
+def cluster_versions_rule() -> dict[str, Any]:
+    """Read of the OpenShift version (``clusterversions`` get, list), first in the
+    ClusterRole of the sandbox operands."""
+    return policy_rule(["config.openshift.io"], ["clusterversions"], ["get", "list"])

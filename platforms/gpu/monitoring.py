@@ -11,6 +11,10 @@ from manifests import servicemonitor
 from manifests.meta import object_meta
 from platforms.gpu.transforms import dump
 
+SCRAPE: dict[str, str] = {"prometheus.io/scrape": "true"}
+"""The annotation on NVIDIA's metrics Services (operator, DCGM exporter, node status);
+copied by ``object_meta``, never shared."""
+
 
 def service_monitor(
     name: str,

@@ -20,6 +20,7 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path
@@ -33,8 +34,8 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
     out = rbac(
         ctx,
         NAME,
-        [policy_rule([""], ["pods"], ["get", "list", "watch", "delete"])],
-        [policy_rule([""], ["nodes"], ["get", "list", "watch", "patch", "update"])],
+        [scc_privileged(), policy_rule([""], ["pods"], ["get", "list", "watch"])],
+        [policy_rule([""], ["nodes"], ["get", "list", "patch", "watch"])],
     )
     ds = t.prepare(_asset(), ctx)
     manager = ctx.spec.cc_manager
@@ -57,11 +58,8 @@ def _asset() -> dict[str, Any]:
         lifecycle={
             "preStop": {
                 "exec": {
-                    "command": [
-                        "/bin/sh",
-                        "-c",
-                        "rm -f /run/nvidia/validations/.cc-manager-ctr-ready",
-                    ]
+                    # NVIDIA's command, word for word (it is in the pod template).
+                    "command": ["/bin/rm", "-f", "/run/nvidia/validations/.cc-manager-ctr-ready"]
                 }
             }
         },

@@ -14,7 +14,6 @@ from typing import Any
 
 from manifests import configmap
 from manifests.meta import object_meta
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     BIDIR,
@@ -28,7 +27,9 @@ from platforms.gpu.common import (
     field_env,
     host_path,
     mount,
+    policy_rule,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.facts import RUNTIME_CONTAINERD, RUNTIME_CRIO, RUNTIME_DOCKER
@@ -43,9 +44,10 @@ DEFAULT_NRI_SOCKET = "/var/run/nri/nri.sock"
 
 ENTRYPOINT_SCRIPT = """#!/bin/sh
 # Wait until the driver is validated on this node, take the driver location it
-# reports, then install and configure the toolkit.
+# reports, then install and configure the toolkit. The pause works around
+# containerd >= 1.6.9 sending SIGTERM right after its restart (NVIDIA's delay).
 until [ -f /run/nvidia/validations/driver-ready ]; do
-  echo "waiting for the driver validation (driver-ready)"
+  echo "waiting for the driver validations to be ready..."
   sleep 5
 done
 set -a
@@ -54,6 +56,9 @@ set +a
 sleep 5
 exec nvidia-toolkit
 """
+
+ROLE_RULES = [scc_privileged(), policy_rule(["apps"], ["daemonsets"], ["list"])]
+"""NVIDIA's toolkit Role (no ClusterRole): the SCC, and listing DaemonSets."""
 
 # Per runtime: (config env var, default top-level config, default drop-in,
 # socket env var, default socket). "" means the runtime has none.
@@ -84,8 +89,12 @@ RUNTIMES: dict[str, tuple[str, str, str, str, str]] = {
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC, the entrypoint ConfigMap and the toolkit DaemonSet."""
-    out = rbac(ctx, NAME, [scc_rule("hostmount-anyuid")])
-    out.append(configmap.build(object_meta(ENTRYPOINT), {"entrypoint.sh": ENTRYPOINT_SCRIPT}))
+    out = rbac(ctx, NAME, ROLE_RULES)
+    out.append(
+        configmap.build(
+            object_meta(ENTRYPOINT, labels={"app": DAEMONSET}), {"entrypoint.sh": ENTRYPOINT_SCRIPT}
+        )
+    )
     ds = t.prepare(_asset(), ctx)
     transform(ds, ctx)
     out.append(t.finish(ds, ctx))

@@ -9,9 +9,17 @@ from typing import Any
 
 from manifests import service
 from manifests.meta import object_meta
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
-from platforms.gpu.common import DIR, PRIV, container, daemonset, host_path, rbac, wait_for_file
+from platforms.gpu.common import (
+    DIR,
+    PRIV,
+    container,
+    daemonset,
+    host_path,
+    rbac,
+    scc_privileged,
+    wait_for_file,
+)
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path
 
@@ -22,7 +30,7 @@ PORT = 5555
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC, the host engine DaemonSet and its Service."""
-    out = rbac(ctx, NAME, [scc_rule("hostmount-anyuid")])
+    out = rbac(ctx, NAME, [scc_privileged()])
     ds = t.prepare(_asset(), ctx)
     dcgm = ctx.spec.dcgm
     image = image_path(dcgm, ctx.facts.operator_env, "dcgm")

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from manifests import clusterrole, clusterrolebinding, service
+from manifests import service
 from manifests.meta import object_meta
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     PRIV,
@@ -21,12 +20,13 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
     wait_for_file,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.facts import SERVICE_MONITOR
 from platforms.gpu.images import image_path
-from platforms.gpu.monitoring import service_monitor
+from platforms.gpu.monitoring import SCRAPE, service_monitor
 from platforms.gpu.state_dcgm import NAME as DCGM_NAME
 from platforms.gpu.state_dcgm import PORT as DCGM_PORT
 
@@ -58,28 +58,21 @@ def pod_enrichment(ctx: StateContext) -> tuple[bool, bool]:
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """Role, read-pods ClusterRole (when enriching), Service, ServiceMonitor, DaemonSet."""
-    out = rbac(ctx, NAME, [scc_rule("nvidia-dcgm-exporter")])
     pod_labels, pod_uid = pod_enrichment(ctx)
-    if pod_labels or pod_uid:
-        # Same file order as the asset: 0210 ClusterRole after the Role, 0310 binding after it.
-        out.insert(
-            2,
-            clusterrole.build(
-                object_meta(READ_PODS),
-                [policy_rule([""], ["pods"], ["get", "list", "watch"])],
-            ),
-        )
-        out.append(
-            clusterrolebinding.build(
-                object_meta(READ_PODS),
-                role_name=READ_PODS,
-                service_account=NAME,
-                namespace=ctx.namespace,
-            )
-        )
+    # NVIDIA labels all of this state's RBAC; the read-pods ClusterRole is made only
+    # while metrics are enriched with pod labels or UIDs.
+    out = rbac(
+        ctx,
+        NAME,
+        [scc_privileged(), policy_rule([""], ["configmaps"], ["get", "list"])],
+        [policy_rule([""], ["pods"], ["get", "list", "watch"])] if pod_labels or pod_uid else None,
+        labels={"app": NAME},
+        cluster_labels={"app": NAME},
+        cluster_name=READ_PODS,
+    )
     exporter = ctx.spec.dcgm_exporter
     svc = service.build(
-        object_meta(NAME, labels={"app": NAME}),
+        object_meta(NAME, labels={"app": NAME}, annotations=SCRAPE),
         selector={"app": NAME},
         ports=[service.service_port("gpu-metrics", PORT)],
         service_type=exporter.service.type if exporter.service else None,

@@ -10,7 +10,6 @@ from typing import Any
 
 from manifests import configmap
 from manifests.meta import object_meta
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     DOC,
@@ -24,6 +23,7 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
     wait_for_file,
 )
 from platforms.gpu.context import StateContext
@@ -35,32 +35,49 @@ ENTRYPOINT = "nvidia-device-plugin-entrypoint"
 DEFAULT_MPS_ROOT = "/run/nvidia/mps"
 
 ENTRYPOINT_SCRIPT = """#!/bin/sh
-# Wait until the driver is validated on this node, then serve the GPUs.
+# Wait until the driver is validated on this node and take what the validation
+# reports, then switch on the features whose kernel modules are loaded (GDRCopy:
+# gdrdrv; GPUDirect Storage, with MOFED: nvidia_fs) unless already set.
 until [ -f /run/nvidia/validations/driver-ready ]; do
-  echo "waiting for the driver validation (driver-ready)"
+  echo "waiting for the driver validations to be ready..."
   sleep 5
 done
 set -a
 . /run/nvidia/validations/driver-ready
 set +a
+loaded() { grep -q "^$1 " /proc/modules; }
+if loaded gdrdrv && [ -z "${GDRCOPY_ENABLED}" ]; then
+  export GDRCOPY_ENABLED=true
+  echo "GDRCOPY_ENABLED=true"
+fi
+if loaded nvidia_fs; then
+  if [ -z "${GDS_ENABLED}" ]; then
+    export GDS_ENABLED=true
+    echo "GDS_ENABLED=true"
+  fi
+  if [ -z "${MOFED_ENABLED}" ]; then
+    export MOFED_ENABLED=true
+    echo "MOFED_ENABLED=true"
+  fi
+fi
+echo "Starting nvidia-device-plugin"
 exec nvidia-device-plugin
 """
 
 
 def node_rules() -> list[dict[str, Any]]:
-    """What the device plugin, GFD and their config manager read of the node."""
-    return [
-        policy_rule([""], ["nodes"], ["get", "list", "watch"]),
-        policy_rule(
-            ["nfd.k8s-sigs.io"], ["nodefeatures"], ["get", "list", "watch", "create", "update"]
-        ),
-    ]
+    """The ClusterRole of the device plugin, its MPS control daemon and GFD: read nodes."""
+    return [policy_rule([""], ["nodes"], ["get", "list", "watch"])]
 
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC, the entrypoint ConfigMap and the device plugin DaemonSet."""
-    out = rbac(ctx, NAME, [scc_rule("hostmount-anyuid")], node_rules())
-    out.append(configmap.build(object_meta(ENTRYPOINT), {"entrypoint.sh": ENTRYPOINT_SCRIPT}))
+    out = rbac(ctx, NAME, [scc_privileged()], node_rules())
+    out.append(
+        configmap.build(
+            object_meta(ENTRYPOINT, labels={"app": DAEMONSET}), {"entrypoint.sh": ENTRYPOINT_SCRIPT}
+        )
+    )
     ds = t.prepare(_asset(), ctx)
     transform(ds, ctx)
     out.append(t.finish(ds, ctx))

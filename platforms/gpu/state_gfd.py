@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     DIR,
@@ -18,7 +17,9 @@ from platforms.gpu.common import (
     field_env,
     host_path,
     mount,
+    policy_rule,
     rbac,
+    scc_privileged,
     wait_for_file,
 )
 from platforms.gpu.context import StateContext
@@ -32,7 +33,18 @@ FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC and the GFD DaemonSet."""
-    out = rbac(ctx, SERVICE_ACCOUNT, [scc_rule("hostmount-anyuid")], node_rules())
+    out = rbac(
+        ctx,
+        SERVICE_ACCOUNT,
+        [
+            scc_privileged(),
+            policy_rule(
+                ["nfd.k8s-sigs.io"], ["nodefeatures"], ["get", "list", "watch", "create", "update"]
+            ),
+            policy_rule([""], ["pods"], ["get"]),
+        ],
+        node_rules(),
+    )
     ds = t.prepare(_asset(), ctx)
     transform(ds, ctx)
     out.append(t.finish(ds, ctx))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     DOC,
@@ -17,12 +16,11 @@ from platforms.gpu.common import (
     field_env,
     host_path,
     mount,
-    policy_rule,
     rbac,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path
-from platforms.gpu.state_sandbox_device_plugin import workload_wait
+from platforms.gpu.state_sandbox_device_plugin import cluster_role_rules, role_rules, workload_wait
 
 NAME = "nvidia-kata-sandbox-device-plugin"
 DAEMONSET = "nvidia-kata-sandbox-device-plugin-daemonset"
@@ -31,9 +29,7 @@ MAIN = "nvidia-kata-sandbox-device-plugin-ctr"
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC and the Kata device plugin DaemonSet."""
-    out = rbac(
-        ctx, NAME, [scc_rule(NAME)], [policy_rule([""], ["nodes"], ["get", "list", "watch"])]
-    )
+    out = rbac(ctx, NAME, role_rules(), cluster_role_rules())
     ds = t.prepare(_asset(), ctx)
     plugin = ctx.spec.kata_sandbox_device_plugin
     image = image_path(plugin, ctx.facts.operator_env, "kataSandboxDevicePlugin")
@@ -61,7 +57,15 @@ def _asset() -> dict[str, Any]:
         component="kata-sandbox-device-plugin",
         annotations={"openshift.io/scc": NAME},
         service_account=NAME,
-        init_containers=[workload_wait("vfio-pci-validation", "vm-passthrough", "vfio-pci-ready")],
+        init_containers=[
+            workload_wait(
+                "vfio-pci-validation",
+                "vm-passthrough",
+                "vfio-pci-ready",
+                skipped="kata",
+                waiting="waiting for vfio-pci driver ...",
+            )
+        ],
         containers=[main],
         volumes=[
             host_path("device-plugin", "/var/lib/kubelet/device-plugins"),

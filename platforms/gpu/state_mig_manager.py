@@ -2,18 +2,18 @@
 node's ``nvidia.com/mig.config`` label names (from the mig-parted ConfigMap),
 stopping and restarting the GPU clients around the change.
 
-The default configurations are our own, smaller set: ``all-disabled``,
-``all-enabled`` and the uniform layouts of the 80 GB A100/H100 (give
-``migManager.config.name`` to use a complete one).
+The default ``default-mig-parted-config`` holds every layout NVIDIA ships
+(``mig_configs``); naming a ConfigMap in ``migManager.config.name`` mounts that one
+as is.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from api.nvidia.v1.clusterpolicy import ConfigMapName, MIGPartedConfigSpec
 from manifests import configmap
 from manifests.meta import object_meta
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     DIR,
@@ -29,10 +29,12 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
     wait_for_file,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path
+from platforms.gpu.mig_configs import config_yaml
 
 NAME = "nvidia-mig-manager"
 ENTRYPOINT = "nvidia-mig-manager-entrypoint"
@@ -40,48 +42,21 @@ DEFAULT_CONFIG = "default-mig-parted-config"
 DEFAULT_CLIENTS = "default-gpu-clients"
 
 ENTRYPOINT_SCRIPT = """#!/bin/sh
-# Wait until the driver is validated on this node; stop host GPU clients around
-# a MIG change only when the driver is the host's own.
+# Wait until the driver is validated on this node and take what the validation
+# reports (IS_HOST_DRIVER, NVIDIA_DRIVER_ROOT...); stop host GPU clients around a
+# MIG change only when the driver is the host's own.
 until [ -f /run/nvidia/validations/driver-ready ]; do
-  echo "waiting for the driver validation (driver-ready)"
+  echo "waiting for the driver validations to be ready..."
   sleep 5
 done
 set -a
 . /run/nvidia/validations/driver-ready
+WITH_SHUTDOWN_HOST_GPU_CLIENTS="${IS_HOST_DRIVER}"
 set +a
-export WITH_SHUTDOWN_HOST_GPU_CLIENTS="${IS_HOST_DRIVER}"
+echo "WITH_SHUTDOWN_HOST_GPU_CLIENTS=${WITH_SHUTDOWN_HOST_GPU_CLIENTS}"
+echo "Starting nvidia-mig-manager"
 exec nvidia-mig-manager
 """
-
-_GPUS_80GB = '["0x20B510DE", "0x233010DE"]'
-
-
-def _uniform(profile: str, count: int) -> str:
-    return (
-        f"  all-{profile}:\n"
-        f"    - device-filter: {_GPUS_80GB}\n"
-        "      devices: all\n"
-        "      mig-enabled: true\n"
-        "      mig-devices:\n"
-        f'        "{profile}": {count}\n'
-    )
-
-
-MIG_PARTED_CONFIG = (
-    "version: v1\n"
-    "mig-configs:\n"
-    "  all-disabled:\n"
-    "    - devices: all\n"
-    "      mig-enabled: false\n"
-    "  all-enabled:\n"
-    "    - devices: all\n"
-    "      mig-enabled: true\n"
-    "      mig-devices: {}\n"
-    + _uniform("1g.10gb", 7)
-    + _uniform("2g.20gb", 3)
-    + _uniform("3g.40gb", 2)
-    + _uniform("7g.80gb", 1)
-)
 
 GPU_CLIENTS = """version: v1
 systemd-services:
@@ -97,16 +72,25 @@ systemd-services:
 """
 
 
+def _named(cfg: MIGPartedConfigSpec | ConfigMapName | None) -> str:
+    return (cfg.name if cfg is not None else None) or ""
+
+
 def config_name(ctx: StateContext) -> str:
-    """The mig-parted ConfigMap the manager reads."""
-    cfg = ctx.spec.mig_manager.config
-    return (cfg.name if cfg is not None and cfg.name else "") or DEFAULT_CONFIG
+    """The mig-parted ConfigMap the manager mounts: the named one, else the default."""
+    return _named(ctx.spec.mig_manager.config) or DEFAULT_CONFIG
+
+
+def custom_config(ctx: StateContext) -> bool:
+    """NVIDIA: any non-empty ``migManager.config.name`` (even the default's name) is a
+    custom configuration, read as ``CONFIG_FILE``; an empty name mounts the default
+    as ``config-default.yaml``, mig-manager's fallback."""
+    return bool(_named(ctx.spec.mig_manager.config))
 
 
 def clients_name(ctx: StateContext) -> str:
     """The GPU clients ConfigMap the manager reads."""
-    cfg = ctx.spec.mig_manager.gpu_clients_config
-    return (cfg.name if cfg is not None and cfg.name else "") or DEFAULT_CLIENTS
+    return _named(ctx.spec.mig_manager.gpu_clients_config) or DEFAULT_CLIENTS
 
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
@@ -115,17 +99,25 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
         ctx,
         NAME,
         [
+            scc_privileged(),
             policy_rule([""], ["pods"], ["get", "list", "watch", "delete"]),
-            policy_rule(["apps"], ["daemonsets"], ["get", "list", "watch"]),
-            scc_rule("privileged"),
+            policy_rule([""], ["configmaps"], ["create", "get", "list", "update", "patch"]),
         ],
-        [policy_rule([""], ["nodes"], ["get", "list", "watch", "patch", "update"])],
+        [
+            policy_rule([""], ["nodes"], ["get", "list", "watch", "update", "patch"]),
+            policy_rule([""], ["pods"], ["list"]),
+        ],
     )
+    # The default ConfigMaps are made unless another ConfigMap is named.
     if config_name(ctx) == DEFAULT_CONFIG:
-        out.append(configmap.build(object_meta(DEFAULT_CONFIG), {"config.yaml": MIG_PARTED_CONFIG}))
+        out.append(configmap.build(object_meta(DEFAULT_CONFIG), {"config.yaml": config_yaml()}))
     if clients_name(ctx) == DEFAULT_CLIENTS:
         out.append(configmap.build(object_meta(DEFAULT_CLIENTS), {"clients.yaml": GPU_CLIENTS}))
-    out.append(configmap.build(object_meta(ENTRYPOINT), {"entrypoint.sh": ENTRYPOINT_SCRIPT}))
+    out.append(
+        configmap.build(
+            object_meta(ENTRYPOINT, labels={"app": NAME}), {"entrypoint.sh": ENTRYPOINT_SCRIPT}
+        )
+    )
     ds = t.prepare(_asset(ctx), ctx)
     transform(ds, ctx)
     out.append(t.finish(ds, ctx))
@@ -168,6 +160,7 @@ def _asset(ctx: StateContext) -> dict[str, Any]:
                 "toolkit-ready",
                 volume="run-nvidia-validations",
                 mount_path="/run/nvidia/validations",
+                waiting_for="nvidia container toolkit to be setup",
             )
         ],
         containers=[main],
@@ -189,13 +182,13 @@ def transform(ds: dict[str, Any], ctx: StateContext) -> None:
     manager = ctx.spec.mig_manager
     image = image_path(manager, ctx.facts.operator_env, "migManager")
     c = t.apply_component(ds, manager, image=image, main=NAME, user_env=False)
-    if config_name(ctx) == DEFAULT_CONFIG:
+    if custom_config(ctx):
+        t.set_env(c, "CONFIG_FILE", "/mig-parted-config/config.yaml")
+    else:
         vol = t.volume(ds, "mig-parted-config")
         assert vol is not None
         vol["configMap"]["items"] = [{"key": "config.yaml", "path": "config-default.yaml"}]
         t.set_env(c, "DEFAULT_CONFIG_FILE", "/mig-parted-config/config-default.yaml")
-    else:
-        t.set_env(c, "CONFIG_FILE", "/mig-parted-config/config.yaml")
     t.apply_cdi_hook_env(c, ctx)
     t.apply_runtime_class(ds, ctx)
     t.apply_nri_annotation(ds, ctx, NAME)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     BIDIR,
@@ -21,6 +20,7 @@ from platforms.gpu.common import (
     host_path,
     mount,
     rbac,
+    scc_privileged,
     wait_for_file,
 )
 from platforms.gpu.context import StateContext
@@ -35,7 +35,7 @@ MPS_CAPABLE = "nvidia.com/mps.capable"
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC and the MPS control daemon DaemonSet."""
-    out = rbac(ctx, NAME, [scc_rule("hostmount-anyuid")], node_rules())
+    out = rbac(ctx, NAME, [scc_privileged()], node_rules())
     ds = t.prepare(_asset(), ctx)
     transform(ds, ctx)
     out.append(t.finish(ds, ctx))

@@ -9,7 +9,6 @@ from typing import Any
 
 from manifests import service
 from manifests.meta import object_meta
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     DIR,
@@ -27,7 +26,7 @@ from platforms.gpu.common import (
 from platforms.gpu.context import StateContext
 from platforms.gpu.facts import SERVICE_MONITOR
 from platforms.gpu.images import image_path
-from platforms.gpu.monitoring import service_monitor
+from platforms.gpu.monitoring import SCRAPE, service_monitor
 
 NAME = "nvidia-node-status-exporter"
 PORT = 8000
@@ -38,12 +37,18 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
     out = rbac(
         ctx,
         NAME,
-        [scc_rule(NAME)],
+        [
+            # NVIDIA's Role names no SCC here: use of every SCC.
+            policy_rule(["security.openshift.io"], ["securitycontextconstraints"], ["use"]),
+            policy_rule([""], ["pods"], ["get", "list"]),
+            policy_rule(["apps"], ["daemonsets"], ["get", "list", "watch"]),
+        ],
         [policy_rule([""], ["nodes"], ["get", "list", "watch"])],
+        labels={"app": NAME},
     )
     out.append(
         service.build(
-            object_meta(NAME, labels={"app": NAME}),
+            object_meta(NAME, labels={"app": NAME}, annotations=SCRAPE),
             selector={"app": NAME},
             ports=[service.service_port("node-status", PORT)],
         )

@@ -13,7 +13,7 @@ from manifests.meta import object_meta
 from platforms.gpu.common import policy_rule
 from platforms.gpu.context import StateContext
 from platforms.gpu.facts import SERVICE_MONITOR
-from platforms.gpu.monitoring import service_monitor
+from platforms.gpu.monitoring import SCRAPE, service_monitor
 
 NAME = "gpu-operator"
 PORT_NAME = "gpu-operator-metrics"
@@ -29,12 +29,12 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
     if ctx.openshift:
         out.append(
             role.build(
-                object_meta(PROMETHEUS),
+                object_meta(PROMETHEUS, labels=SELECTOR),
                 [policy_rule([""], ["services", "endpoints", "pods"], ["get", "list", "watch"])],
             )
         )
         binding = rolebinding.build(
-            object_meta(PROMETHEUS),
+            object_meta(PROMETHEUS, labels=SELECTOR),
             role_name=PROMETHEUS,
             service_account=PROMETHEUS,
             namespace=OPENSHIFT_MONITORING,
@@ -42,14 +42,16 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
         out.append(binding)
     out.append(
         service.build(
-            object_meta(NAME, labels=SELECTOR),
+            object_meta(NAME, labels=SELECTOR, annotations=SCRAPE),
             selector=SELECTOR,
             ports=[service.service_port(PORT_NAME, PORT)],
         )
     )
     metrics = ctx.spec.operator.metrics
     settings = metrics.service_monitor if metrics is not None else None
-    if ctx.facts.serves(SERVICE_MONITOR) and not (settings and settings.enabled is False):
+    # NVIDIA ignores serviceMonitor.enabled=false here: the operator's ServiceMonitor is
+    # made whenever the cluster serves the kind (the settings still apply).
+    if ctx.facts.serves(SERVICE_MONITOR):
         out.append(
             service_monitor(
                 NAME,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     BIDIR,
@@ -28,6 +27,7 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path, pull_policy
@@ -43,11 +43,20 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
         ctx,
         NAME,
         [
-            policy_rule([""], ["pods"], ["get", "list", "watch", "create", "delete"]),
-            policy_rule(["apps"], ["daemonsets"], ["get", "list"]),
-            scc_rule("privileged"),
+            scc_privileged(),
+            policy_rule(
+                [""], ["pods"], ["create", "get", "list", "watch", "update", "patch", "delete"]
+            ),
+            policy_rule(["apps"], ["daemonsets"], ["get", "list", "watch"]),
         ],
-        [policy_rule([""], ["nodes"], ["get", "list", "watch"])],
+        [
+            policy_rule([""], ["nodes"], ["get", "list", "watch"]),
+            policy_rule(
+                ["nvidia.com"],
+                ["clusterpolicies/finalizers", "nvidiadrivers/finalizers"],
+                ["create", "get", "list", "watch", "update", "patch", "delete"],
+            ),
+        ],
     )
     ds = t.prepare(_asset(), ctx)
     transform(ds, ctx)

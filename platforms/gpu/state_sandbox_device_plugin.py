@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     DOC,
     HTOC,
     PRIV,
+    cluster_versions_rule,
     container,
     daemonset,
     env,
@@ -21,6 +21,7 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path
@@ -30,13 +31,18 @@ DAEMONSET = "nvidia-sandbox-device-plugin-daemonset"
 MAIN = "nvidia-sandbox-device-plugin-ctr"
 
 
-def workload_wait(name: str, workload: str, ready_file: str) -> dict[str, Any]:
-    """An init container that waits for ``ready_file`` only on ``workload`` nodes."""
+def workload_wait(
+    name: str, workload: str, ready_file: str, *, skipped: str, waiting: str
+) -> dict[str, Any]:
+    """An init container that waits for ``ready_file`` only on ``workload`` nodes (NVIDIA's
+    command string, its messages ``<skipped> not needed...`` and ``waiting``)."""
     base = "/run/nvidia/validations"
     script = (
-        f"until [ -f {base}/workload-type ]; do echo waiting for workload-type; sleep 5; done; "
-        f'if [ "$(cat {base}/workload-type)" != "{workload}" ]; then exit 0; fi; '
-        f"until [ -f {base}/{ready_file} ]; do echo waiting for {ready_file}; sleep 5; done"
+        f"until [ -f {base}/workload-type ]; do echo waiting for workload type status file; "
+        "sleep 5; done; "
+        f'if [ "$(cat {base}/workload-type)" != "{workload}" ]; then '
+        f"echo {skipped} not needed, skipping validation; exit 0; fi; "
+        f"until [ -f {base}/{ready_file} ]; do echo {waiting}; sleep 5; done;"
     )
     return container(
         name,
@@ -48,11 +54,25 @@ def workload_wait(name: str, workload: str, ready_file: str) -> dict[str, Any]:
     )
 
 
+def role_rules() -> list[dict[str, Any]]:
+    """NVIDIA's Role of the sandbox (and kata) device plugins: the SCC, pods, NodeFeatures."""
+    return [
+        scc_privileged(),
+        policy_rule([""], ["pods"], ["create", "get", "list", "watch", "delete"]),
+        policy_rule(
+            ["nfd.k8s-sigs.io"], ["nodefeatures"], ["create", "get", "list", "watch", "update"]
+        ),
+    ]
+
+
+def cluster_role_rules() -> list[dict[str, Any]]:
+    """NVIDIA's ClusterRole of the sandbox (and kata) device plugins."""
+    return [cluster_versions_rule(), policy_rule([""], ["nodes", "pods"], ["get"])]
+
+
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC and the sandbox device plugin DaemonSet."""
-    out = rbac(
-        ctx, NAME, [scc_rule(NAME)], [policy_rule([""], ["nodes"], ["get", "list", "watch"])]
-    )
+    out = rbac(ctx, NAME, role_rules(), cluster_role_rules())
     ds = t.prepare(_asset(), ctx)
     plugin = ctx.spec.sandbox_device_plugin
     image = image_path(plugin, ctx.facts.operator_env, "sandboxDevicePlugin")
@@ -81,8 +101,20 @@ def _asset() -> dict[str, Any]:
         annotations={"openshift.io/scc": NAME},
         service_account=NAME,
         init_containers=[
-            workload_wait("vfio-pci-validation", "vm-passthrough", "vfio-pci-ready"),
-            workload_wait("vgpu-devices-validation", "vm-vgpu", "vgpu-devices-ready"),
+            workload_wait(
+                "vfio-pci-validation",
+                "vm-passthrough",
+                "vfio-pci-ready",
+                skipped="vfio-pci",
+                waiting="waiting for vfio-pci driver ...",
+            ),
+            workload_wait(
+                "vgpu-devices-validation",
+                "vm-vgpu",
+                "vgpu-devices-ready",
+                skipped="vgpu-devices",
+                waiting="waiting for vGPU devices...",
+            ),
         ],
         containers=[main],
         volumes=[

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     BIDIR,
     DOC,
+    HTOC,
     PRIV,
+    PRIV_S0,
     container,
     daemonset,
     env,
@@ -21,6 +22,7 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path, pull_policy
@@ -34,8 +36,8 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
     out = rbac(
         ctx,
         NAME,
-        [scc_rule("privileged")],
-        [policy_rule([""], ["nodes"], ["get", "list", "watch"])],
+        [scc_privileged()],
+        [policy_rule([""], ["nodes"], ["get"])],
     )
     ds = t.prepare(_asset(), ctx)
     transform(ds, ctx)
@@ -44,6 +46,11 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
 
 
 def _validation(component: str) -> dict[str, Any]:
+    """A component's validation init container, with NVIDIA's mounts and SELinux level:
+    the VFIO and vGPU manager checks look at the host (and the vGPU driver's root)."""
+    host_root = mount("host-root", "/host", read_only=True, propagation=HTOC)
+    driver = mount("driver-install-path", "/run/nvidia/driver", propagation=HTOC)
+    mounts = {"vfio-pci": [host_root], "vgpu-manager": [host_root, driver]}.get(component, [])
     return container(
         f"{component}-validation",
         command=["sh", "-c"],
@@ -53,8 +60,11 @@ def _validation(component: str) -> dict[str, Any]:
             env("COMPONENT", component),
             field_env("NODE_NAME", "spec.nodeName"),
         ],
-        security_context=PRIV,
-        mounts=[mount("run-nvidia-validations", "/run/nvidia/validations", propagation=BIDIR)],
+        security_context=PRIV if component == "vgpu-devices" else PRIV_S0,
+        mounts=[
+            *mounts,
+            mount("run-nvidia-validations", "/run/nvidia/validations", propagation=BIDIR),
+        ],
     )
 
 

@@ -20,6 +20,7 @@ from platforms.gpu.common import (
     host_path,
     mount,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path
@@ -35,8 +36,7 @@ RESOURCES = {"limits": {"memory": "200Mi"}, "requests": {"cpu": "100m", "memory"
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC and the VFIO manager DaemonSet."""
-    rules, cluster_rules = driver_manager_rules()
-    out = rbac(ctx, NAME, rules, cluster_rules)
+    out = rbac(ctx, NAME, [scc_privileged()], driver_manager_rules())
     ds = t.prepare(_asset(), ctx)
     manager = ctx.spec.vfio_manager
     image = image_path(manager, ctx.facts.operator_env, "vfioManager")
@@ -61,11 +61,11 @@ def _asset() -> dict[str, Any]:
         env_vars=[env("HOST_ROOT", "/host")],
         security_context=PRIV_S0,
         resources={k: dict(v) for k, v in RESOURCES.items()},
+        # NVIDIA's: the host root read-write (vfio-manage binds devices through it).
         mounts=[
             mount("host-sys", "/sys"),
             mount("host-lib-modules", "/lib/modules", read_only=True),
-            mount("run-nvidia", "/run/nvidia", propagation=BIDIR),
-            mount("host-root", "/host", read_only=True, propagation=HTOC),
+            mount("host-root", "/host"),
         ],
         lifecycle={"preStop": {"exec": {"command": ["/bin/sh", "-c", "vfio-manage unbind --all"]}}},
     )

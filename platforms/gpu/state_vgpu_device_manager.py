@@ -1,6 +1,7 @@
 """State ``state-vgpu-device-manager``: creates the vGPU devices a node's
 ``nvidia.com/vgpu.config`` label names, once the vGPU manager (or a host vGPU
-driver) is ready. Ships a default configuration unless a ConfigMap is named.
+driver) is ready. Ships NVIDIA's default configurations (``vgpu_configs``: one per
+vGPU type, and ``default`` by GPU model) unless another ConfigMap is named.
 """
 
 from __future__ import annotations
@@ -9,13 +10,14 @@ from typing import Any
 
 from manifests import configmap
 from manifests.meta import object_meta
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     BIDIR,
     DIR,
     DOC,
+    HTOC,
     PRIV,
+    cluster_versions_rule,
     config_map_volume,
     container,
     daemonset,
@@ -25,22 +27,18 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import image_path
+from platforms.gpu.vgpu_configs import config_yaml
 
 NAME = "nvidia-vgpu-device-manager"
 DEFAULT_CONFIG = "default-vgpu-devices-config"
-VGPU_DEVICES_CONFIG = """version: v1
-vgpu-configs:
-  default:
-    - devices: all
-      vgpu-devices: {}
-"""
 WAIT_SCRIPT = (
     "until [ -f /run/nvidia/validations/vgpu-manager-ready ] || "
     "[ -f /run/nvidia/validations/host-vgpu-manager-ready ]; do "
-    "echo waiting for the vGPU manager; sleep 5; done"
+    "echo waiting for NVIDIA vGPU Manager to be setup; sleep 5; done"
 )
 
 
@@ -55,13 +53,14 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
     out = rbac(
         ctx,
         NAME,
-        [scc_rule(NAME)],
-        [policy_rule([""], ["nodes"], ["get", "list", "watch", "patch", "update"])],
+        [scc_privileged(), policy_rule([""], ["pods"], ["get", "list", "watch"])],
+        [
+            cluster_versions_rule(),
+            policy_rule([""], ["nodes"], ["get", "list", "watch", "update"]),
+        ],
     )
     if config_name(ctx) == DEFAULT_CONFIG:
-        out.append(
-            configmap.build(object_meta(DEFAULT_CONFIG), {"config.yaml": VGPU_DEVICES_CONFIG})
-        )
+        out.append(configmap.build(object_meta(DEFAULT_CONFIG), {"config.yaml": config_yaml()}))
     ds = t.prepare(_asset(ctx), ctx)
     manager = ctx.spec.vgpu_device_manager
     image = image_path(manager, ctx.facts.operator_env, "vgpuDeviceManager")
@@ -90,12 +89,13 @@ def _asset(ctx: StateContext) -> dict[str, Any]:
             env("DEFAULT_VGPU_CONFIG", "default"),
         ],
         security_context=PRIV,
+        # NVIDIA's: host and driver roots with HostToContainer propagation, so driver
+        # mounts made after the pod started are seen.
         mounts=[
             mount("vgpu-config", "/vgpu-config"),
             mount("host-sys", "/sys"),
-            mount("host-root", "/host", read_only=True),
-            mount("driver-install-dir", "/driver-root"),
-            mount("run-nvidia-validations", "/run/nvidia/validations"),
+            mount("host-root", "/host", propagation=HTOC),
+            mount("driver-install-dir", "/driver-root", propagation=HTOC),
         ],
     )
     return daemonset(

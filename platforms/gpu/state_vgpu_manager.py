@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from api.nvidia.v1.clusterpolicy import DriverManagerSpec
-from manifests.role import scc_rule
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
     BIDIR,
@@ -19,6 +18,7 @@ from platforms.gpu.common import (
     HTOC,
     PRIV,
     PRIV_S0,
+    cluster_versions_rule,
     container,
     daemonset,
     env,
@@ -27,6 +27,7 @@ from platforms.gpu.common import (
     mount,
     policy_rule,
     rbac,
+    scc_privileged,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.images import driver_image, image_path, pull_policy
@@ -38,15 +39,16 @@ MAIN = "nvidia-vgpu-manager-ctr"
 MANAGER = "k8s-driver-manager"
 
 
-def driver_manager_rules() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(Role, ClusterRole) rules of an operand with a k8s-driver-manager init container."""
-    return (
-        [policy_rule([""], ["pods"], ["get", "list", "watch", "delete"]), scc_rule("privileged")],
-        [
-            policy_rule([""], ["nodes"], ["get", "list", "watch", "patch", "update"]),
-            policy_rule([""], ["pods"], ["get", "list", "watch", "delete"]),
-        ],
-    )
+def driver_manager_rules() -> list[dict[str, Any]]:
+    """The ClusterRole of an operand with a k8s-driver-manager init container (the VFIO
+    manager's; the vGPU manager's adds DaemonSet get): the OpenShift version, nodes
+    labelled and cordoned, GPU pods found and evicted. Their Role is the SCC only."""
+    return [
+        cluster_versions_rule(),
+        policy_rule([""], ["nodes"], ["get", "list", "patch", "watch"]),
+        policy_rule([""], ["pods"], ["get", "list", "watch"]),
+        policy_rule([""], ["pods/eviction"], ["create"]),
+    ]
 
 
 def driver_manager(mounts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -82,8 +84,8 @@ def apply_driver_manager(
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
     """RBAC and the vGPU manager DaemonSet (once there is a GPU node to tag the image for)."""
-    rules, cluster_rules = driver_manager_rules()
-    out = rbac(ctx, NAME, rules, cluster_rules)
+    cluster_rules = [*driver_manager_rules(), policy_rule(["apps"], ["daemonsets"], ["get"])]
+    out = rbac(ctx, NAME, [scc_privileged()], cluster_rules)
     if not ctx.facts.nodes:
         return out
     ds = t.prepare(_asset(), ctx)

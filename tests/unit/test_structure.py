@@ -240,3 +240,20 @@ def test_allowlists_hold_only_edges_that_still_exist() -> None:
     edges = {(a, b) for a, targets in graph.items() for b in targets}
     stale = sorted((ALLOWED_CYCLE_EDGES | ALLOWED_UPWARD) - edges)
     assert not stale, f"allowlisted edges that are gone; remove them from the list: {stale}"
+
+
+def test_the_program_uses_localcluster_only_through_its_public_face() -> None:
+    """``nimctl`` imports ``localcluster`` (its ``__init__``), never its insides."""
+    import localcluster
+
+    graph = _graph()
+    inner = sorted(
+        (a, b)
+        for a, targets in graph.items()
+        if a.split(".")[0] == "nimctl"
+        for b in targets
+        if b.startswith("localcluster.")
+    )
+    assert not inner, f"nimctl reaches past localcluster's public face: {inner}"
+    for name in localcluster.__all__:
+        assert getattr(localcluster, name) is not None

@@ -608,8 +608,9 @@ class MIGSpec(ApiModel):
 class MIGPartedConfigSpec(ApiModel):
     """MIG manager configuration ConfigMap."""
 
-    name: str = "default-mig-parted-config"
-    """ConfigMap name."""
+    name: str | None = None
+    """ConfigMap name. If not specified, MIG configuration will be dynamically generated
+    from hardware (the default ConfigMap is mounted as mig-manager's fallback)."""
     default: Literal["all-disabled", ""] = "all-disabled"
     """Configuration applied when a node has no MIG config label."""
 

@@ -248,6 +248,23 @@ used is missing, nothing granted goes unused (exceptions are marked
 - group: ""
   resources: [pods]
   verbs: [get, list, watch, create, delete]
+# What NVIDIA's operand Roles and ClusterRoles grant beyond the above, held so we
+# may grant it: the validator patches and updates pods and sets the owners'
+# finalizers, the MIG manager patches its ConfigMaps.
+- group: ""
+  resources: [pods]
+  verbs: [update, patch]
+- group: ""
+  resources: [configmaps]
+  verbs: [patch]
+- group: nvidia.com
+  resources: [clusterpolicies/finalizers, nvidiadrivers/finalizers]
+  verbs: [create, get, list, watch, update, patch, delete]
+# exception: on OpenShift only, the prometheus-k8s Role lets cluster monitoring
+# read the operator's Services, Endpoints and Pods (state-operator-metrics).
+- group: ""
+  resources: [endpoints]
+  verbs: [get, list, watch]
 - group: ""
   resources: [pods/eviction]
   verbs: [create]
@@ -260,9 +277,10 @@ used is missing, nothing granted goes unused (exceptions are marked
 - group: nfd.k8s-sigs.io
   resources: [nodefeatures]
   verbs: [get, list, watch, create, update]
+# NVIDIA's operand Roles grant use of the privileged SCC, the node status
+# exporter's of every SCC (its Role names none), so we hold use of every SCC.
 - group: security.openshift.io
   resources: [securitycontextconstraints]
-  names: [hostmount-anyuid, privileged, nvidia-dcgm-exporter, nvidia-node-status-exporter, nvidia-sandbox-device-plugin, nvidia-kata-sandbox-device-plugin]
   verbs: [use]
 - group: monitoring.coreos.com
   resources: [servicemonitors]

@@ -46,20 +46,19 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 #   must be watched, writes need examples the docs do not all have;
 # - the status of a kind with no docs example yet (NIMBuild), and the
 #   PodDisruptionBudgets a driver upgrade reads only while it drains workloads;
-# - the SecurityContextConstraints of GPU operands the default ClusterPolicy
-#   leaves off (node status exporter, sandbox device plugins).
+# - the Endpoints the OpenShift-only prometheus-k8s Role grants cluster monitoring.
 NO_EXAMPLE = {
     ("apps.nvidia.com", "nimbuilds/status"),
     ("policy", "poddisruptionbudgets"),  # read only while a driver upgrade drains workloads
+    ("", "endpoints"),  # granted on OpenShift only (state-operator-metrics' prometheus-k8s Role)
 }
-OPTIONAL_SCC = {"nvidia-node-status-exporter", "nvidia-sandbox-device-plugin", "nvidia-kata-sandbox-device-plugin"}
 
 
 def is_exception(atom: tuple[str, str, str, str], owned: set[tuple[str, str]], optional: set[tuple[str, str]]) -> bool:
-    verb, group, resource, name = atom
+    verb, group, resource, _name = atom
     if resource.endswith("/finalizers"):
         return verb == "update"
-    if (group, resource) in NO_EXAMPLE or name in OPTIONAL_SCC:
+    if (group, resource) in NO_EXAMPLE:
         return True
     if (group, resource) in OPTIONAL_RESOURCES:
         # granted up front (rbac.optionalAPIs=all); watched only where served

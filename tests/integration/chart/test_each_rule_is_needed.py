@@ -5,9 +5,10 @@ is refused something that rule grants, with a 403 or an escalation refusal.
 Documented exceptions (docs/install.md): the */finalizers rules (only the
 OwnerReferencesPermissionEnforcement admission plugin checks them), the status
 of NIMBuild (no docs example yet), the PodDisruptionBudgets a driver upgrade
-reads only while it drains workloads, rules for optional APIs this cluster does
-not serve (granted up front for when they are installed), and leader-election
-Role rules the ClusterRole also grants cluster-wide (the GPU group's leases).
+reads only while it drains workloads, the Endpoints the OpenShift-only
+``prometheus-k8s`` Role grants, rules for optional APIs this cluster does not
+serve (granted up front for when they are installed), and leader-election Role
+rules the ClusterRole also grants cluster-wide (the GPU group's leases).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from tests.integration.chart.scenario import (
     stop_installed,
 )
 
-EXEMPT = ("/finalizers", "nimbuilds/status", "poddisruptionbudgets")
+EXEMPT = ("/finalizers", "nimbuilds/status", "poddisruptionbudgets", "endpoints")
 ROLES = ("nimctl", "nimctl-leader-election")
 
 

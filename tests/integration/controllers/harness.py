@@ -16,6 +16,7 @@ from typing import Any
 
 from nimctl.cli import build_parser
 from nimctl.operator import compose_operator, install_crds
+from nimctl_runtime import metrics
 from nimctl_runtime.client import Client, NotFound
 from nimctl_runtime.manager import Manager
 
@@ -100,6 +101,49 @@ async def wait_for(
 async def get_state(client: Client, kind: str, name: str, namespace: str) -> str:
     obj = await client.get(API, kind, name, namespace)
     return str((obj.get("status") or {}).get("state", ""))
+
+
+def reconciles(controller: str) -> float:
+    """Reconciles the named controller has finished in this process (controller-runtime's metric)."""
+    return sum(
+        metrics.REGISTRY.get_sample_value(
+            "controller_runtime_reconcile_total", {"controller": controller, "result": result}
+        )
+        or 0.0
+        for result in metrics.RECONCILE_RESULTS
+    )
+
+
+async def settle(operator: Operator, *, timeout: float = 30.0) -> None:
+    """Wait until no controller of ``operator`` has work queued or in flight.
+
+    Checked three times, a tick apart, so work a finished reconcile hands on
+    (an owned object's watch event) is seen too. Delayed requeues are not work.
+    """
+    controllers = [r for r in operator.manager.runnables() if hasattr(r, "queue")]
+
+    def idle() -> bool:
+        return all(len(c.queue) == 0 and c.in_flight() == 0 for c in controllers)
+
+    deadline = time.monotonic() + timeout
+    streak = 0
+    while streak < 3:
+        streak = streak + 1 if idle() else 0
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the operator was still busy after {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+async def reconciled_and_settled(
+    operator: Operator, controller: str, before: float, *, timeout: float = 30.0
+) -> None:
+    """Wait for ``controller`` to finish a reconcile after the count ``before``, then to settle."""
+
+    async def reconciled() -> bool:
+        return reconciles(controller) > before
+
+    await wait_for(reconciled, timeout=timeout, interval=0.02)
+    await settle(operator, timeout=timeout)
 
 
 async def quiet(client: CountingClient, seconds: float = 1.0) -> list[tuple[str, str]]:

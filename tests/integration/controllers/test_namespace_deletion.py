@@ -10,7 +10,6 @@ nothing at error level, and the namespace is gone once the pod is let go.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 from pathlib import Path
@@ -24,6 +23,9 @@ from nimctl_runtime.client import NotFound
 from tests.integration.controllers.harness import (
     API,
     cluster_with_crds,
+    reconciled_and_settled,
+    reconciles,
+    settle,
     start_operator,
     wait_for,
 )
@@ -77,8 +79,10 @@ async def test_a_deleted_namespace_gets_no_creates_and_no_errors(tmp_path: Path)
                     ] == ["held"]
 
                 await wait_for(terminating_with_services, timeout=30)
+                before = reconciles("nimservice")
                 await admin.delete("v1", "Service", DEMO_NAME, NS)
-                await asyncio.sleep(2.0)  # the NIMService is woken and must not re-create it
+                # the NIMService is woken by its Service's deletion and must not re-create it
+                await reconciled_and_settled(operator, "nimservice", before)
                 with contextlib.suppress(NotFound):
                     await admin.get("v1", "Service", DEMO_NAME, NS)
                     raise AssertionError("the operator re-created its Service")
@@ -94,7 +98,7 @@ async def test_a_deleted_namespace_gets_no_creates_and_no_errors(tmp_path: Path)
                     return False
 
                 await wait_for(gone, timeout=90)
-                await asyncio.sleep(1.0)  # anything the operator would still send
+                await settle(operator)  # anything the operator would still send
             creates = [
                 (r.resource, r.name, r.code)
                 for r in audit.records(user=OPERATOR_USER)

@@ -23,7 +23,9 @@ from tests.integration.controllers.harness import (
     Operator,
     cluster_with_crds,
     get_state,
-    quiet,
+    reconciled_and_settled,
+    reconciles,
+    settle,
     start_operator,
     wait_for,
 )
@@ -178,9 +180,10 @@ async def test_spec_edit_updates_deployment_once_and_idle_reconciles_write_nothi
     ns = "t-edit"
     await apply_objects(env.admin, objects_in(ns))
     await _ready(env.admin, "NIMService", ns)
-    await asyncio.sleep(0.5)
+    await settle(env.operator)
     # An owned object changes in a way that does not matter: reconcile runs, writes nothing.
     writes_before = len(env.operator.client.object_writes())
+    reconciles_before = reconciles("nimservice")
     await env.admin.patch(
         "apps/v1",
         "Deployment",
@@ -190,8 +193,8 @@ async def test_spec_edit_updates_deployment_once_and_idle_reconciles_write_nothi
     )
     audit = extensions_of(env.cluster).audit
     seq_before = max((r.seq for r in audit.records()), default=0)
-    assert await quiet(env.operator.client, 1.5) == []
-    assert len(env.operator.client.object_writes()) == writes_before
+    await reconciled_and_settled(env.operator, "nimservice", reconciles_before)
+    assert env.operator.client.object_writes()[writes_before:] == []
     operator_writes = [
         r.call
         for r in audit.records(user=OPERATOR_USER)
@@ -216,7 +219,7 @@ async def test_spec_edit_updates_deployment_once_and_idle_reconciles_write_nothi
 
     await wait_for(has_env)
     await _ready(env.admin, "NIMService", ns)
-    await asyncio.sleep(1.0)
+    await settle(env.operator)
     deployment_path = f"/apis/apps/v1/namespaces/{ns}/deployments/{DEMO_NAME}"
     updates = [
         w for w in env.operator.client.writes[writes_before:] if w == ("PUT", deployment_path)

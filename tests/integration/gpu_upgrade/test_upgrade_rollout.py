@@ -248,9 +248,14 @@ async def test_failing_driver_fails_the_node_which_recovers_once_fixed(tmp_path:
         assert condition["reason"] == "UpgradeFailed", condition
         assert "gpu-node-0 upgrade-failed" in condition["message"], condition
         assert "restarts" in condition["message"], condition
-        failed = [e for e in await env.node_events("gpu-node-0")
-                  if e["reason"] == "DriverUpgradeFailed"]  # fmt: skip
-        assert failed and failed[0]["type"] == "Warning"
+
+        async def failed_events() -> list[dict[str, Any]]:
+            # Events are sent by the recorder's queue, after the state label: wait for it
+            return [e for e in await env.node_events("gpu-node-0")
+                    if e["reason"] == "DriverUpgradeFailed"]  # fmt: skip
+
+        failed = await wait_for(failed_events, timeout=30)
+        assert failed[0]["type"] == "Warning"
         states = await env.states()
         assert states["gpu-node-1"] == states["gpu-node-2"] == "upgrade-required", (
             "a failed node keeps its slot (NVIDIA counts it in progress)"

@@ -80,7 +80,7 @@ def test_clusterpolicy_defaults_are_nvidias() -> None:
     assert spec["toolkit"] == {"installDir": "/usr/local/nvidia"}
     assert spec["devicePlugin"]["mps"] == {"root": "/run/nvidia/mps"}
     assert spec["migManager"]["config"] == {
-        "name": "default-mig-parted-config", "default": "all-disabled"}
+        "default": "all-disabled"}
     assert spec["vgpuDeviceManager"]["config"] == {"default": "default"}
     assert spec["hostPaths"] == {"kubeletRootDir": "/var/lib/kubelet"}
     assert spec["cdi"] == {"enabled": True, "default": False, "nriPluginEnabled": False}

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from controllers.nimcache import FINALIZER, NIMCacheReconciler
+from controllers.nimcache import FINALIZER, NIMCacheKind
+from controllers.reconciler import KindReconciler
 from localcluster.catalog import SAMPLE_MODEL_MANIFEST
 from nimctl_runtime.reconcile import Request
 from tests.unit.controllers.fakes import FakeAPI, FakeRecorder
@@ -38,18 +39,18 @@ def nimcache(**pvc: Any) -> dict[str, Any]:
 
 def make(
     api: FakeAPI, logs: str = SAMPLE_MODEL_MANIFEST
-) -> tuple[NIMCacheReconciler, FakeRecorder]:
+) -> tuple[KindReconciler[Any, Any], FakeRecorder]:
     rec = FakeRecorder()
 
     async def pod_logs(namespace: str, pod: str, container: str) -> str:
         return logs
 
-    r = NIMCacheReconciler(
+    r: KindReconciler[Any, Any] = KindReconciler(
+        kind=NIMCacheKind(api_reader=api, pod_logs=pod_logs),
         cache=api,
         client=api,
         api_reader=api,
         recorder=rec,
-        pod_logs=pod_logs,
     )
     return r, rec
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controllers.nimcache import NIMCacheReconciler
+from controllers.nimcache import NIMCacheKind
 from controllers.nimservice import NIMServiceReconciler
+from controllers.reconciler import KindReconciler
 from nimctl_runtime.meta import find_condition
 from nimctl_runtime.reconcile import Request
 from platforms.nimservice import NIMServiceContract
@@ -113,8 +114,12 @@ async def test_an_invalid_nimcache_is_failed_with_the_field_path() -> None:
     async def pod_logs(namespace: str, pod: str, container: str) -> str:
         return ""
 
-    r = NIMCacheReconciler(
-        cache=api, client=api, api_reader=api, recorder=FakeRecorder(), pod_logs=pod_logs
+    r: KindReconciler[Any, Any] = KindReconciler(
+        kind=NIMCacheKind(api_reader=api, pod_logs=pod_logs),
+        cache=api,
+        client=api,
+        api_reader=api,
+        recorder=FakeRecorder(),
     )
     await r.reconcile(Request("default", "cache"))
 

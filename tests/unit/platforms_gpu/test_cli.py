@@ -122,3 +122,60 @@ def test_unreadable_nodes_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code, _ = _render(SAMPLE, str(tmp_path / "missing.yaml"))
     assert code == 1
     assert "missing.yaml: No such file or directory" in capsys.readouterr().err
+
+
+def _monitors(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == "ServiceMonitor"}
+
+
+def _policy_file(tmp_path: Path, spec: dict[str, Any]) -> Path:
+    doc: dict[str, Any] = YAML(typ="safe").load(SAMPLE.read_text())
+    for key, value in spec.items():
+        doc["spec"][key] = {**(doc["spec"].get(key) or {}), **value}
+    path = tmp_path / "policy.yaml"
+    buf = io.StringIO()
+    YAML().dump(doc, buf)
+    path.write_text(buf.getvalue())
+    return path
+
+
+def test_render_shows_the_service_monitors_a_prometheus_cluster_gets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a CRD list the render assumes the Prometheus Operator, as the live
+    operator on such a cluster: the operator's ServiceMonitor (NVIDIA makes it even with
+    serviceMonitor.enabled=false), the exporters' when they are on."""
+    policy = _policy_file(
+        tmp_path,
+        {
+            "operator": {"metrics": {"serviceMonitor": {"enabled": False}}},
+            "dcgmExporter": {"serviceMonitor": {"enabled": True, "interval": "15s"}},
+            "nodeStatusExporter": {"enabled": True},
+        },
+    )
+    code, docs = _render(policy, _nodes_file(tmp_path, node()))
+    assert code == 0
+    assert "assuming the Prometheus Operator's ServiceMonitor is served" in capsys.readouterr().err
+    monitors = _monitors(docs)
+    assert set(monitors) == {"gpu-operator", "nvidia-dcgm-exporter", "nvidia-node-status-exporter"}
+    assert monitors["nvidia-dcgm-exporter"]["spec"]["endpoints"][0]["interval"] == "15s"
+    assert monitors["gpu-operator"]["spec"]["jobLabel"] == "operator"
+    services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+    for name in ("gpu-operator", "nvidia-dcgm-exporter", "nvidia-node-status-exporter"):
+        assert services[name]["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
+
+
+def test_a_crd_list_without_service_monitor_renders_none(tmp_path: Path) -> None:
+    other = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "nodefeatures.nfd.k8s-sigs.io"},
+        "spec": {
+            "group": "nfd.k8s-sigs.io",
+            "names": {"kind": "NodeFeature"},
+            "versions": [{"name": "v1alpha1", "served": True}],
+        },
+    }
+    code, docs = _render(SAMPLE, _nodes_file(tmp_path, node(), other))
+    assert code == 0
+    assert _monitors(docs) == {}

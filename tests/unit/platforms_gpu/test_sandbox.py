@@ -104,3 +104,80 @@ def test_sandbox_operands_get_no_runtime_class() -> None:
         "nvidia-sandbox-validator",
     ):
         assert "runtimeClassName" not in daemonset(name, SANDBOX)["spec"]["template"]["spec"], name
+
+
+# NVIDIA's mounts of the sandbox operands, as (volume, mountPath, readOnly, propagation),
+# and each container's SELinux level (None: no seLinuxOptions).
+HTOC, BIDIR = "HostToContainer", "Bidirectional"
+VALIDATIONS = ("run-nvidia-validations", "/run/nvidia/validations", False, BIDIR)
+HOST_ROOT_RO = ("host-root", "/host", True, HTOC)
+SANDBOX_MOUNTS: dict[
+    tuple[str, str], tuple[list[tuple[str, str, bool, str | None]], str | None]
+] = {
+    ("nvidia-sandbox-validator", "cc-manager-validation"): ([VALIDATIONS], "s0"),
+    ("nvidia-sandbox-validator", "vfio-pci-validation"): ([HOST_ROOT_RO, VALIDATIONS], "s0"),
+    ("nvidia-sandbox-validator", "vgpu-manager-validation"): (
+        [HOST_ROOT_RO, ("driver-install-path", "/run/nvidia/driver", False, HTOC), VALIDATIONS],
+        "s0",
+    ),
+    ("nvidia-sandbox-validator", "vgpu-devices-validation"): ([VALIDATIONS], None),
+    ("nvidia-sandbox-validator", "nvidia-sandbox-validator"): ([VALIDATIONS], None),
+    ("nvidia-vgpu-device-manager", "nvidia-vgpu-device-manager"): (
+        [
+            ("vgpu-config", "/vgpu-config", False, None),
+            ("host-sys", "/sys", False, None),
+            ("host-root", "/host", False, HTOC),
+            ("driver-install-dir", "/driver-root", False, HTOC),
+        ],
+        None,
+    ),
+    ("nvidia-vgpu-device-manager", "vgpu-manager-validation"): ([VALIDATIONS], None),
+    ("nvidia-vfio-manager", "k8s-driver-manager"): (
+        [
+            ("run-nvidia", "/run/nvidia", False, BIDIR),
+            HOST_ROOT_RO,
+            ("host-sys", "/sys", False, None),
+        ],
+        None,
+    ),
+    ("nvidia-vfio-manager", "nvidia-vfio-manager"): (
+        [
+            ("host-sys", "/sys", False, None),
+            ("host-lib-modules", "/lib/modules", True, None),
+            ("host-root", "/host", False, None),
+        ],
+        "s0",
+    ),
+}
+
+
+@pytest.mark.parametrize(("ds_name", "container"), sorted(SANDBOX_MOUNTS))
+def test_sandbox_operand_mounts_and_selinux_level_are_nvidias(ds_name: str, container: str) -> None:
+    mounts, level = SANDBOX_MOUNTS[ds_name, container]
+    ds = daemonset(ds_name, {**SANDBOX, "ccManager": {"enabled": True}})
+    c = ctr(ds, container)
+    assert [
+        (m["name"], m["mountPath"], m.get("readOnly", False), m.get("mountPropagation"))
+        for m in c["volumeMounts"]
+    ] == mounts
+    assert (c["securityContext"].get("seLinuxOptions") or {}).get("level") == level
+    volumes = {v["name"] for v in ds["spec"]["template"]["spec"]["volumes"]}
+    assert {m[0] for m in mounts} <= volumes
+
+
+def test_vgpu_device_manager_waits_for_either_vgpu_manager() -> None:
+    ds = daemonset("nvidia-vgpu-device-manager", SANDBOX)
+    assert ctr(ds, "vgpu-manager-validation")["args"] == [
+        "until [ -f /run/nvidia/validations/vgpu-manager-ready ] || "
+        "[ -f /run/nvidia/validations/host-vgpu-manager-ready ]; do "
+        "echo waiting for NVIDIA vGPU Manager to be setup; sleep 5; done"
+    ]
+
+
+def test_cc_manager_prestop_is_nvidias_command() -> None:
+    ds = daemonset("nvidia-cc-manager", {**KATA, "ccManager": {"enabled": True}})
+    assert ctr(ds, "nvidia-cc-manager")["lifecycle"] == {
+        "preStop": {
+            "exec": {"command": ["/bin/rm", "-f", "/run/nvidia/validations/.cc-manager-ctr-ready"]}
+        }
+    }

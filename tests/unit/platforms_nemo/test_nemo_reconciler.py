@@ -1,4 +1,4 @@
-"""NemoReconciler on the in-memory API: the password is read once per Secret version."""
+"""A NeMo kind's KindReconciler on the in-memory API: the password is read once per Secret version."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import base64
 from typing import Any
 
 from api.serialize import dump
-from controllers.nemo import NemoReconciler
+from controllers.nemo import NemoKind
+from controllers.reconciler import KindReconciler
 from nimctl_runtime.reconcile import Request
+from platforms.capabilities import Capabilities
 from platforms.nemo.contract import CONTRACTS
 from platforms.nemo.demo import sample_crs, secret
 from tests.unit.controllers.fakes import FakeAPI, FakeRecorder
@@ -30,7 +32,7 @@ class CountingReader:
         return await self.api.get(api_version, kind, name, namespace)
 
 
-def setup() -> tuple[FakeAPI, CountingReader, FakeRecorder, NemoReconciler, dict[str, Any]]:
+def setup() -> tuple[FakeAPI, CountingReader, FakeRecorder, KindReconciler[Any, Any], dict[str, Any]]:
     api = FakeAPI()
     cr = dump(next(c for c in sample_crs() if c.kind == "NemoEvaluator"))
     cr["metadata"]["namespace"] = "default"
@@ -39,8 +41,14 @@ def setup() -> tuple[FakeAPI, CountingReader, FakeRecorder, NemoReconciler, dict
     api.put(secret("evaluator-pg-existing-secret", "default", {"password": "one"}))
     reader = CountingReader(api)
     recorder = FakeRecorder()
-    rec = NemoReconciler(
-        CONTRACTS["NemoEvaluator"], cache=api, client=api, api_reader=reader, recorder=recorder
+    rec: KindReconciler[Any, Any] = KindReconciler(
+        kind=NemoKind(
+            CONTRACTS["NemoEvaluator"], api_reader=reader, capabilities=Capabilities.nothing()
+        ),
+        cache=api,
+        client=api,
+        api_reader=reader,
+        recorder=recorder,
     )
     return api, reader, recorder, rec, cr
 

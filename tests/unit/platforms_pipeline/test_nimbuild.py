@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from controllers.nimbuild import NIMBuildReconciler
+from controllers.nimbuild import NIMBuildKind
+from controllers.reconciler import KindReconciler
 from localcluster.simulator import enginebuild
 from nimctl_runtime.meta import find_condition
 from nimctl_runtime.reconcile import Request
@@ -164,14 +165,13 @@ class Logs:
         return self.text
 
 
-def _reconciler(api: FakeAPI, rec: FakeRecorder, logs: Logs | None = None) -> NIMBuildReconciler:
-    return NIMBuildReconciler(
+def _reconciler(api: FakeAPI, rec: FakeRecorder, logs: Logs | None = None) -> KindReconciler[Any, Any]:
+    return KindReconciler(
+        kind=NIMBuildKind(client=api, api_reader=api, pod_logs=logs, orchestrator="Kubernetes"),
         cache=api,
         client=api,
         api_reader=api,
         recorder=rec,  # type: ignore[arg-type]
-        pod_logs=logs,
-        orchestrator="Kubernetes",
     )
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from controllers.nimpipeline import NIMPipelineReconciler, go_map
+from controllers.nimpipeline import NIMPipelineKind, go_map
+from controllers.reconciler import KindReconciler
 from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.meta import find_condition
@@ -141,8 +142,9 @@ def test_go_map_prints_like_go() -> None:
 # -- the reconciler on a fake API -------------------------------------------------------------
 
 
-def _reconciler(api: FakeAPI, recorder: FakeRecorder) -> NIMPipelineReconciler:
-    return NIMPipelineReconciler(
+def _reconciler(api: FakeAPI, recorder: FakeRecorder) -> KindReconciler[Any, None]:
+    return KindReconciler(
+        kind=NIMPipelineKind(),
         cache=api,
         client=api,
         api_reader=api,

@@ -204,7 +204,11 @@ async def test_a_key_is_never_reconciled_concurrently_but_keys_run_in_parallel()
         await asyncio.sleep(0.1)
     assert overlaps == 0
     assert max_parallel > 1
-    assert rec.calls[-1] == Request("default", "hot") or Request("default", "hot") in rec.calls
+    # 300 updates of a busy key coalesce in the queue and none is lost; every
+    # other key gets its own reconcile
+    hot_calls = rec.calls.count(Request("default", "hot"))
+    assert 1 <= hot_calls < 300
+    assert {Request("default", f"cold-{i}") for i in range(8)} <= set(rec.calls)
 
 
 async def test_stop_drains_in_flight_and_takes_no_new_work() -> None:
