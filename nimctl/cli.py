@@ -207,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="start on bare GPU nodes, apply NVIDIA's sample ClusterPolicy, show the GPU stack "
         "coming up, then run the NIM demo on the GPUs",
     )
+    local.add_argument(
+        "--gpu-cluster",
+        action="store_true",
+        help="start on GPU nodes with a host driver, apply NVIDIA's sample GPUCluster (the DRA "
+        "stack), show it coming up and the GPUs published, then run the NIM demo on a DRA claim",
+    )
     _add_operator_flags(local)
     # An embedded dev cluster needs no probe or metrics ports unless asked for.
     local.set_defaults(handler=_cmd_local, metrics_bind_address="0", health_probe_bind_address="0")

@@ -242,7 +242,7 @@ used is missing, nothing granted goes unused (exceptions are marked
   verbs: [get, list, watch, create, update, delete]
 - group: apps
   resources: [controllerrevisions]
-  verbs: [get, list, watch]
+  verbs: [list, watch]
 - group: ""
   resources: [serviceaccounts, services, configmaps]
   verbs: [get, list, watch, create, update, delete]
@@ -298,12 +298,62 @@ used is missing, nothing granted goes unused (exceptions are marked
   api: monitoring.coreos.com/v1/ServiceMonitor
 # The driver ClusterRole (ClusterPolicy's state-driver and every NVIDIADriver pool)
 # grants these, as NVIDIA's does; we must hold them to write it (no escalate).
+# (resourceclaims get/list: in the GPUCluster operands' rule below.)
 - group: config.openshift.io
   resources: [clusterversions]
   verbs: [get, list]
+# GPUCluster: reconciled, status patched, its finalizer (dra-resourceclaim) set.
+- group: nvidia.com
+  resources: [gpuclusters]
+  verbs: [list, watch, patch]
+- group: nvidia.com
+  resources: [gpuclusters/status]
+  verbs: [patch]
+# exception: see the NIM finalizers.
+- group: nvidia.com
+  resources: [gpuclusters/finalizers]
+  verbs: [update]
+# GPUCluster's operands: the DRA driver's controller Deployment, its DeviceClasses,
+# the operands' admin-access claim templates, the ResourceSlice admission policy;
+# the admin-access label on the operator namespace.
+- group: apps
+  resources: [deployments]
+  verbs: [get, list, watch, create, update, delete]
+- group: resource.k8s.io
+  resources: [deviceclasses]
+  verbs: [get, list, watch, create, update, delete]
+- group: resource.k8s.io
+  resources: [resourceclaimtemplates]
+  verbs: [get, list, watch, create, update, delete]
+- group: admissionregistration.k8s.io
+  resources: [validatingadmissionpolicies, validatingadmissionpolicybindings]
+  verbs: [get, list, watch, create, update, delete]
+- group: ""
+  resources: [namespaces]
+  verbs: [get, patch]
+# What the DRA driver's, DCGM's and the exporter's Roles and ClusterRoles grant:
+# Kubernetes lets us write them only if we hold it ourselves (no escalate).
+- group: resource.k8s.io
+  resources: [resourceslices]
+  verbs: [get, list, watch, create, update, delete]
 - group: resource.k8s.io
   resources: [resourceclaims]
-  verbs: [get, list]
+  verbs: [get, list, watch]
+- group: resource.nvidia.com
+  resources: [computedomains, computedomains/status]
+  verbs: [get, list, watch, update, patch]
+- group: resource.nvidia.com
+  resources: [computedomaincliques]
+  verbs: [get, list, watch, create, update, patch]
+- group: coordination.k8s.io
+  resources: [leases]
+  verbs: [get, create, update]
+- group: apps
+  resources: [daemonsets, deployments]
+  verbs: [patch]
+- group: ""
+  resources: [pods]
+  verbs: [patch]
 {{- end -}}
 
 {{/* Leader election, in the release namespace only (role.yaml). */}}
