@@ -34,7 +34,7 @@ from .simulator.kubelet import is_pod_ready, served_model_of
 Obj = dict[str, Any]
 
 
-def _nim_model(pod: Mapping[str, Any]) -> str:
+def nim_model(pod: Mapping[str, Any]) -> str:
     for container in (pod.get("spec") or {}).get("containers") or []:
         model = served_model_of(container)
         if model:
@@ -78,6 +78,20 @@ def models_answer(model: str) -> Obj:
     }
 
 
+def nim_answer(model: str, method: str, route: str) -> tuple[int, Obj]:
+    """What a ready NIM serving *model* answers to ``method route`` (status, JSON body).
+
+    The service proxy and ``kubectl port-forward`` both answer through this, so the
+    two ways in see the same NIM.
+    """
+    route = "/" + route.strip("/")
+    if method == "GET" and route == "/v1/models":
+        return 200, models_answer(model)
+    if method == "GET" and route in ("/v1/health/ready", "/v1/health/live"):
+        return 200, {"object": "health.response", "message": "Service is ready."}
+    return 404, {"detail": "Not Found"}
+
+
 async def serve(
     cluster: APIServerHost, resource: str, namespace: str, target: str, path: str
 ) -> web.StreamResponse:
@@ -89,12 +103,7 @@ async def serve(
     if not ready:
         what = f'service "{name}"' if resource == "services" else f'pod "{name}"'
         raise errors.StatusError(503, "ServiceUnavailable", f"no endpoints available for {what}")
-    model = _nim_model(ready[0])
-    route = "/" + path.strip("/")
-    if model and route == "/v1/models":
-        return json_response(models_answer(model))
-    if model and route in ("/v1/health/ready", "/v1/health/live"):
-        return json_response({"object": "health.response", "message": "Service is ready."})
+    model = nim_model(ready[0])
     if not model:
         raise errors.StatusError(
             503,
@@ -102,4 +111,7 @@ async def serve(
             f"{resource[:-1]} {namespace}/{name} runs no simulated NIM: localcluster proxies only "
             "to NIM containers",
         )
-    return web.json_response({"detail": "Not Found"}, status=404)
+    status, body = nim_answer(model, "GET", path)
+    if status == 200:
+        return json_response(body)
+    return web.json_response(body, status=status)
