@@ -195,3 +195,15 @@ def test_a_typo_next_to_nvidia_values_is_still_refused() -> None:
     with pytest.raises(helm.HelmValuesError) as err:
         render(values)
     assert "admissionControler" in str(err.value)
+
+
+def test_extra_objects_are_installed_as_nvidias_charts_install_them() -> None:
+    values = {
+        "extraObjects": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "extra", "namespace": "{{ .Release.Namespace }}"}},
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra-{{ .Release.Name }}\n",
+        ]
+    }
+    objects = render(values, namespace="gpu-operator")
+    assert find(objects, "ConfigMap", "extra")["metadata"]["namespace"] == "gpu-operator"
+    find(objects, "ConfigMap", "extra-nimctl")
