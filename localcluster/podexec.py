@@ -93,6 +93,9 @@ async def serve(
     spec = _container(pod, request.query.get("container", ""))
     argv = request.query.getall("command", [])
     result = containershell.run(containershell.Container(cluster.storage, pod, spec), argv)
+    if request.query.get("tty", "").lower() in ("1", "true"):
+        # a terminal has one output stream: stderr goes to it too
+        result = containershell.Result(result.stdout + result.stderr, "", result.code)
     status = json.dumps(exit_status(result, argv)).encode()
     if upgrade.wants_websocket(request):
         ws = web.WebSocketResponse(protocols=WS_PROTOCOLS)
