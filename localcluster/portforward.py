@@ -7,7 +7,8 @@ client sent to the port; on a real node the kubelet copies them to
 ``localhost:<port>`` inside the pod. No process runs here, so localcluster
 answers as the NIM's HTTP server would: it reads HTTP/1.1 requests off the data
 stream and writes the same answers the service proxy gives (``proxy.nim_answer``:
-``/v1/models``, ``/v1/health/ready``, ``/v1/health/live``; 404 otherwise).
+``/v1/models``, ``/v1/health/ready``, ``/v1/health/live``, a simulated
+``/v1/chat/completions`` and ``/v1/completions``; 404 otherwise).
 
 A port nothing listens on (not the NIM's port, or a pod with no running NIM)
 gets kubelet's kind of answer: a message on the error stream, which kubectl
@@ -175,11 +176,11 @@ async def serve_http(stream: Stream, model: str, ready: Callable[[], bool]) -> N
             if not chunk:
                 return
             buffer += chunk
-        buffer = buffer[length:]
+        payload, buffer = buffer[:length], buffer[length:]
         keep_alive = headers.get("connection", "").lower() != "close" and version == "HTTP/1.1"
         path = target.split("?", 1)[0]
         if ready():
-            status, body = proxy.nim_answer(model, method.upper(), path)
+            status, body = proxy.nim_answer(model, method.upper(), path, payload)
         elif path == "/v1/health/live":
             status, body = 200, {"object": "health.response", "message": "Service is live."}
         else:

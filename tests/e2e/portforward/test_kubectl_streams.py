@@ -14,6 +14,7 @@ import contextlib
 import json
 import re
 import shutil
+import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -157,6 +158,17 @@ async def _pod(kc: Kubectl) -> str:
     return str(json.loads(out.stdout)["items"][0]["metadata"]["name"])
 
 
+def _post(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
 def _get(url: str) -> tuple[int, dict[str, Any]]:
     with urllib.request.urlopen(url, timeout=10) as resp:
         return resp.status, json.loads(resp.read())
@@ -190,6 +202,17 @@ async def test_port_forward_a_service_reaches_the_nims_http_server(
             _get, f"http://127.0.0.1:{port}/v1/health/ready"
         )
         assert (status, health["message"]) == (200, "Service is ready.")
+        chat = {"model": MODEL, "messages": [{"role": "user", "content": "Hello there"}]}
+        status, answer = await asyncio.to_thread(
+            _post, f"http://127.0.0.1:{port}/v1/chat/completions", chat
+        )
+        assert (status, answer["object"], answer["model"]) == (200, "chat.completion", MODEL)
+        assert answer["choices"][0]["message"]["role"] == "assistant"
+        assert answer["usage"]["prompt_tokens"] == 2
+        status, missing = await asyncio.to_thread(
+            _post, f"http://127.0.0.1:{port}/v1/chat/completions", {**chat, "model": "other"}
+        )
+        assert (status, missing["message"]) == (404, "The model `other` does not exist.")
     finally:
         with contextlib.suppress(ProcessLookupError):
             proc.terminate()
