@@ -207,3 +207,42 @@ def test_extra_objects_are_installed_as_nvidias_charts_install_them() -> None:
     objects = render(values, namespace="gpu-operator")
     assert find(objects, "ConfigMap", "extra")["metadata"]["namespace"] == "gpu-operator"
     find(objects, "ConfigMap", "extra-nimctl")
+
+
+async def test_the_default_nvidiadriver_when_the_driver_is_managed_by_nvidiadriver_objects(tmp_path: Path) -> None:
+    values = nvidia_values("gpu-operator")
+    values["driver"]["nvidiaDriverCRD"]["enabled"] = True
+    objects = render(copy.deepcopy(values))
+    driver = find(objects, "NVIDIADriver", "default")
+    expected = values["driver"]
+    assert driver["spec"]["default"] is True
+    assert driver["spec"]["driverType"] == expected["nvidiaDriverCRD"]["driverType"]
+    for key in ("repository", "image", "version", "kernelModuleType", "usePrecompiled", "startupProbe", "manager", "rdma"):
+        assert driver["spec"][key] == expected[key], key
+    assert driver["spec"]["tolerations"] == values["daemonsets"]["tolerations"]
+    assert driver["spec"]["upgradePolicy"]["podDeletion"] == expected["upgradePolicy"]["gpuPodDeletion"]
+    # the ClusterPolicy then leaves the driver to it
+    assert find(objects, "ClusterPolicy")["spec"]["driver"]["useNvidiaDriverCRD"] is True
+    assert "version" not in find(objects, "ClusterPolicy")["spec"]["driver"]
+    # and NVIDIADriver's CRD takes it as rendered
+    async with LocalCluster(simulator=False, workdir=tmp_path) as cluster, Client(str(cluster.kubeconfig_path)) as client:
+        for crd in chart_crds():
+            if crd["metadata"]["name"] == "nvidiadrivers.nvidia.com":
+                await client.create(crd)
+        import asyncio
+
+        from nimctl_runtime.client import ApiError
+
+        async with asyncio.timeout(30):
+            while True:
+                try:
+                    await client.mapper.rest_mapping("nvidia.com/v1alpha1", "NVIDIADriver")
+                    break
+                except ApiError:
+                    await asyncio.sleep(0.05)
+        created = await client.create(driver)
+    for key, value in driver["spec"].items():
+        assert kept(value, created["spec"].get(key)), key
+    values["driver"]["nvidiaDriverCRD"]["deployDefaultCR"] = False
+    assert "NVIDIADriver" not in {o["kind"] for o in render(values)}
+    assert "NVIDIADriver" not in {o["kind"] for o in render(nvidia_values("gpu-operator"))}
