@@ -92,6 +92,12 @@ def test_gpu_operator_values_install_and_make_the_cluster_policy() -> None:
     assert spec["migManager"]["config"] == {"default": values["migManager"]["config"]["default"]}
     assert "config" not in spec["devicePlugin"]  # no config name: the plugin's built-in one
     assert spec["dcgmExporter"]["serviceMonitor"] == values["dcgmExporter"]["serviceMonitor"]
+    # where NVIDIA's chart puts its own release: the validator's tag, the operands' labels
+    assert spec["validator"]["version"] == "v26.7.0"
+    assert spec["daemonsets"]["labels"] == {
+        "helm.sh/chart": "gpu-operator-v26.7.0",
+        "app.kubernetes.io/managed-by": "gpu-operator",
+    }
 
     text = notes(copy.deepcopy(values))
     ignored = text.split("Ignored values (they have no meaning in nimctl): ", 1)[1].split("\n\n")[0]
