@@ -99,6 +99,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_crds(args: argparse.Namespace) -> int:
+    if args.apply:
+        from nimctl.crdupgrade import apply_crds
+
+        return asyncio.run(apply_crds(args.kubeconfig))
     from api.crdgen import main
 
     return main(args.output)
@@ -235,6 +239,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     crds = sub.add_parser("crds", help="print the CRDs to install on a cluster before `run`")
     crds.add_argument("--output", default=None, help="directory (default: stdout)")
+    crds.add_argument(
+        "--apply",
+        action="store_true",
+        help="server-side apply them to the cluster and wait until they are Established "
+        "(what the chart's upgradeCRD hook runs)",
+    )
+    crds.add_argument("--kubeconfig", default=None, help="with --apply (default: as `run`)")
     crds.set_defaults(handler=_cmd_crds)
 
     render = sub.add_parser(

@@ -124,6 +124,15 @@ def _first_nim_commands() -> list[str]:
     ]
 
 
+def talk_to_the_nim(kubeconfig: Path) -> str:
+    """The two lines a NIM user runs next, as NVIDIA's docs give them."""
+    return (
+        f"\nTalk to the NIM (in another terminal, after export KUBECONFIG={kubeconfig}):\n"
+        f"  kubectl -n {DEMO_NAMESPACE} port-forward service/{DEMO_NAME} 8000:8000\n"
+        "  curl -s http://localhost:8000/v1/models\n"
+    )
+
+
 def usage(kubeconfig: Path, demo: str | None) -> str:
     lines = [
         f"nimctl local: cluster is up; kubeconfig written to {kubeconfig}",
@@ -265,6 +274,8 @@ async def run_local(
             done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             if demo_task is not None and demo_task in done and demo_task.exception() is None:
                 sys.stdout.write(f"\nDemo ready: {ready_text}.\n")
+                if args.demo != "nemo":
+                    sys.stdout.write(talk_to_the_nim(kubeconfig))
                 sys.stdout.flush()
                 if getattr(args, "exit_when_ready", False):
                     stop.set()
