@@ -118,6 +118,9 @@ async def run_operator(args: argparse.Namespace) -> int:
         except LeaderElectionLostError:
             log.error("leader election lost; exiting")
             return 1
+        except ValueError as exc:  # e.g. leader-election timings that do not fit
+            print(f"nimctl run: {exc}", file=sys.stderr)
+            return 1
         except NoKindMatchError as exc:
             print(
                 f"nimctl run: {exc.message}: the nimctl CRDs are not installed in this cluster;"

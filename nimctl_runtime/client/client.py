@@ -8,15 +8,23 @@ so a half-open connection cannot hang it. Reads, and any request answered 429 or
 The connection pool is sized for many concurrent watches (aiohttp speaks HTTP/1.1,
 so each open watch holds a connection). ``rest_client_requests_total`` and
 ``rest_client_request_duration_seconds`` are recorded per request.
+
+Writes can be fenced: when ``Client.fence`` is set (the manager sets it under
+leader election), every non-GET request calls it right before each attempt is
+sent, and a ``NotLeaderError`` it raises stops the request unsent. The check
+is local (a clock comparison), never an API call. Exempt: requests inside
+:func:`unfenced` (the Lease's own renewals) and the review APIs (TokenReview,
+SubjectAccessReview: a POST that asks a question and changes nothing).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 import json
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType, TracebackType
@@ -56,6 +64,23 @@ READ_BUFSIZE = 1 << 21
 MAX_REMEMBERED_WARNINGS = 1000
 
 _log = get_logger("nimctl.client")
+
+_UNFENCED: contextvars.ContextVar[bool] = contextvars.ContextVar("nimctl_unfenced", default=False)
+
+
+@contextmanager
+def unfenced() -> Iterator[None]:
+    """Requests made inside this block skip ``Client.fence`` (the Lease renewals themselves)."""
+    token = _UNFENCED.set(True)
+    try:
+        yield
+    finally:
+        _UNFENCED.reset(token)
+
+
+def _is_review(path: str) -> bool:
+    """TokenReview / SubjectAccessReview and friends: POSTs that change nothing."""
+    return path.rstrip("/").endswith("reviews")
 
 
 @contextmanager
@@ -153,6 +178,9 @@ class Client:
         self._warnings_seen: set[str] = set()
         # Connection failures, logged with server and reason; the readyz check.
         self.connection = ConnectionHealth(config.host)
+        # Called before every write attempt; raises NotLeaderError to stop it unsent.
+        self.fence: Callable[[], None] | None = None
+        self.fenced_writes = 0
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -253,6 +281,8 @@ class Client:
             if self._limiter is not None:
                 await self._limiter.acquire()
             headers = await self._headers(content_type if data is not None else None)
+            if not is_read:
+                self._check_fence(path)
             started = time.monotonic()
             try:
                 async with session.request(
@@ -318,6 +348,16 @@ class Client:
                 await asyncio.sleep(min(delay, 60.0))
                 continue
             raise self._error(status, payload, retry_after, method, path)
+
+    def _check_fence(self, path: str) -> None:
+        """Run the write fence (after every await of the attempt, just before sending)."""
+        if self.fence is None or _UNFENCED.get() or _is_review(path):
+            return
+        try:
+            self.fence()
+        except Exception:
+            self.fenced_writes += 1
+            raise
 
     def _warn(self, warning: str, method: str, path: str) -> None:
         """Log a server ``Warning`` header once per distinct text (client-go's deduplication)."""
