@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from nimctl_runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
 
 from .conftest import Env, accepted_writes, at
@@ -132,7 +134,7 @@ async def test_leader_that_cannot_renew_stops_writing_before_its_lease_can_expir
     env: Env,
 ) -> None:
     await create_sources(env, 3)
-    a = Member(env, "alice")
+    a = Member(env, "alice", health_probe_bind_address="127.0.0.1:0")
     await wait_holder(env, "alice", 5)
     a.rec.delay = 0.01
     b = Member(env, "bob")
@@ -157,9 +159,16 @@ async def test_leader_that_cannot_renew_stops_writing_before_its_lease_can_expir
         async with asyncio.timeout(10):
             while a.manager.losses < 1:
                 await asyncio.sleep(0.02)
-        # alice stepped down and is a candidate again: still running, not leading
+        # alice stepped down and is a candidate again: still running, not leading,
+        # and still answering its probes (as it would its webhooks)
         assert not a.task.done()
         assert not a.manager.is_leader()
+        assert a.manager.health_server is not None
+        probes = f"http://127.0.0.1:{a.manager.health_server.port}"
+        async with aiohttp.ClientSession() as http:
+            for path in ("/healthz", "/readyz"):
+                async with http.get(probes + path) as resp:
+                    assert resp.status == 200, (path, await resp.text())
         async with asyncio.timeout(10):
             while not accepted_writes(env.audit, user="bob", resource="configmaps"):
                 await asyncio.sleep(0.02)
