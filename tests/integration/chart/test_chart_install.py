@@ -44,12 +44,10 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 # - optional APIs (Gateway API routes, KServe, DRA claim templates, ...): granted
 #   up front so the operator can use one installed later; where served, they
 #   must be watched, writes need examples the docs do not all have;
-# - the status of a kind with no docs example yet (NIMBuild), and the
-#   PodDisruptionBudgets a driver upgrade reads only while it drains workloads;
+# - the PodDisruptionBudgets a driver upgrade reads only while it drains workloads;
 # - the SecurityContextConstraints of GPU operands the default ClusterPolicy
 #   leaves off (node status exporter, sandbox device plugins).
 NO_EXAMPLE = {
-    ("apps.nvidia.com", "nimbuilds/status"),
     ("policy", "poddisruptionbudgets"),  # read only while a driver upgrade drains workloads
 }
 OPTIONAL_SCC = {"nvidia-node-status-exporter", "nvidia-sandbox-device-plugin", "nvidia-kata-sandbox-device-plugin"}

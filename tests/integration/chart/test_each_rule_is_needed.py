@@ -3,9 +3,8 @@ one of them removed, the operator (run as the chart's pod, on the same examples)
 is refused something that rule grants, with a 403 or an escalation refusal.
 
 Documented exceptions (docs/install.md): the */finalizers rules (only the
-OwnerReferencesPermissionEnforcement admission plugin checks them), the status
-of NIMBuild (no docs example yet), the PodDisruptionBudgets a driver upgrade
-reads only while it drains workloads, and rules for optional APIs this cluster does
+OwnerReferencesPermissionEnforcement admission plugin checks them), the
+PodDisruptionBudgets a driver upgrade reads only while it drains workloads, and rules for optional APIs this cluster does
 not serve (granted up front for when they are installed).
 """
 
@@ -32,7 +31,7 @@ from tests.integration.chart.scenario import (
     stop_installed,
 )
 
-EXEMPT = ("/finalizers", "nimbuilds/status", "poddisruptionbudgets")
+EXEMPT = ("/finalizers", "poddisruptionbudgets")
 ROLES = ("nimctl", "nimctl-leader-election")
 
 
