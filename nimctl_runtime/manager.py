@@ -570,6 +570,14 @@ class Manager:
         if self.elector is not None and not self.elector.is_leader():
             elector_stop.set()  # not leading: stop trying to acquire
         await self._stop_slots(self._leader_runnables, deadline, "controllers")
+        if not lost and self.elector is not None and self.elector.is_leader():
+            # the drained reconciles' Events, while this replica may still write them
+            remaining = None if deadline is None else max(0.0, deadline - loop.time())
+            try:
+                async with asyncio.timeout(remaining):
+                    await self._broadcaster.flush()
+            except Exception as exc:
+                self.log.warning("could not write every pending Event", error=str(exc))
         # controllers are done: give the Lease up so a standby takes over at once
         elector_stop.set()
         if elector_task is not None:

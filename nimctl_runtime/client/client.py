@@ -10,8 +10,10 @@ so each open watch holds a connection). ``rest_client_requests_total`` and
 ``rest_client_request_duration_seconds`` are recorded per request.
 
 Writes can be fenced: when ``Client.fence`` is set (the manager sets it under
-leader election), every non-GET request calls it right before each attempt is
-sent, and a ``NotLeaderError`` it raises stops the request unsent. The check
+leader election), every non-GET request calls it before each attempt and again
+once aiohttp holds the attempt's connection (a trace hook: opening a connection
+takes awaits, and a process paused there would otherwise send a write checked
+before the pause), and a ``NotLeaderError`` it raises stops the request unsent. The check
 is local (a clock comparison), never an API call. Exempt: requests inside
 :func:`unfenced` (the Lease's own renewals) and the review APIs (TokenReview,
 SubjectAccessReview: a POST that asks a question and changes nothing).
@@ -76,6 +78,13 @@ def unfenced() -> Iterator[None]:
         yield
     finally:
         _UNFENCED.reset(token)
+
+
+class _Fenced:
+    """The ``trace_request_ctx`` of a write to check again once its connection is held."""
+
+
+_FENCED = _Fenced()
 
 
 def _is_review(path: str) -> bool:
@@ -214,8 +223,12 @@ class Client:
                 connector = aiohttp.TCPConnector(
                     limit=self._connection_limit, limit_per_host=0, ssl=ssl_ctx
                 )
+                tracing = aiohttp.TraceConfig()
+                tracing.on_connection_reuseconn.append(self._fence_on_connection)
+                tracing.on_connection_create_end.append(self._fence_on_connection)
                 self._session = aiohttp.ClientSession(
                     connector=connector,
+                    trace_configs=[tracing],
                     read_bufsize=READ_BUFSIZE,
                     timeout=aiohttp.ClientTimeout(total=self.config.timeout),
                     headers={"User-Agent": self.config.user_agent},
@@ -281,8 +294,9 @@ class Client:
             if self._limiter is not None:
                 await self._limiter.acquire()
             headers = await self._headers(content_type if data is not None else None)
-            if not is_read:
-                self._check_fence(path)
+            fenced = not is_read and self._fenced(path)
+            if fenced:
+                self._run_fence()
             started = time.monotonic()
             try:
                 async with session.request(
@@ -293,6 +307,7 @@ class Client:
                     headers=headers,
                     timeout=client_timeout,
                     server_hostname=self.config.tls_server_name,
+                    trace_request_ctx=_FENCED if fenced else None,
                 ) as resp:
                     payload = await resp.read()
                     status = resp.status
@@ -349,15 +364,25 @@ class Client:
                 continue
             raise self._error(status, payload, retry_after, method, path)
 
-    def _check_fence(self, path: str) -> None:
-        """Run the write fence (after every await of the attempt, just before sending)."""
-        if self.fence is None or _UNFENCED.get() or _is_review(path):
+    def _fenced(self, path: str) -> bool:
+        """Whether a write to *path* goes through the fence now."""
+        return self.fence is not None and not _UNFENCED.get() and not _is_review(path)
+
+    def _run_fence(self) -> None:
+        if self.fence is None:
             return
         try:
             self.fence()
         except Exception:
             self.fenced_writes += 1
             raise
+
+    async def _fence_on_connection(
+        self, session: aiohttp.ClientSession, ctx: Any, params: Any
+    ) -> None:
+        """aiohttp trace hook: the attempt holds its connection; the bytes go out next."""
+        if getattr(ctx, "trace_request_ctx", None) is _FENCED:
+            self._run_fence()
 
     def _warn(self, warning: str, method: str, path: str) -> None:
         """Log a server ``Warning`` header once per distinct text (client-go's deduplication)."""

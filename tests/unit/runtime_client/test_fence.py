@@ -64,22 +64,41 @@ async def test_the_fence_is_asked_again_for_every_retry() -> None:
     from .fakeapi import status
 
     api = FakeAPI()
+    leading = [True]
 
     def throttled(_: object) -> object:
+        leading[0] = False  # the Lease runs out while the server says "slow down"
         resp = status(429, "TooManyRequests", "slow down")
         resp.headers["Retry-After"] = "0"
         return resp
 
-    api.route("POST", "/api/v1/namespaces/ns/configmaps", throttled)
-    allowed = [True]
-
     def fence() -> None:
-        if not allowed[0]:
+        if not leading[0]:
             refuse()
-        allowed[0] = False  # valid for the first attempt only
 
+    api.route("POST", "/api/v1/namespaces/ns/configmaps", throttled)
     async with serve(api) as client:
         client.fence = fence
         with pytest.raises(NotLeaderError):
             await client.create(CM)
     assert sent(api, "POST") == 1
+
+
+async def test_the_fence_is_asked_again_once_the_connection_is_held() -> None:
+    """Checked before a pause, sent after it: opening the connection takes awaits, so the
+    fence runs again when aiohttp holds the connection, right before the bytes go out."""
+    api = FakeAPI()
+    api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
+    calls = [0]
+
+    def fence() -> None:
+        calls[0] += 1
+        if calls[0] > 1:  # valid at the first check only (the process 'slept' after it)
+            refuse()
+
+    async with serve(api) as client:
+        client.fence = fence
+        with pytest.raises(NotLeaderError):
+            await client.create(CM)
+        assert calls[0] == 2
+    assert sent(api, "POST") == 0
