@@ -28,11 +28,52 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _seconds(text: str) -> float:
+    """A duration in seconds: ``15``, ``1.5`` or Go's ``15s``."""
+    value = text.strip().removesuffix("s")
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration in seconds: {text!r}") from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"a duration must not be negative: {text!r}")
+    return seconds
+
+
 def _add_operator_flags(p: argparse.ArgumentParser) -> None:
     """Flags spelled like controller-runtime's, shared by ``run`` and ``local``."""
     p.add_argument("--leader-elect", action="store_true", help="enable Lease leader election")
     p.add_argument("--leader-election-id", default="nimctl.apps.nvidia.com")
     p.add_argument("--leader-election-namespace", default=None)
+    p.add_argument(
+        "--leader-election-lease-duration",
+        type=_seconds,
+        default=None,
+        help="seconds a Lease is valid after a renewal (default 15)",
+    )
+    p.add_argument(
+        "--leader-election-renew-deadline",
+        type=_seconds,
+        default=None,
+        help="bound of one acquisition attempt, seconds (default 10)",
+    )
+    p.add_argument(
+        "--leader-election-retry-period",
+        type=_seconds,
+        default=None,
+        help="seconds between Lease attempts (default 2)",
+    )
+    p.add_argument(
+        "--leader-election-safety-margin",
+        type=_seconds,
+        default=None,
+        help="stop writing this many seconds before the Lease could expire (default 10%% of it)",
+    )
+    p.add_argument(
+        "--leader-election-exit-on-loss",
+        action="store_true",
+        help="exit 1 when the Lease is lost (controller-runtime); default: rejoin as a candidate",
+    )
     p.add_argument(
         "--metrics-bind-address",
         default="0",

@@ -29,13 +29,17 @@ used is missing, nothing granted goes unused (exceptions are marked
 
 {{- define "nimctl.rules.nim" -}}
 # NIMService, NIMCache, NIMPipeline, NIMBuild: reconciled from the cache, status
-# patched; NIMCache and NIMPipeline carry a finalizer.
+# patched; NIMCache, NIMPipeline and NIMBuild carry a finalizer.
 - group: apps.nvidia.com
-  resources: [nimservices, nimbuilds]
+  resources: [nimservices]
   verbs: [list, watch]
 - group: apps.nvidia.com
-  resources: [nimcaches, nimpipelines]
+  resources: [nimcaches, nimpipelines, nimbuilds]
   verbs: [list, watch, patch]
+# NIMBuild reads its NIMCache from the API server before adding the built profile.
+- group: apps.nvidia.com
+  resources: [nimcaches]
+  verbs: [get]
 - group: apps.nvidia.com
   resources: [nimservices/status, nimcaches/status, nimpipelines/status, nimbuilds/status]
   verbs: [patch]
@@ -69,6 +73,10 @@ used is missing, nothing granted goes unused (exceptions are marked
 - group: ""
   resources: [configmaps, secrets]
   verbs: [get, list, watch, create, update, delete]
+# NIMBuild adds the built engine's local manifest to its NIMCache's manifest ConfigMap.
+- group: ""
+  resources: [configmaps]
+  verbs: [patch]
 - group: batch
   resources: [jobs]
   verbs: [get, list, watch, create, update, delete]

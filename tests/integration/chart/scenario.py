@@ -395,6 +395,19 @@ async def exercise_pipeline(admin: Client, namespace: str) -> None:
     await gone(admin, API, "NIMPipeline", name, namespace)
 
 
+async def exercise_build(admin: Client, namespace: str) -> None:
+    """The NIMBuild example: its NIMCache Ready, the build Ready (finalizer, build pod,
+    status), then both deleted (the finalizer released)."""
+    objects = example("nimbuild-engine.yaml", namespace)
+    await create_all(admin, objects)
+    cache, build = _one(objects, "NIMCache")["metadata"], _one(objects, "NIMBuild")["metadata"]
+    await state_of(admin, API, "NIMBuild", build["name"], namespace, {"Ready"})
+    await admin.delete(API, "NIMBuild", build["name"], namespace)
+    await gone(admin, API, "NIMBuild", build["name"], namespace)
+    await admin.delete(API, "NIMCache", cache["name"], namespace)
+    await gone(admin, API, "NIMCache", cache["name"], namespace)
+
+
 async def scrape_metrics(env: Installed) -> int:
     """GET /metrics as a caller bound to the chart's metrics-reader ClusterRole."""
     from localcluster.authz import service_account_user
@@ -426,4 +439,5 @@ async def exercise_all(env: Installed) -> None:
         exercise_nemo(env.admin, "nemo"),
         exercise_gpu(env.admin),
         exercise_pipeline(env.admin, "pipeline"),
+        exercise_build(env.admin, "build"),
     )

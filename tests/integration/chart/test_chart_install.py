@@ -44,11 +44,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 # - optional APIs (Gateway API routes, KServe, DRA claim templates, ...): granted
 #   up front so the operator can use one installed later; where served, they
 #   must be watched, writes need examples the docs do not all have;
-# - the status of a kind with no docs example yet (NIMBuild), and the
-#   PodDisruptionBudgets a driver upgrade reads only while it drains workloads;
+# - the PodDisruptionBudgets a driver upgrade reads only while it drains workloads;
 # - the Endpoints the OpenShift-only prometheus-k8s Role grants cluster monitoring.
 NO_EXAMPLE = {
-    ("apps.nvidia.com", "nimbuilds/status"),
     ("policy", "poddisruptionbudgets"),  # read only while a driver upgrade drains workloads
     ("", "endpoints"),  # granted on OpenShift only (state-operator-metrics' prometheus-k8s Role)
 }

@@ -3,12 +3,12 @@ one of them removed, the operator (run as the chart's pod, on the same examples)
 is refused something that rule grants, with a 403 or an escalation refusal.
 
 Documented exceptions (docs/install.md): the */finalizers rules (only the
-OwnerReferencesPermissionEnforcement admission plugin checks them), the status
-of NIMBuild (no docs example yet), the PodDisruptionBudgets a driver upgrade
-reads only while it drains workloads, the Endpoints the OpenShift-only
-``prometheus-k8s`` Role grants, rules for optional APIs this cluster does not
-serve (granted up front for when they are installed), and leader-election Role
-rules the ClusterRole also grants cluster-wide (the GPU group's leases).
+OwnerReferencesPermissionEnforcement admission plugin checks them), the
+PodDisruptionBudgets a driver upgrade reads only while it drains workloads, the
+Endpoints the OpenShift-only ``prometheus-k8s`` Role grants, rules for optional
+APIs this cluster does not serve (granted up front for when they are installed),
+and leader-election Role rules the ClusterRole also grants cluster-wide (the GPU
+group's leases).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from tests.integration.chart.scenario import (
     stop_installed,
 )
 
-EXEMPT = ("/finalizers", "nimbuilds/status", "poddisruptionbudgets", "endpoints")
+EXEMPT = ("/finalizers", "poddisruptionbudgets", "endpoints")
 ROLES = ("nimctl", "nimctl-leader-election")
 
 
