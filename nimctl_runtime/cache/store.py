@@ -453,18 +453,30 @@ class Store:
                 return []
             for requirement in sorted(selector.requirements, key=lambda r: r.matches({})):
                 by_value = self._labels.get(requirement.key, {})
+                # =, == and in name their values: look those up instead of testing
+                # every value of the key (one per object for a label such as
+                # app.kubernetes.io/instance); != and notin drop the same lookups.
+                named = requirement.operator in ("=", "==", "in", "!=", "notin")
                 if requirement.matches({}):
                     # Also matches objects without the label: drop those whose value fails.
                     if candidates is None:
                         candidates = set(self._items)
-                    for value, keys in by_value.items():
-                        if not requirement.matches({requirement.key: value}):
-                            candidates -= members(keys)
+                    if named:
+                        for value in requirement.values:
+                            candidates -= members(by_value.get(value))
+                    else:
+                        for value, keys in by_value.items():
+                            if not requirement.matches({requirement.key: value}):
+                                candidates -= members(keys)
                 else:
                     matched: set[str] = set()
-                    for value, keys in by_value.items():
-                        if requirement.matches({requirement.key: value}):
-                            matched |= members(keys)
+                    if named:
+                        for value in requirement.values:
+                            matched |= members(by_value.get(value))
+                    else:
+                        for value, keys in by_value.items():
+                            if requirement.matches({requirement.key: value}):
+                                matched |= members(keys)
                     candidates = matched if candidates is None else candidates & matched
                 if not candidates:
                     return []

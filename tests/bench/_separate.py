@@ -133,9 +133,7 @@ async def operator_kubeconfig(admin: Client, server: str, ca_pem: bytes, path: P
                 "kind": "ClusterRole",
                 "name": "nimctl-bench-operator",
             },
-            "subjects": [
-                {"kind": "ServiceAccount", "name": OPERATOR_SA, "namespace": OPERATOR_NS}
-            ],
+            "subjects": [{"kind": "ServiceAccount", "name": OPERATOR_SA, "namespace": OPERATOR_NS}],
         },
     ]
     for obj in objs:

@@ -45,6 +45,7 @@ from tests.bench._separate import (
     cluster_endpoint,
     operator_kubeconfig,
     print_profile,
+    proc_cpu,
     profiling_requested,
     start_cluster,
     start_operator,
@@ -134,7 +135,7 @@ async def run(count: int, steady: float, later: float, profile: bool) -> None:
                 services.append(s)
 
             op.profile_start()
-            cpu0, t0 = op.cpu(), time.monotonic()
+            cpu0, t0, server0 = op.cpu(), time.monotonic(), proc_cpu(cluster.proc.pid)
             await _create(admin, services)
             t_created = time.monotonic() - t0
 
@@ -143,6 +144,7 @@ async def run(count: int, steady: float, later: float, profile: bool) -> None:
 
             await wait_for(all_deployments, 1800, interval=0.25)
             t_deploy, cpu_deploy = time.monotonic() - t0, op.cpu() - cpu0
+            server_deploy = proc_cpu(cluster.proc.pid) - server0
             op.profile_stop()
 
             # Settle: the status writes that follow the Deployments (pods start, Ready).
@@ -163,7 +165,8 @@ async def run(count: int, steady: float, later: float, profile: bool) -> None:
             # Steady state.
             n1, c1 = len(writes(await audit(admin))), op.cpu()
             await asyncio.sleep(steady)
-            n2, c2 = len(writes(await audit(admin))), op.cpu()
+            steady_writes = writes(await audit(admin))[n1:]
+            n2, c2 = n1 + len(steady_writes), op.cpu()
 
             # The server's own pace: as many ConfigMaps as the operator wrote objects.
             base = [
@@ -194,6 +197,10 @@ async def run(count: int, steady: float, later: float, profile: bool) -> None:
                 f"= {1000 * cpu_deploy / count:.2f} ms per NIMService (aim <= 3)"
             )
             print(
+                f"API server CPU meanwhile            {server_deploy:8.2f} s  "
+                f"({server_deploy / max(t_deploy, 1e-9):.2f} cores; simulator included)"
+            )
+            print(
                 f"operator CPU until quiet            {cpu_settled:8.2f} s  "
                 f"= {1000 * cpu_settled / count:.2f} ms per NIMService (quiet after {t_settled:.0f} s)"
             )
@@ -202,6 +209,8 @@ async def run(count: int, steady: float, later: float, profile: bool) -> None:
             for key, n in by_resource(objects).items():
                 print(f"    {key:<38} {n / count:6.2f}")
             print(f"steady writes/min                   {(n2 - n1) * 60 / steady:8.1f}   (aim 0)")
+            if steady_writes:
+                print(f"  steady writes by resource         {by_resource(steady_writes)}")
             print(f"steady operator CPU                 {(c2 - c1) / steady:8.4f} cores")
             print(f"operator RSS at end                 {rss_end:8.1f} MB  (aim <= 150 at 1000)")
             print(f"operator RSS {later:.0f} s later            {rss_later:8.1f} MB")
