@@ -118,9 +118,13 @@ async def _heartbeats(admin: Client, names: list[str], count: int) -> None:
     sem = asyncio.Semaphore(IN_FLIGHT)
     nodes = {n: await admin.get("v1", "Node", n) for n in names}
 
+    start = datetime.now(UTC).timestamp()
+
     async def beat(i: int) -> None:
         name = names[i % len(names)]
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        # A kubelet's heartbeat times are whole seconds: one second more per beat, so
+        # every patch changes the Node (a patch that changes nothing sends no event).
+        now = datetime.fromtimestamp(start + i, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         conditions = [
             {**c, "lastHeartbeatTime": now}
             for c in (nodes[name].get("status") or {}).get("conditions") or []
