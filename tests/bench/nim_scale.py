@@ -32,6 +32,7 @@ import asyncio
 import copy
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,24 @@ async def run(count: int, steady: float, later: float, profile: bool) -> None:
             objects = [r for r in w if r["resource"] != "events"]
             events = len(w) - len(objects)
             rss_end = op.rss_mb()
+            codes: dict[str, int] = {}
+            for r in records:
+                if r["code"] is not None and r["code"] >= 300:
+                    key = f"{r['verb']} {r['resource']} {r['code']}"
+                    codes[key] = codes.get(key, 0) + 1
+            created = {
+                r["name"]: r["timestamp"]
+                for r in (await audit(admin, "admin"))
+                if r["verb"] == "create" and r["resource"] == "nimservices"
+            }
+            lags = sorted(
+                (
+                    datetime.fromisoformat(r["timestamp"])
+                    - datetime.fromisoformat(created[r["name"]])
+                ).total_seconds()
+                for r in records
+                if r["verb"] == "create" and r["resource"] == "deployments" and r["name"] in created
+            )
 
             # Steady state.
             n1, c1 = len(writes(await audit(admin))), op.cpu()
@@ -204,6 +223,13 @@ async def run(count: int, steady: float, later: float, profile: bool) -> None:
                 f"operator CPU until quiet            {cpu_settled:8.2f} s  "
                 f"= {1000 * cpu_settled / count:.2f} ms per NIMService (quiet after {t_settled:.0f} s)"
             )
+            if lags:
+                print(
+                    f"NIMService create -> its Deployment  p50 {lags[len(lags) // 2]:.1f} s"
+                    f"  p90 {lags[int(len(lags) * 0.9)]:.1f} s  max {lags[-1]:.1f} s"
+                )
+            if codes:
+                print(f"operator requests answered >= 300  {codes}")
             print(f"writes per NIMService (audit)       {len(objects) / count:8.2f}   (today 6.8)")
             print(f"  Events per NIMService             {events / count:8.2f}")
             for key, n in by_resource(objects).items():
