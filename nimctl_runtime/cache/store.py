@@ -249,6 +249,11 @@ class Store:
         self._labels: dict[str, dict[str, Members]] = {}
         #: Updates stored without being reported (see :meth:`upsert`).
         self.unchanged_updates = 0
+        #: Only a store that trims objects to part of them compares an update with the
+        #: stored object: without a transform (or one dropping managedFields alone) an
+        #: update changes more than the resourceVersion, and the compare would walk
+        #: most of two equal-looking objects for nothing.
+        self._compare_updates = transform is not None and transform is not strip_managed_fields
 
     # -- indexes -----------------------------------------------------------------
 
@@ -334,8 +339,8 @@ class Store:
         An update carrying an older resourceVersion of the same object (same UID) than
         the one stored is ignored, so the cache never goes back in time. An update
         whose transformed object equals the stored one but for its resourceVersion
-        (a Node heartbeat in a store that trims Nodes to what controllers read; a
-        change of ``managedFields`` alone) is stored, so the resourceVersion is
+        (a Node heartbeat in a store that trims Nodes to what controllers read), in
+        a store whose transform trims objects, is stored, so the resourceVersion is
         current, and not reported: no handler, predicate or queue sees it. ``new``
         is *obj* transformed, as stored (a transform may return a new dict), so
         handlers compare ``old`` and ``new`` in the same shape.
@@ -350,7 +355,7 @@ class Store:
             ):
                 return None
             old = decode(current.data)
-            if current.uid == entry.uid and _same_but_version(old, obj):
+            if self._compare_updates and current.uid == entry.uid and _same_but_version(old, obj):
                 current.data = entry.data
                 current.resource_version = entry.resource_version
                 self.unchanged_updates += 1
