@@ -7,7 +7,8 @@ operator talks as a ServiceAccount with its own token and kubeconfig, so the
 audit log tells its requests apart from the client's.
 
 With ``NIMCTL_BENCH_PROFILE=1`` (or a benchmark's ``--profile``) the operator
-runs under :mod:`tests.bench._profiled_run`: cProfile is switched on and off by
+runs under :mod:`tests.bench._profiled_run`: cProfile (or, with
+``NIMCTL_BENCH_PROFILER=sample``, a stack sampler) is switched on and off by
 signals around the window measured, and :func:`print_profile` prints the top 15
 functions by cumulative time.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import os
 import pstats
 import signal
@@ -231,8 +233,27 @@ def start_operator(
     return OperatorProcess(proc, profile_out, log)
 
 
+def _print_samples(path: Path, title: str, top: int) -> None:
+    data = json.loads(path.read_text())
+    total = max(int(data["samples"]), 1)
+    idle = sum(n for name, n in data["on_top"] if "select" in name and "selectors.py" in name)
+    print(
+        f"--- operator profile: {title} ({total} stack samples, 1 per "
+        f"{1000 * data['interval']:.0f} ms; {100 * idle / total:.0f}% idle in epoll)"
+    )
+    print(f"  top {top} by share of samples on the stack (cumulative):")
+    for name, n in data["on_stack"][:top]:
+        print(f"    {100 * n / total:5.1f}%  {name[-130:]}")
+    print(f"  top {top} by share of samples on top (own time; C calls count for their caller):")
+    for name, n in data["on_top"][:top]:
+        print(f"    {100 * n / total:5.1f}%  {name[-130:]}")
+
+
 def print_profile(path: Path | None, title: str, top: int = 15) -> None:
     if path is None or not path.exists():
+        return
+    if path.read_bytes()[:1] == b"{":
+        _print_samples(path, title, top)
         return
     buf = io.StringIO()
     stats = pstats.Stats(str(path), stream=buf)
