@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -399,7 +400,9 @@ class Controller:
                 self.queue.done(req)
 
     async def _reconcile_handler(self, req: Request) -> None:
-        reconcile_id = str(uuid.uuid4())
+        # A random version-4 UUID, as controller-runtime's reconcileID, from the
+        # process's PRNG: uuid4() reads the OS's entropy on every reconcile.
+        reconcile_id = str(uuid.UUID(int=random.getrandbits(128), version=4))
         log = self.log.bind(namespace=req.namespace or "", name=req.name, reconcileID=reconcile_id)
         started = time.monotonic()
         try:
