@@ -93,7 +93,9 @@ async def _count(admin: Client, verb: str, resource: str) -> int:
     )
 
 
-async def run(count: int, steady: float, later: float, profile: bool) -> None:
+async def run(
+    count: int, steady: float, later: float, profile: bool, quiet_seconds: float = 15.0
+) -> None:
     if not SAMPLE.exists():
         print(f"skipped: NVIDIA's sample is not at {SAMPLE}")
         return
@@ -151,7 +153,7 @@ async def run(count: int, steady: float, later: float, profile: bool) -> None:
             # Settle: the status writes that follow the Deployments (pods start, Ready).
             async def quiet() -> bool:
                 n = len(writes(await audit(admin)))
-                await asyncio.sleep(5.0)
+                await asyncio.sleep(quiet_seconds)
                 return len(writes(await audit(admin))) == n
 
             await wait_for(quiet, 600, interval=0.0)
@@ -252,11 +254,23 @@ def main() -> None:
     parser.add_argument("--count", type=int, nargs="+", default=[200])
     parser.add_argument("--steady-seconds", type=float, default=30.0)
     parser.add_argument("--later-seconds", type=float, default=30.0)
+    parser.add_argument(
+        "--quiet-seconds",
+        type=float,
+        default=15.0,
+        help="settled once the operator wrote nothing for this long (then the steady window)",
+    )
     parser.add_argument("--profile", action="store_true", help="print the operator's profile")
     args = parser.parse_args()
     for n in args.count:
         asyncio.run(
-            run(n, args.steady_seconds, args.later_seconds, profiling_requested(args.profile))
+            run(
+                n,
+                args.steady_seconds,
+                args.later_seconds,
+                profiling_requested(args.profile),
+                args.quiet_seconds,
+            )
         )
 
 
