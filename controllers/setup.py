@@ -64,7 +64,6 @@ __all__ = [
     "spec_change_predicate",
 ]
 
-
 def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) -> None:
     """The NIMService controller: contract-derived owns, plus NIMCache → NIMServices using it."""
     cache = manager.cache
@@ -169,3 +168,4 @@ def setup_controllers(
             entry.setup(manager, client, options)
             added.append(entry.name)
     return added
+

@@ -69,17 +69,13 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[str, str, str]]] = {
         ("apps/v1", "Deployment", ""),
     ),
     "KServe Standard": (
-        {
-            "inferencePlatform": "kserve",
-            "annotations": {"serving.kserve.io/deploymentMode": "Standard"},
-        },
+        {"inferencePlatform": "kserve",
+         "annotations": {"serving.kserve.io/deploymentMode": "Standard"}},
         ("serving.kserve.io/v1beta1", "InferenceService", ""),
     ),
     "KServe Knative": (
-        {
-            "inferencePlatform": "kserve",
-            "annotations": {"serving.kserve.io/deploymentMode": "Knative"},
-        },
+        {"inferencePlatform": "kserve",
+         "annotations": {"serving.kserve.io/deploymentMode": "Knative"}},
         ("serving.kserve.io/v1beta1", "InferenceService", ""),
     ),
 }

@@ -66,9 +66,7 @@ async def drive(url: str, ssl_ctx: Any) -> tuple[float, list[float]]:
     async with aiohttp.ClientSession(connector=connector) as session:
         headers = {"Content-Type": "application/json"}
         # warm-up: open the keep-alive connections
-        await asyncio.gather(
-            *(session.post(url, data=bodies[0], headers=headers) for _ in range(CONCURRENCY))
-        )
+        await asyncio.gather(*(session.post(url, data=bodies[0], headers=headers) for _ in range(CONCURRENCY)))
         queue = iter(bodies)
 
         async def worker() -> None:
@@ -94,11 +92,7 @@ async def bare(ca: Any, pair: Any) -> tuple[float, list[float]]:
         body = await request.json()
         uid = body["request"]["uid"]
         return web.json_response(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "response": {"uid": uid, "allowed": True},
-            }
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": uid, "allowed": True}}
         )
 
     app = web.Application()
@@ -122,9 +116,7 @@ async def ours(ca: Any, pair: Any, cert_dir: Path) -> tuple[float, list[float]]:
     task = asyncio.create_task(server.run(stop))
     await server.wait_started()
     try:
-        return await drive(
-            f"https://127.0.0.1:{server.port}{PATH}", client_ssl_context(ca.cert_pem)
-        )
+        return await drive(f"https://127.0.0.1:{server.port}{PATH}", client_ssl_context(ca.cert_pem))
     finally:
         stop.set()
         await task
@@ -138,12 +130,8 @@ async def main() -> None:
         bare_rps, bare_lat = await bare(ca, pair)
         our_rps, our_lat = await ours(ca, pair, Path(tmp))
     print(f"requests={REQUESTS} concurrency={CONCURRENCY} (keep-alive TLS on loopback)")
-    print(
-        f"bare aiohttp handler : {bare_rps:8.0f} req/s  p50 {pct(bare_lat, 50):.2f} ms  p99 {pct(bare_lat, 99):.2f} ms"
-    )
-    print(
-        f"nimctl NIMService    : {our_rps:8.0f} req/s  p50 {pct(our_lat, 50):.2f} ms  p99 {pct(our_lat, 99):.2f} ms"
-    )
+    print(f"bare aiohttp handler : {bare_rps:8.0f} req/s  p50 {pct(bare_lat, 50):.2f} ms  p99 {pct(bare_lat, 99):.2f} ms")
+    print(f"nimctl NIMService    : {our_rps:8.0f} req/s  p50 {pct(our_lat, 50):.2f} ms  p99 {pct(our_lat, 99):.2f} ms")
     print(f"ratio (ours / bare)  : {our_rps / bare_rps:.2f}   (aim >= 0.70; p99 aim < 10 ms)")
 
 

@@ -18,7 +18,9 @@ async def install_crds(kubectl: Kubectl, tmp_path: Path) -> None:
     crd_dir = tmp_path / "crds"
     write_crds(str(crd_dir))
     await kubectl.run("apply", "-f", str(crd_dir))
-    wanted = {f"{crd['spec']['names']['plural']}.{crd['spec']['group']}" for crd in generate_crds()}
+    wanted = {
+        f"{crd['spec']['names']['plural']}.{crd['spec']['group']}" for crd in generate_crds()
+    }
     for _ in range(100):
         out = await kubectl.run("api-resources", "-o", "name", check=False)
         if wanted <= set(out.stdout.split()):

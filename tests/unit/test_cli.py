@@ -14,7 +14,9 @@ from nimctl.cli import build_parser
 def test_every_subcommand_is_registered() -> None:
     parser = build_parser()
     for command in ["localcluster", "local", "run", "crds", "render"]:
-        args = parser.parse_args([command, "-f", "x.yaml"] if command == "render" else [command])
+        args = parser.parse_args(
+            [command, "-f", "x.yaml"] if command == "render" else [command]
+        )
         assert args.command == command
         assert callable(args.handler)
 

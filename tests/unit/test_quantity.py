@@ -34,10 +34,7 @@ def test_rejects_garbage(text: str) -> None:
         parse_quantity(text)
 
 
-@pytest.mark.parametrize(
-    ("text", "milli"),
-    [("100m", 100), ("2", 2000), ("1Ki", 1024000), ("0.5", 500), ("1u", 1), (3, 3000)],
-)
+@pytest.mark.parametrize(("text", "milli"), [("100m", 100), ("2", 2000), ("1Ki", 1024000), ("0.5", 500), ("1u", 1), (3, 3000)])
 def test_parse_milli_rounds_up(text: str | int, milli: int) -> None:
     from nimctl_runtime.quantity import parse_milli
 

@@ -34,15 +34,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "controllers": frozenset({"platforms", "manifests", "api", "nimctl_runtime"}),
     "webhooks": frozenset({"platforms", "manifests", "api", "nimctl_runtime"}),
     "nimctl": frozenset(
-        {
-            "localcluster",
-            "controllers",
-            "webhooks",
-            "platforms",
-            "manifests",
-            "api",
-            "nimctl_runtime",
-        }
+        {"localcluster", "controllers", "webhooks", "platforms", "manifests", "api",
+         "nimctl_runtime"}
     ),
 }
 PACKAGES = tuple(MAY_IMPORT)

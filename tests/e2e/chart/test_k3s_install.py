@@ -35,18 +35,12 @@ def _engine_problem() -> str | None:
     return None
 
 
-def _kubectl(
-    kubeconfig: Path, *args: str, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
+def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("kubectl")
     assert binary is not None
     return subprocess.run(
         [binary, "--kubeconfig", str(kubeconfig), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+        input=stdin, capture_output=True, text=True, timeout=300, check=False,
     )
 
 
@@ -104,25 +98,14 @@ def test_chart_installs_and_the_operator_leads(k3s: tuple[Path, object]) -> None
     assert res.returncode == 0, res.stdout + res.stderr
     holder = ""
     for _ in range(60):
-        res = _kubectl(
-            kubeconfig,
-            "-n",
-            NS,
-            "get",
-            "lease",
-            "nimctl.apps.nvidia.com",
-            "-o",
-            "jsonpath={.spec.holderIdentity}",
-        )
+        res = _kubectl(kubeconfig, "-n", NS, "get", "lease", "nimctl.apps.nvidia.com", "-o", "jsonpath={.spec.holderIdentity}")
         holder = res.stdout.strip()
         if holder:
             break
         time.sleep(2)
     assert holder, "no replica took the leader lease"
     sa = f"system:serviceaccount:{NS}:nimctl"
-    res = _kubectl(
-        kubeconfig, "auth", "can-i", "list", "nimservices.apps.nvidia.com", "-A", f"--as={sa}"
-    )
+    res = _kubectl(kubeconfig, "auth", "can-i", "list", "nimservices.apps.nvidia.com", "-A", f"--as={sa}")
     assert res.stdout.strip() == "yes"
     res = _kubectl(kubeconfig, "auth", "can-i", "delete", "nodes", f"--as={sa}")
     assert res.stdout.strip() == "no", "the operator must not delete nodes"

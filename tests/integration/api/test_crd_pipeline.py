@@ -67,21 +67,11 @@ def _with(kind: str, path: str, value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("kind", "path", "old_value", "new_value", "message"),
     [
-        (
-            "NIMService",
-            "spec.draResources",
-            [{"resourceClaimName": "a"}],
-            [{"resourceClaimName": "b"}],
-            "spec.draResources is immutable",
-        ),
-        (
-            "NIMCache",
-            "spec.source.ngc.modelPuller",
-            "nvcr.io/nim/x:1",
-            "nvcr.io/nim/x:2",
-            "modelPuller is an immutable field. Please create a new NIMCache resource instead "
-            "when you want to change this container.",
-        ),
+        ("NIMService", "spec.draResources", [{"resourceClaimName": "a"}],
+         [{"resourceClaimName": "b"}], "spec.draResources is immutable"),
+        ("NIMCache", "spec.source.ngc.modelPuller", "nvcr.io/nim/x:1", "nvcr.io/nim/x:2",
+         "modelPuller is an immutable field. Please create a new NIMCache resource instead "
+         "when you want to change this container."),
         ("NIMBuild", "spec.modelName", "a", "b", "spec is immutable"),
     ],
 )

@@ -29,19 +29,11 @@ async def test_nvidia_shaped_manifests_apply_unchanged(kubectl: Kubectl, tmp_pat
     await kubectl.run(*APPLY, "-", input=namespace)
     for path in MANIFESTS:
         await kubectl.run(*APPLY, str(path))
-    out = await kubectl.run(
-        "get", "nimservices,nimcaches,nimpipelines,nimbuilds", "-A", "-o", "name"
-    )
+    out = await kubectl.run("get", "nimservices,nimcaches,nimpipelines,nimbuilds", "-A",
+                            "-o", "name")
     assert len(out.stdout.split()) == len(MANIFESTS)
-    got = await kubectl.run(
-        "get",
-        "nimservice",
-        "meta-llama3-8b-instruct",
-        "-n",
-        "nim-service",
-        "-o",
-        "jsonpath={.spec.expose.router.ingress.ingressClass}",
-    )
+    got = await kubectl.run("get", "nimservice", "meta-llama3-8b-instruct", "-n", "nim-service",
+                            "-o", "jsonpath={.spec.expose.router.ingress.ingressClass}")
     assert got.stdout == "nginx"
     table = await kubectl.run("get", "nimcaches", "-A")
     assert table.stdout.split("\n")[0].split() == ["NAMESPACE", "NAME", "STATUS", "PVC", "AGE"]
@@ -70,31 +62,16 @@ async def test_invalid_manifests_are_rejected_with_nvidia_messages(
 @pytest.mark.parametrize(
     ("kind", "path", "old_value", "new_value", "message"),
     [
-        (
-            "NIMService",
-            "spec.draResources",
-            [{"resourceClaimName": "a"}],
-            [{"resourceClaimName": "b"}],
-            "spec.draResources is immutable",
-        ),
-        (
-            "NIMCache",
-            "spec.source.ngc.modelPuller",
-            "nvcr.io/nim/x:1",
-            "nvcr.io/nim/x:2",
-            "modelPuller is an immutable field. Please create a new NIMCache resource instead "
-            "when you want to change this container.",
-        ),
+        ("NIMService", "spec.draResources", [{"resourceClaimName": "a"}],
+         [{"resourceClaimName": "b"}], "spec.draResources is immutable"),
+        ("NIMCache", "spec.source.ngc.modelPuller", "nvcr.io/nim/x:1", "nvcr.io/nim/x:2",
+         "modelPuller is an immutable field. Please create a new NIMCache resource instead "
+         "when you want to change this container."),
         ("NIMBuild", "spec.modelName", "a", "b", "spec is immutable"),
     ],
 )
 async def test_immutable_fields_refuse_updates(
-    kubectl: Kubectl,
-    tmp_path: Path,
-    kind: str,
-    path: str,
-    old_value: Any,
-    new_value: Any,
+    kubectl: Kubectl, tmp_path: Path, kind: str, path: str, old_value: Any, new_value: Any,
     message: str,
 ) -> None:
     await install_crds(kubectl, tmp_path)
@@ -117,14 +94,8 @@ async def test_invalid_status_is_rejected_through_the_status_subresource(
         await kubectl.run(*APPLY, "-", input=yaml_dump_all([obj]))
         status = case.manifest()["status"]
         result = await kubectl.run(
-            "patch",
-            case.kind.lower(),
-            case.id,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps({"status": status}),
-            check=False,
+            "patch", case.kind.lower(), case.id, "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": status}), check=False,
         )
         assert result.returncode != 0, f"{case.id}: status accepted"
         assert f"{case.path}:" in result.stderr and case.message in result.stderr, result.stderr

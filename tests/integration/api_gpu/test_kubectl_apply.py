@@ -54,9 +54,7 @@ def _contains(stored: Any, written: Any) -> bool:
 
 async def test_examples_apply_unchanged_and_read_back(kubectl: Kubectl, tmp_path: Path) -> None:
     await install_crds(kubectl, tmp_path)
-    await kubectl.run(
-        *APPLY, "-", input="apiVersion: v1\nkind: Namespace\nmetadata: {name: nemo}\n"
-    )
+    await kubectl.run(*APPLY, "-", input="apiVersion: v1\nkind: Namespace\nmetadata: {name: nemo}\n")
     for path in EXAMPLES:
         await kubectl.run(*APPLY, str(path))
     for path in EXAMPLES:
@@ -70,19 +68,11 @@ async def test_examples_apply_unchanged_and_read_back(kubectl: Kubectl, tmp_path
     assert len(names.stdout.split()) == 5
     # NVIDIA's NeMo CRDs store no userID default (the operator runs the pod as 1000);
     # the ClusterPolicy CRD fills cdi.default.
-    user_id = await kubectl.run(
-        "get",
-        "nemoentitystore",
-        "nemoentitystore-sample",
-        "-n",
-        "nemo",
-        "-o",
-        "jsonpath={.spec.userID}",
-    )
+    user_id = await kubectl.run("get", "nemoentitystore", "nemoentitystore-sample", "-n", "nemo",
+                                "-o", "jsonpath={.spec.userID}")
     assert user_id.stdout == ""
-    cdi = await kubectl.run(
-        "get", "clusterpolicy", "cluster-policy", "-o", "jsonpath={.spec.cdi.default}"
-    )
+    cdi = await kubectl.run("get", "clusterpolicy", "cluster-policy",
+                            "-o", "jsonpath={.spec.cdi.default}")
     assert cdi.stdout == "false"
     # Short names, and NVIDIA's columns.
     table = await kubectl.run("get", "nvd")
@@ -99,9 +89,7 @@ async def test_invalid_manifests_are_rejected_with_nvidia_messages(
     kubectl: Kubectl, tmp_path: Path
 ) -> None:
     await install_crds(kubectl, tmp_path)
-    await kubectl.run(
-        *APPLY, "-", input="apiVersion: v1\nkind: Namespace\nmetadata: {name: nemo}\n"
-    )
+    await kubectl.run(*APPLY, "-", input="apiVersion: v1\nkind: Namespace\nmetadata: {name: nemo}\n")
     rows: list[Any] = [*nemo_cases.CASES, *(c for c in gpu_cases.CASES if not c.status)]
     docs: list[dict[str, Any]] = []
     for case in rows:
@@ -152,24 +140,13 @@ async def test_invalid_status_is_rejected_through_the_status_subresource(
         await kubectl.run(*APPLY, "-", input=yaml_dump_all([obj]))
         status = case.manifest()["status"]
         result = await kubectl.run(
-            "patch",
-            case.kind.lower(),
-            case.id,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps({"status": status}),
-            check=False,
+            "patch", case.kind.lower(), case.id, "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": status}), check=False,
         )
         assert result.returncode != 0, f"{case.id}: status accepted"
         assert f"{case.path}:" in result.stderr and case.message in result.stderr, result.stderr
         ready = await kubectl.run(
-            "patch",
-            case.kind.lower(),
-            case.id,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps({"status": {"state": "ready"}}),
+            "patch", case.kind.lower(), case.id, "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {"state": "ready"}}),
         )
         assert ready.returncode == 0

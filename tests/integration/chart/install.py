@@ -49,20 +49,14 @@ async def served_api_versions(client: Client) -> list[str]:
             gv = version["groupVersion"]
             out.append(gv)
             listing = await client.request("GET", f"/apis/{gv}")
-            out.extend(
-                f"{gv}/{r['kind']}" for r in listing.get("resources", []) if "/" not in r["name"]
-            )
+            out.extend(f"{gv}/{r['kind']}" for r in listing.get("resources", []) if "/" not in r["name"])
     return out
 
 
-async def install(
-    admin: Client, namespace: str, objects: list[dict[str, Any]], *, wait: float = 30
-) -> None:
+async def install(admin: Client, namespace: str, objects: list[dict[str, Any]], *, wait: float = 30) -> None:
     """Create the release namespace, the chart's CRDs (waiting until served) and its objects."""
     with contextlib.suppress(AlreadyExists):
-        await admin.create(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-        )
+        await admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     crds = chart_crds()
     for crd in crds:
         with contextlib.suppress(AlreadyExists):
@@ -73,16 +67,12 @@ async def install(
             version = next(v["name"] for v in spec["versions"] if v.get("served", True))
             while True:
                 try:
-                    await admin.mapper.rest_mapping(
-                        f"{spec['group']}/{version}", spec["names"]["kind"]
-                    )
+                    await admin.mapper.rest_mapping(f"{spec['group']}/{version}", spec["names"]["kind"])
                     break
                 except ApiError:
                     await asyncio.sleep(0.05)
     for obj in objects:
-        if obj["metadata"].get("namespace") is None and await admin.mapper.is_namespaced(
-            obj["apiVersion"], obj["kind"]
-        ):
+        if obj["metadata"].get("namespace") is None and await admin.mapper.is_namespaced(obj["apiVersion"], obj["kind"]):
             obj["metadata"]["namespace"] = namespace
         await admin.create(obj)
 
@@ -179,11 +169,7 @@ async def start_operator_pod(
                 break
         args.append(arg)
     config = in_cluster_config(
-        sa_dir,
-        environ={
-            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
-            "KUBERNETES_SERVICE_PORT": str(cluster.port),
-        },
+        sa_dir, environ={"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(cluster.port)}
     )
     with environment(env):
         parsed = build_parser().parse_args(args)
@@ -196,6 +182,4 @@ async def start_operator_pod(
             await manager.start(stop)
 
     task = asyncio.create_task(run(), name=f"operator-{pod_name}")
-    return OperatorPod(
-        user=user, client=client, manager=manager, stop=stop, task=task, args=parsed, env=env
-    )
+    return OperatorPod(user=user, client=client, manager=manager, stop=stop, task=task, args=parsed, env=env)

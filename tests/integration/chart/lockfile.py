@@ -54,9 +54,7 @@ def pins(text: str) -> dict[str, str]:
 def problems() -> list[str]:
     """What is wrong with constraints.txt against pyproject.toml (empty when current)."""
     if not LOCK.is_file():
-        return [
-            f"{LOCK.name} is missing: run `.venv/bin/python -m tests.integration.chart.lockfile`"
-        ]
+        return [f"{LOCK.name} is missing: run `.venv/bin/python -m tests.integration.chart.lockfile`"]
     text = LOCK.read_text()
     deps = dependencies()
     found = HASH_LINE.search(text)
@@ -85,18 +83,8 @@ def generate() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "--dry-run",
-                "--ignore-installed",
-                "--quiet",
-                "--report",
-                str(report),
-                str(ROOT),
-            ],
+            [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+             "--quiet", "--report", str(report), str(ROOT)],
             check=True,
         )
         resolved = json.loads(report.read_text())["install"]

@@ -51,10 +51,7 @@ NEMO_EXAMPLES = (
 STORAGE_CLASS: dict[str, Any] = {
     "apiVersion": "storage.k8s.io/v1",
     "kind": "StorageClass",
-    "metadata": {
-        "name": "standard",
-        "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
-    },
+    "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
     "provisioner": "localcluster.nimctl.io/hostpath",
     "volumeBindingMode": "Immediate",
 }
@@ -105,9 +102,7 @@ async def start_installed(
     for node in (await admin.list("v1", "Node"))["items"]:  # what Node Feature Discovery adds
         if (node["metadata"].get("labels") or {}).get("nvidia.com/gpu.present") == "true":
             labels = {"feature.node.kubernetes.io/pci-10de.present": "true"}
-            await admin.patch(
-                "v1", "Node", node["metadata"]["name"], {"metadata": {"labels": labels}}
-            )
+            await admin.patch("v1", "Node", node["metadata"]["name"], {"metadata": {"labels": labels}})
     authorizer = enable_rbac(cluster)
     ports = {"metrics": free_port(), "health": free_port(), "webhook": free_port()}
     overrides = copy.deepcopy(values or {})
@@ -153,9 +148,7 @@ async def poll(check: Callable[[], Awaitable[Any]], what: str, timeout: float = 
     raise AssertionError(f"{what}: not within {timeout}s; last seen {last!r}"[:3000])
 
 
-async def state_of(
-    admin: Client, api_version: str, kind: str, name: str, namespace: str | None, want: set[str]
-) -> dict[str, Any]:
+async def state_of(admin: Client, api_version: str, kind: str, name: str, namespace: str | None, want: set[str]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
 
     async def check() -> dict[str, Any] | None:
@@ -170,9 +163,7 @@ async def state_of(
     return result
 
 
-async def gone(
-    admin: Client, api_version: str, kind: str, name: str, namespace: str | None
-) -> None:
+async def gone(admin: Client, api_version: str, kind: str, name: str, namespace: str | None) -> None:
     async def check() -> bool:
         try:
             await admin.get(api_version, kind, name, namespace)
@@ -216,13 +207,7 @@ def prerequisite(kind: str, name: str, namespace: str) -> dict[str, Any]:
         values = dict.fromkeys(SECRET_KEYS, "simulated")
         values[".dockerconfigjson"] = '{"auths": {"nvcr.io": {"auth": "c2ltdWxhdGVk"}}}'
         data = {k: base64.b64encode(v.encode()).decode() for k, v in values.items()}
-        return {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": meta,
-            "type": "kubernetes.io/dockerconfigjson",
-            "data": data,
-        }
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "kubernetes.io/dockerconfigjson", "data": data}
     if kind == "ConfigMap":
         data = {"config.yaml": "models: []\n", "training": "{}\n", "models": "{}\n", "ca.crt": ""}
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
@@ -266,9 +251,7 @@ async def provide_missing(admin: Client, obj: dict[str, Any]) -> None:
         found = MISSING.search(cond.get("message") or "")
         if found:
             with contextlib.suppress(ApiError):
-                await admin.create(
-                    prerequisite(found.group(1), found.group(2), obj["metadata"]["namespace"])
-                )
+                await admin.create(prerequisite(found.group(1), found.group(2), obj["metadata"]["namespace"]))
 
 
 # -- the exercises ---------------------------------------------------------------------
@@ -292,58 +275,30 @@ async def exercise_nim(admin: Client, prefix: str) -> None:
     scaled = _one(applied["nimservice-autoscaling.yaml"], "NIMService")["metadata"]
     routed = _one(applied["nimservice-router-ingress.yaml"], "NIMService")["metadata"]
     full = _one(applied["nimservice-full.yaml"], "NIMService")["metadata"]
-    await admin.patch(
-        API,
-        "NIMService",
-        minimal["name"],
-        {"spec": {"expose": {"service": {"port": 8080}}}},
-        namespace=minimal["namespace"],
-    )
-    await admin.patch(
-        API,
-        "NIMService",
-        scaled["name"],
-        {"spec": {"scale": {"enabled": False}}},
-        namespace=scaled["namespace"],
-    )
-    await admin.patch(
-        API,
-        "NIMService",
-        routed["name"],
-        {"spec": {"router": None, "expose": {"router": None, "ingress": None}}},
-        namespace=routed["namespace"],
-    )
-    await admin.patch(
-        API, "NIMService", full["name"], {"spec": {"proxy": None}}, namespace=full["namespace"]
-    )
+    await admin.patch(API, "NIMService", minimal["name"], {"spec": {"expose": {"service": {"port": 8080}}}}, namespace=minimal["namespace"])
+    await admin.patch(API, "NIMService", scaled["name"], {"spec": {"scale": {"enabled": False}}}, namespace=scaled["namespace"])
+    await admin.patch(API, "NIMService", routed["name"], {"spec": {"router": None, "expose": {"router": None, "ingress": None}}}, namespace=routed["namespace"])
+    await admin.patch(API, "NIMService", full["name"], {"spec": {"proxy": None}}, namespace=full["namespace"])
 
     async def port_updated() -> bool:
         svc = await admin.get("v1", "Service", minimal["name"], minimal["namespace"])
         return any(p.get("port") == 8080 for p in svc["spec"]["ports"])
 
     async def scc_changed() -> bool:
-        role = await admin.get(
-            "rbac.authorization.k8s.io/v1", "Role", full["name"], full["namespace"]
-        )
+        role = await admin.get("rbac.authorization.k8s.io/v1", "Role", full["name"], full["namespace"])
         return bool(role["rules"][0].get("resourceNames") == ["hostmount-anyuid"])
 
     await poll(port_updated, "the NIMService's Service moved to port 8080")
     await poll(scc_changed, "the NIMService's Role dropped the proxy's SCC")
-    await gone(
-        admin, "autoscaling/v2", "HorizontalPodAutoscaler", scaled["name"], scaled["namespace"]
-    )
+    await gone(admin, "autoscaling/v2", "HorizontalPodAutoscaler", scaled["name"], scaled["namespace"])
     for objects in applied.values():
         for obj in objects:
             if obj["kind"] in ("NIMService", "NIMCache"):
-                await admin.delete(
-                    API, obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"]
-                )
+                await admin.delete(API, obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"])
     for objects in applied.values():
         for obj in objects:
             if obj["kind"] in ("NIMService", "NIMCache"):
-                await gone(
-                    admin, API, obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"]
-                )
+                await gone(admin, API, obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"])
 
 
 async def exercise_nemo(admin: Client, namespace: str) -> None:
@@ -386,22 +341,16 @@ async def exercise_gpu(admin: Client) -> None:
         return [d["metadata"]["name"] for d in items if "dcgm-exporter" in d["metadata"]["name"]]
 
     await poll(exporters, "the ClusterPolicy's DCGM exporter DaemonSet")
-    await admin.patch(
-        "nvidia.com/v1", "ClusterPolicy", name, {"spec": {"dcgmExporter": {"enabled": False}}}
-    )
+    await admin.patch("nvidia.com/v1", "ClusterPolicy", name, {"spec": {"dcgmExporter": {"enabled": False}}})
 
     async def pruned() -> bool:
         return not await exporters()
 
     await poll(pruned, "the DCGM exporter pruned")
     # NVIDIA's NVIDIADriver sample: disabled while the ClusterPolicy manages the driver.
-    driver = YAML(typ="safe", pure=True).load(
-        (EXAMPLES_DIR / "nvidiadriver-sample.yaml").read_text()
-    )
+    driver = YAML(typ="safe", pure=True).load((EXAMPLES_DIR / "nvidiadriver-sample.yaml").read_text())
     await admin.create(driver)
-    await state_of(
-        admin, "nvidia.com/v1alpha1", "NVIDIADriver", driver["metadata"]["name"], None, {"disabled"}
-    )
+    await state_of(admin, "nvidia.com/v1alpha1", "NVIDIADriver", driver["metadata"]["name"], None, {"disabled"})
     await admin.delete("nvidia.com/v1alpha1", "NVIDIADriver", driver["metadata"]["name"])
     await admin.delete("nvidia.com/v1", "ClusterPolicy", name)
     await gone(admin, "nvidia.com/v1", "ClusterPolicy", name, None)
@@ -419,9 +368,7 @@ async def exercise_pipeline(admin: Client, namespace: str) -> None:
     dropped = services[-1]["name"]
     services[-1]["enabled"] = False
     services[0]["spec"]["replicas"] = 2
-    await admin.patch(
-        API, "NIMPipeline", name, {"spec": {"services": services}}, namespace=namespace
-    )
+    await admin.patch(API, "NIMPipeline", name, {"spec": {"services": services}}, namespace=namespace)
     await gone(admin, API, "NIMService", dropped, namespace)
 
     async def updated() -> bool:
@@ -441,11 +388,7 @@ async def scrape_metrics(env: Installed) -> int:
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
         "metadata": {"name": "prometheus-reads-nimctl-metrics"},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "nimctl-metrics-reader",
-        },
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nimctl-metrics-reader"},
         "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
     }
     with contextlib.suppress(AlreadyExists):

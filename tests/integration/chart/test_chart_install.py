@@ -52,16 +52,10 @@ NO_EXAMPLE = {
     ("apps.nvidia.com", "nimbuilds/status"),
     ("policy", "poddisruptionbudgets"),  # read only while a driver upgrade drains workloads
 }
-OPTIONAL_SCC = {
-    "nvidia-node-status-exporter",
-    "nvidia-sandbox-device-plugin",
-    "nvidia-kata-sandbox-device-plugin",
-}
+OPTIONAL_SCC = {"nvidia-node-status-exporter", "nvidia-sandbox-device-plugin", "nvidia-kata-sandbox-device-plugin"}
 
 
-def is_exception(
-    atom: tuple[str, str, str, str], owned: set[tuple[str, str]], optional: set[tuple[str, str]]
-) -> bool:
+def is_exception(atom: tuple[str, str, str, str], owned: set[tuple[str, str]], optional: set[tuple[str, str]]) -> bool:
     verb, group, resource, name = atom
     if resource.endswith("/finalizers"):
         return verb == "update"
@@ -102,9 +96,7 @@ async def owned_kinds(env: Installed) -> set[tuple[str, str]]:
     for ctrl in await controllers_of(env):
         for watch in ctrl.watches:
             if isinstance(unwrapped(watch.handler), EnqueueRequestForOwner):
-                mapping = await env.operator.client.mapper.rest_mapping(
-                    watch.api_version, watch.kind
-                )
+                mapping = await env.operator.client.mapper.rest_mapping(watch.api_version, watch.kind)
                 out.add((mapping.group, mapping.resource))
     return out
 
@@ -135,9 +127,7 @@ def granted_atoms(objects: list[dict[str, Any]]) -> list[tuple[str, str, str, st
     """(verb, group, resource, resourceName) for every grant of the ClusterRole and Role."""
     atoms = []
     for obj in objects:
-        if obj["kind"] not in ("ClusterRole", "Role") or obj["metadata"]["name"].endswith(
-            "-metrics-reader"
-        ):
+        if obj["kind"] not in ("ClusterRole", "Role") or obj["metadata"]["name"].endswith("-metrics-reader"):
             continue  # the metrics reader is for Prometheus, not the operator
         for rule in obj.get("rules") or []:
             for verb in rule["verbs"]:
@@ -157,16 +147,12 @@ def used(atom: tuple[str, str, str, str], decisions: list[tuple[Attributes, bool
 
 
 @pytest.mark.timeout(900)
-async def test_installed_operator_reconciles_with_exactly_the_granted_permissions(
-    env: Installed,
-) -> None:
+async def test_installed_operator_reconciles_with_exactly_the_granted_permissions(env: Installed) -> None:
     audit = extensions_of(env.cluster).audit
     await exercise_all(env)
     user = env.operator.user
     denied = [r for r in audit.records(user=user, resource_requests_only=False) if r.code == 403]
-    assert denied == [], [
-        (r.verb, r.api_group, r.resource, r.subresource, r.namespace, r.name) for r in denied
-    ]
+    assert denied == [], [(r.verb, r.api_group, r.resource, r.subresource, r.namespace, r.name) for r in denied]
     decisions = env.authorizer.decisions(user)
     assert not [d for d in decisions if not d[1]], "the operator was refused something"
 
@@ -177,11 +163,7 @@ async def test_every_granted_permission_was_used(env: Installed) -> None:
     decisions = env.authorizer.decisions(env.operator.user)
     owned = await owned_kinds(env)
     optional = await optional_kinds(env)
-    unused = [
-        a
-        for a in granted_atoms(env.objects)
-        if not is_exception(a, owned, optional) and not used(a, decisions)
-    ]
+    unused = [a for a in granted_atoms(env.objects) if not is_exception(a, owned, optional) and not used(a, decisions)]
     assert unused == [], f"granted but never used: {unused}"
 
 
@@ -192,11 +174,7 @@ async def test_webhooks_are_served_with_the_charts_certificates(env: Installed) 
         "kind": "NIMService",
         "metadata": {"name": "bad", "namespace": "bad"},
         # No storage: only the webhook knows one of nimCache/pvc/hostPath/emptyDir is needed.
-        "spec": {
-            "image": {"repository": "nvcr.io/nim/x", "tag": "1"},
-            "authSecret": "s",
-            "expose": {"service": {"port": 8000}},
-        },
+        "spec": {"image": {"repository": "nvcr.io/nim/x", "tag": "1"}, "authSecret": "s", "expose": {"service": {"port": 8000}}},
     }
     with pytest.raises(ApiError) as err:
         await env.admin.create(bad)
@@ -207,17 +185,15 @@ async def test_webhooks_are_served_with_the_charts_certificates(env: Installed) 
 async def test_metrics_answer_only_callers_allowed_to_read_them(env: Installed) -> None:
     url = f"http://127.0.0.1:{env.metrics_port}/metrics"
     reader = service_account_user("monitoring", "prometheus")
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": "prometheus-reads-nimctl-metrics"},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "nimctl-metrics-reader",
-        },
-        "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
-    }
+    binding = (
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "prometheus-reads-nimctl-metrics"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nimctl-metrics-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}],
+        }
+    )
     with contextlib.suppress(AlreadyExists):
         await env.admin.create(binding)
     async with aiohttp.ClientSession() as http:
@@ -249,20 +225,11 @@ async def test_cluster_role_covers_every_kind_the_controllers_watch_and_own(env:
             verbs = {"": ["list", "watch"]}
             if isinstance(unwrapped(watch.handler), EnqueueRequestForOwner):
                 verbs[""] += ["create", "delete"]  # updates: where the audit run shows them
-            if isinstance(
-                unwrapped(watch.handler), EnqueueRequestForObject
-            ) and mapping.group.endswith("nvidia.com"):
+            if isinstance(unwrapped(watch.handler), EnqueueRequestForObject) and mapping.group.endswith("nvidia.com"):
                 verbs["status"] = ["patch"]  # our custom resources report status
             for sub, sub_verbs in verbs.items():
                 for verb in sub_verbs:
                     attrs = Attributes("u", (), verb, mapping.group, mapping.resource, sub, "ns")
                     if not any(rule_allows(r, attrs) for r in rules):
-                        missing.append(
-                            (
-                                ctrl.name,
-                                verb,
-                                mapping.group,
-                                f"{mapping.resource}/{sub}".rstrip("/"),
-                            )
-                        )
+                        missing.append((ctrl.name, verb, mapping.group, f"{mapping.resource}/{sub}".rstrip("/")))
     assert missing == [], f"the ClusterRole lacks {missing}"

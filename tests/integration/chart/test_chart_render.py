@@ -53,15 +53,7 @@ def test_chart_lints_clean() -> None:
         {"serviceMonitor": {"enabled": True}},
         {"operator": {"admissionController": {"tls": {"mode": "cert-manager"}}}},
     ],
-    ids=[
-        "defaults",
-        "no-nim",
-        "no-nemo",
-        "no-gpu",
-        "no-webhooks",
-        "servicemonitor",
-        "cert-manager",
-    ],
+    ids=["defaults", "no-nim", "no-nemo", "no-gpu", "no-webhooks", "servicemonitor", "cert-manager"],
 )
 def test_every_rendered_object_is_valid_kubernetes(values: dict[str, Any]) -> None:
     objects = render(values)
@@ -72,9 +64,7 @@ def test_every_rendered_object_is_valid_kubernetes(values: dict[str, Any]) -> No
         try:
             kubernetes_validate.validate(obj, "1.32", strict=True)
         except kubernetes_validate.ValidationError as exc:
-            pytest.fail(
-                f"{obj['kind']}/{obj['metadata']['name']}: {exc.message} at {list(exc.path)}"
-            )
+            pytest.fail(f"{obj['kind']}/{obj['metadata']['name']}: {exc.message} at {list(exc.path)}")
 
 
 def test_defaults_run_two_leader_elected_replicas_with_probes_and_metrics() -> None:
@@ -97,11 +87,7 @@ def test_defaults_run_two_leader_elected_replicas_with_probes_and_metrics() -> N
     lease_role = find(objects, "Role", "nimctl-leader-election")
     assert lease_role["metadata"]["namespace"] == NS
     assert lease_role["rules"] == [
-        {
-            "apiGroups": ["coordination.k8s.io"],
-            "resources": ["leases"],
-            "verbs": ["get", "create", "update"],
-        }
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
     ]
 
 
@@ -123,16 +109,10 @@ def test_user_values_reach_the_pod() -> None:
         {
             "operator": {
                 "replicas": 3,
-                "image": {
-                    "repository": "registry.example/nimctl",
-                    "tag": "v9",
-                    "pullSecrets": ["regcred"],
-                },
+                "image": {"repository": "registry.example/nimctl", "tag": "v9", "pullSecrets": ["regcred"]},
                 "priorityClassName": "system-cluster-critical",
                 "nodeSelector": {"node-role.kubernetes.io/control-plane": ""},
-                "tolerations": [
-                    {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
-                ],
+                "tolerations": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}],
                 "watchNamespace": "team-a",
             }
         }
@@ -163,22 +143,12 @@ def test_image_tag_defaults_to_the_app_version() -> None:
         ("gpu", "--disable-gpu-lifecycle", None),
     ],
 )
-def test_each_switch_turns_off_its_controllers_and_their_rules(
-    group: str, flag: str, kind: Any
-) -> None:
+def test_each_switch_turns_off_its_controllers_and_their_rules(group: str, flag: str, kind: Any) -> None:
     on = render()
     off = render({group: {"enabled": False}})
     assert flag not in args_of(on)
     assert flag in args_of(off)
-    others = [
-        f
-        for f in (
-            "--disable-nim-controllers",
-            "--disable-nemo-controllers",
-            "--disable-gpu-lifecycle",
-        )
-        if f != flag
-    ]
+    others = [f for f in ("--disable-nim-controllers", "--disable-nemo-controllers", "--disable-gpu-lifecycle") if f != flag]
     assert not set(others) & set(args_of(off))
     if kind is not None:
         assert kind in granted(on)
@@ -196,21 +166,11 @@ def test_optional_api_rules_follow_what_the_cluster_serves() -> None:
     detect = {"rbac": {"optionalAPIs": "detect"}}
     plain = granted(render(detect))
     assert ("gateway.networking.k8s.io", "httproutes") not in plain
-    served = granted(
-        render(
-            detect,
-            api_versions=["gateway.networking.k8s.io/v1", "gateway.networking.k8s.io/v1/HTTPRoute"],
-        )
-    )
+    served = granted(render(detect, api_versions=["gateway.networking.k8s.io/v1", "gateway.networking.k8s.io/v1/HTTPRoute"]))
     assert ("gateway.networking.k8s.io", "httproutes") in served
     assert ("gateway.networking.k8s.io", "grpcroutes") not in served
     everything = granted(render())  # the default: the operator may meet them while running
-    for optional in [
-        ("gateway.networking.k8s.io", "grpcroutes"),
-        ("leaderworkerset.x-k8s.io", "leaderworkersets"),
-        ("monitoring.coreos.com", "servicemonitors"),
-        ("serving.kserve.io", "inferenceservices"),
-    ]:
+    for optional in [("gateway.networking.k8s.io", "grpcroutes"), ("leaderworkerset.x-k8s.io", "leaderworkersets"), ("monitoring.coreos.com", "servicemonitors"), ("serving.kserve.io", "inferenceservices")]:
         assert optional in everything
 
 
@@ -218,11 +178,7 @@ def test_optional_api_rules_follow_what_the_cluster_serves() -> None:
 def test_webhook_configurations_match_what_the_operator_serves(kind: str) -> None:
     from webhooks.setup import mutating_webhook_configuration, validating_webhook_configuration
 
-    build = (
-        validating_webhook_configuration
-        if kind.startswith("Validating")
-        else mutating_webhook_configuration
-    )
+    build = validating_webhook_configuration if kind.startswith("Validating") else mutating_webhook_configuration
     chart = find(render(), kind)
     ours = build(b"ca", service=(NS, "nimctl-webhook-service", 443))
     for hook in (*chart["webhooks"], *ours["webhooks"]):
@@ -244,9 +200,7 @@ def test_webhook_names_and_service() -> None:
     objects = render()
     chart = find(objects, "ValidatingWebhookConfiguration")
     assert [h["name"] for h in chart["webhooks"]] == [w[0] for w in WEBHOOKS]
-    assert chart["webhooks"][0]["clientConfig"]["service"]["path"] == validate_path(
-        GROUP, VERSION, "NIMService"
-    )
+    assert chart["webhooks"][0]["clientConfig"]["service"]["path"] == validate_path(GROUP, VERSION, "NIMService")
     service = find(objects, "Service", "nimctl-webhook-service")
     assert service["spec"]["ports"][0]["targetPort"] == "webhook-server"
 
@@ -259,9 +213,7 @@ def test_generated_certificates_serve_the_webhook_service_name() -> None:
     assert secret["data"]["ca.crt"] == ca_bundle
     cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
     ca = x509.load_pem_x509_certificate(base64.b64decode(ca_bundle))
-    names = cert.extensions.get_extension_for_class(
-        x509.SubjectAlternativeName
-    ).value.get_values_for_type(x509.DNSName)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(x509.DNSName)
     assert f"nimctl-webhook-service.{NS}.svc" in names
     assert cert.issuer == ca.subject
     pod = find(objects, "Deployment")["spec"]["template"]["spec"]
@@ -274,16 +226,10 @@ def test_cert_manager_mode_requests_a_certificate_and_injects_its_ca() -> None:
     objects = render({"operator": {"admissionController": {"tls": {"mode": "cert-manager"}}}})
     certificate = find(objects, "Certificate")
     assert certificate["spec"]["secretName"] == "nimctl-webhook-server-cert"
-    assert certificate["spec"]["issuerRef"] == {
-        "kind": "Issuer",
-        "name": "nimctl-selfsigned-issuer",
-    }
+    assert certificate["spec"]["issuerRef"] == {"kind": "Issuer", "name": "nimctl-selfsigned-issuer"}
     assert find(objects, "Issuer")["spec"] == {"selfSigned": {}}
     config = find(objects, "ValidatingWebhookConfiguration")
-    assert (
-        config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
-        == f"{NS}/nimctl-serving-cert"
-    )
+    assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NS}/nimctl-serving-cert"
     assert not [o for o in objects if o["kind"] == "Secret"]
     # auto picks cert-manager when the cluster serves it.
     auto = render(api_versions=["cert-manager.io/v1"])

@@ -36,9 +36,7 @@ EXEMPT = ("/finalizers", "nimbuilds/status", "poddisruptionbudgets")
 ROLES = ("nimctl", "nimctl-leader-election")
 
 
-def _rules(
-    objects: list[dict[str, Any]], served: set[tuple[str, str]]
-) -> list[tuple[str, int, dict[str, Any]]]:
+def _rules(objects: list[dict[str, Any]], served: set[tuple[str, str]]) -> list[tuple[str, int, dict[str, Any]]]:
     """The rules to remove one by one: not the exceptions, not resources this cluster
     does not serve (optional APIs granted up front)."""
     out = []
@@ -98,9 +96,7 @@ async def _refused(env: Installed, rule: dict[str, Any], timeout: float) -> str 
 
     watcher = asyncio.create_task(watch())
     driver = asyncio.create_task(drive())
-    done, _ = await asyncio.wait(
-        {watcher, driver}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-    )
+    done, _ = await asyncio.wait({watcher, driver}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     for task in (watcher, driver):
         task.cancel()
         with contextlib.suppress(BaseException):
@@ -124,9 +120,7 @@ async def test_removing_any_rule_gets_the_operator_refused(tmp_path: Path) -> No
     figures = []
     for n, (role, index, rule) in enumerate(rules):
         started = time.monotonic()
-        env = await start_installed(
-            tmp_path / f"r{n}", edit=_without(role, index), wait_for_leader=False
-        )
+        env = await start_installed(tmp_path / f"r{n}", edit=_without(role, index), wait_for_leader=False)
         try:
             refusal = await _refused(env, copy.deepcopy(rule), timeout=120)
         finally:

@@ -63,10 +63,7 @@ def test_image_is_multi_stage_and_runs_nimctl_as_non_root() -> None:
 
 def test_every_python_package_is_copied_into_the_image() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    packages = [
-        p.removesuffix(".*").rstrip("*")
-        for p in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
-    ]
+    packages = [p.removesuffix(".*").rstrip("*") for p in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]]
     copied = {i.split()[1] for i in stages()[0] if i.startswith("COPY ") and "--from" not in i}
     assert set(packages) <= copied, f"not copied: {set(packages) - copied}"
     ignored = (ROOT / ".dockerignore").read_text().split()
@@ -77,13 +74,7 @@ def test_every_python_package_is_copied_into_the_image() -> None:
 def _engine() -> str:
     for name in ("docker", "podman"):
         binary = shutil.which(name)
-        if (
-            binary
-            and subprocess.run(
-                [binary, "info"], check=False, capture_output=True, timeout=30
-            ).returncode
-            == 0
-        ):
+        if binary and subprocess.run([binary, "info"], check=False, capture_output=True, timeout=30).returncode == 0:
             return binary
     pytest.skip("no container engine (docker or podman) is running: the image is not built here")
 
@@ -93,14 +84,7 @@ def test_image_builds_and_prints_its_help() -> None:
     engine = _engine()
     tag = "nimctl:test"
     subprocess.run([engine, "build", "-t", tag, str(ROOT)], check=True, timeout=1700)
-    out = subprocess.run(
-        [engine, "run", "--rm", tag, "run", "--help"], capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([engine, "run", "--rm", tag, "run", "--help"], capture_output=True, text=True, check=True)
     assert "--disable-gpu-lifecycle" in out.stdout
-    who = subprocess.run(
-        [engine, "run", "--rm", "--entrypoint", "id", tag, "-u"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    who = subprocess.run([engine, "run", "--rm", "--entrypoint", "id", tag, "-u"], capture_output=True, text=True, check=True)
     assert who.stdout.strip() == "65532"

@@ -23,9 +23,7 @@ def role(name: str, rules: list[dict], namespace: str | None = None) -> dict:
     return {"apiVersion": RBAC, "kind": kind, "metadata": meta, "rules": rules}
 
 
-def binding(
-    name: str, role_kind: str, role_name: str, subjects: list[dict], namespace: str | None = None
-) -> dict:
+def binding(name: str, role_kind: str, role_name: str, subjects: list[dict], namespace: str | None = None) -> dict:
     kind = "RoleBinding" if namespace else "ClusterRoleBinding"
     meta = {"name": name, **({"namespace": namespace} if namespace else {})}
     return {
@@ -41,9 +39,7 @@ SA_SUBJECT = {"kind": "ServiceAccount", "name": "bot", "namespace": "team"}
 
 
 @pytest.fixture
-async def env(
-    cluster: LocalCluster, tmp_path: Path
-) -> AsyncIterator[tuple[LocalCluster, Client, Client]]:
+async def env(cluster: LocalCluster, tmp_path: Path) -> AsyncIterator[tuple[LocalCluster, Client, Client]]:
     enable_rbac(cluster)
     async with Client(str(cluster.kubeconfig_path)) as admin:
         for ns in ("team", "other"):
@@ -69,22 +65,14 @@ async def test_nothing_is_allowed_until_bound_and_the_message_is_kubernetes(env)
     )
     with pytest.raises(Forbidden) as err:
         await bot.list("v1", "Node")
-    assert err.value.message.endswith(
-        'cannot list resource "nodes" in API group "" at the cluster scope'
-    )
+    assert err.value.message.endswith('cannot list resource "nodes" in API group "" at the cluster scope')
     # The admin stays all-powerful.
     assert (await admin.list("v1", "Node"))["items"] is not None
 
 
 async def test_role_binding_grants_only_in_its_namespace(env) -> None:
     _, admin, bot = env
-    await admin.create(
-        role(
-            "cm-reader",
-            [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}],
-            "team",
-        )
-    )
+    await admin.create(role("cm-reader", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}], "team"))
     await admin.create(binding("bot-cm", "Role", "cm-reader", [SA_SUBJECT], "team"))
     assert (await bot.list("v1", "ConfigMap", "team"))["items"] == []
     with pytest.raises(Forbidden):
@@ -92,17 +80,9 @@ async def test_role_binding_grants_only_in_its_namespace(env) -> None:
     with pytest.raises(Forbidden):
         await bot.list("v1", "ConfigMap")  # all namespaces is cluster scope
     with pytest.raises(Forbidden):
-        await bot.create(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "x", "namespace": "team"},
-            }
-        )
+        await bot.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "team"}})
     # A ClusterRole bound by a ClusterRoleBinding grants everywhere.
-    await admin.create(
-        role("cm-all", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}])
-    )
+    await admin.create(role("cm-all", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]))
     await admin.create(binding("bot-cm-all", "ClusterRole", "cm-all", [SA_SUBJECT]))
     assert (await bot.list("v1", "ConfigMap"))["items"] == []
     # Revoking takes effect at once.
@@ -113,39 +93,20 @@ async def test_role_binding_grants_only_in_its_namespace(env) -> None:
 
 async def test_groups_resource_names_and_subresources(env) -> None:
     _, admin, bot = env
-    await admin.create(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mine", "namespace": "team"}}
-    )
-    await admin.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "theirs", "namespace": "team"},
-        }
-    )
+    await admin.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mine", "namespace": "team"}})
+    await admin.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "theirs", "namespace": "team"}})
     await admin.create(
         role(
             "named",
             [
-                {
-                    "apiGroups": [""],
-                    "resources": ["configmaps"],
-                    "resourceNames": ["mine"],
-                    "verbs": ["get", "update"],
-                },
+                {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["mine"], "verbs": ["get", "update"]},
                 {"apiGroups": ["apps"], "resources": ["deployments/status"], "verbs": ["get"]},
             ],
         )
     )
     # Bound to the group every ServiceAccount of the namespace is in.
     await admin.create(
-        binding(
-            "sa-group",
-            "ClusterRole",
-            "named",
-            [{"kind": "Group", "name": "system:serviceaccounts:team"}],
-            "team",
-        )
+        binding("sa-group", "ClusterRole", "named", [{"kind": "Group", "name": "system:serviceaccounts:team"}], "team")
     )
     assert (await bot.get("v1", "ConfigMap", "mine", "team"))["metadata"]["name"] == "mine"
     with pytest.raises(Forbidden):
@@ -184,9 +145,7 @@ async def test_aggregated_cluster_roles(env) -> None:
             "apiVersion": RBAC,
             "kind": "ClusterRole",
             "metadata": {"name": "aggregate"},
-            "aggregationRule": {
-                "clusterRoleSelectors": [{"matchLabels": {"team/aggregate": "true"}}]
-            },
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"team/aggregate": "true"}}]},
         }
     )
     await admin.create(binding("agg", "ClusterRole", "aggregate", [SA_SUBJECT]))
@@ -204,32 +163,20 @@ async def test_escalation_is_prevented(env) -> None:
         role(
             "role-writer",
             [
-                {
-                    "apiGroups": ["rbac.authorization.k8s.io"],
-                    "resources": ["roles", "rolebindings"],
-                    "verbs": ["create"],
-                },
+                {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create"]},
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
             ],
         )
     )
     await admin.create(binding("writer", "ClusterRole", "role-writer", [SA_SUBJECT], "team"))
     # A Role within what the writer holds is fine.
-    await bot.create(
-        role("pod-get", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}], "team")
-    )
+    await bot.create(role("pod-get", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}], "team"))
     with pytest.raises(Forbidden) as err:
-        await bot.create(
-            role(
-                "secrets", [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}], "team"
-            )
-        )
+        await bot.create(role("secrets", [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}], "team"))
     assert "is attempting to grant RBAC permissions not currently held" in err.value.message
     assert '{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}' in err.value.message
     # Binding a role the writer could not grant itself is refused too.
-    await admin.create(
-        role("secrets", [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}], "team")
-    )
+    await admin.create(role("secrets", [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}], "team"))
     with pytest.raises(Forbidden):
         await bot.create(binding("b", "Role", "secrets", [SA_SUBJECT], "team"))
     await bot.create(binding("b", "Role", "pod-get", [SA_SUBJECT], "team"))
@@ -237,9 +184,7 @@ async def test_escalation_is_prevented(env) -> None:
 
 async def test_access_reviews_answer_from_the_policy(env) -> None:
     _, admin, bot = env
-    await admin.create(
-        role("pods", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}], "team")
-    )
+    await admin.create(role("pods", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}], "team"))
     await admin.create(binding("pods", "Role", "pods", [SA_SUBJECT], "team"))
 
     def ssar(verb: str, ns: str) -> dict:
@@ -257,36 +202,21 @@ async def test_access_reviews_answer_from_the_policy(env) -> None:
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
         "metadata": {},
-        "spec": {
-            "user": SA_USER,
-            "groups": ["system:authenticated"],
-            "resourceAttributes": {"verb": "list", "resource": "pods", "namespace": "team"},
-        },
+        "spec": {"user": SA_USER, "groups": ["system:authenticated"], "resourceAttributes": {"verb": "list", "resource": "pods", "namespace": "team"}},
     }
     with pytest.raises(Forbidden):  # asking about others needs a grant
         await bot.create(sar)
     assert (await admin.create(sar))["status"]["allowed"] is True
     rules = await bot.create(
-        {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectRulesReview",
-            "metadata": {},
-            "spec": {"namespace": "team"},
-        }
+        {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "metadata": {}, "spec": {"namespace": "team"}}
     )
-    assert {"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]} in rules["status"][
-        "resourceRules"
-    ]
+    assert {"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]} in rules["status"]["resourceRules"]
 
 
 @pytest.mark.kubectl
-async def test_kubectl_auth_can_i_and_forbidden_output(
-    env, kubectl_binary: str, tmp_path: Path
-) -> None:
+async def test_kubectl_auth_can_i_and_forbidden_output(env, kubectl_binary: str, tmp_path: Path) -> None:
     cluster, admin, _ = env
-    await admin.create(
-        role("pods", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}], "team")
-    )
+    await admin.create(role("pods", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}], "team"))
     await admin.create(binding("pods", "Role", "pods", [SA_SUBJECT], "team"))
     home = tmp_path / "home"
     home.mkdir()
@@ -307,7 +237,5 @@ async def test_kubectl_auth_can_i_and_forbidden_output(
     admin_kubectl = Kubectl(kubectl_binary, cluster.kubeconfig_path, home)
     everything = await admin_kubectl.run("auth", "can-i", "*", "*", check=False)
     assert everything.stdout.strip() == "yes"
-    who = await admin_kubectl.run(
-        "auth", "can-i", "list", "pods", "-n", "team", f"--as={SA_USER}", check=False
-    )
+    who = await admin_kubectl.run("auth", "can-i", "list", "pods", "-n", "team", f"--as={SA_USER}", check=False)
     assert who.stdout.strip() == "yes"

@@ -159,10 +159,7 @@ async def test_multinode_is_ready_when_its_leaderworkerset_is_available(env: Env
 
     # Ready has no requeue: only the LeaderWorkerSet watch can bring the change in.
     await env.admin.patch(
-        "leaderworkerset.x-k8s.io/v1",
-        "LeaderWorkerSet",
-        lws_name,
-        {"spec": {"replicas": 0}},
+        "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", lws_name, {"spec": {"replicas": 0}},
         namespace=ns,
     )
 
@@ -191,7 +188,9 @@ async def test_kserve_nimservice_gets_an_inferenceservice(env: Env) -> None:
     )
 
     async def isvc() -> dict[str, Any]:
-        return await env.admin.get("serving.kserve.io/v1beta1", "InferenceService", DEMO_NAME, ns)
+        return await env.admin.get(
+            "serving.kserve.io/v1beta1", "InferenceService", DEMO_NAME, ns
+        )
 
     obj = await wait_for(isvc, timeout=60)
     annotations = obj["metadata"].get("annotations") or {}

@@ -98,9 +98,7 @@ async def test_a_deleted_namespace_gets_no_creates_and_no_errors(tmp_path: Path)
             creates = [
                 (r.resource, r.name, r.code)
                 for r in audit.records(user=OPERATOR_USER)
-                if r.seq > start
-                and r.verb == "create"
-                and r.namespace == NS
+                if r.seq > start and r.verb == "create" and r.namespace == NS
                 and r.resource != "events"
             ]
             assert creates == [], creates

@@ -137,9 +137,9 @@ async def exists(admin: Client, api_version: str, kind: str, name: str, ns: str)
     return True
 
 
-def annotate(
-    admin: Client, api_version: str, kind: str, name: str, ns: str
-) -> Callable[[], Awaitable[Any]]:
+def annotate(admin: Client, api_version: str, kind: str, name: str, ns: str) -> Callable[
+    [], Awaitable[Any]
+]:
     """A poke: annotate an owned object, which wakes its NIMService and changes nothing."""
     counter = {"n": 0}
 

@@ -65,6 +65,7 @@ async def test_mpi_objects_are_created_once_and_never_rewritten(env: Env) -> Non
         namespace=ns,
     )
 
+
     async def rolled() -> bool:
         lws = await env.admin.get(LWS, "LeaderWorkerSet", f"{DEMO_NAME}-lws", ns)
         leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]

@@ -13,9 +13,7 @@ from nimctl_runtime.client import Client, NotFound, load_config
 
 async def test_pod_logs_returns_the_containers_output() -> None:
     async with LocalCluster() as cluster:
-        extensions_of(cluster).catalog.set(
-            "example.com/printer:1", logs="line one\nline two\n", exit_code=0
-        )
+        extensions_of(cluster).catalog.set("example.com/printer:1", logs="line one\nline two\n", exit_code=0)
         async with Client(load_config(str(cluster.kubeconfig_path))) as client:
             await client.create(
                 {

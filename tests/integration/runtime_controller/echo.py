@@ -22,9 +22,7 @@ SOURCE = "echo=source"
 COPY = "echo=copy"
 
 
-def source_cm(
-    name: str, namespace: str = "default", data: dict[str, str] | None = None
-) -> dict[str, Any]:
+def source_cm(name: str, namespace: str = "default", data: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

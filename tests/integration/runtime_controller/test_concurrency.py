@@ -39,11 +39,7 @@ async def test_200_concurrent_updates_one_worker_per_key_and_last_state_wins(env
                         echo = await client.get("v1", "ConfigMap", "hot-echo", "default")
                     except Exception:
                         echo = None
-                    if (
-                        rec.seen.get(key) == final["data"]
-                        and echo
-                        and echo["data"] == final["data"]
-                    ):
+                    if rec.seen.get(key) == final["data"] and echo and echo["data"] == final["data"]:
                         break
                     await asyncio.sleep(0.02)
             assert rec.overlaps == 0, "a key was reconciled by two workers at once"

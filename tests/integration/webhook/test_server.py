@@ -36,9 +36,7 @@ class NoFooValidator:
 
     async def validate_update(self, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         if old.get("spec") != new.get("spec"):
-            raise ValidationFailed(
-                [field.forbidden("spec", "is immutable once the object is created")]
-            )
+            raise ValidationFailed([field.forbidden("spec", "is immutable once the object is created")])
         return []
 
     async def validate_delete(self, obj: dict[str, Any]) -> list[str]:
@@ -129,9 +127,7 @@ async def test_allowed_with_warning(running: Running) -> None:
 
 
 async def test_update_immutability(running: Running) -> None:
-    resp = await running.review(
-        "/validate-x", _req("UPDATE", {"spec": {"a": 2}}, {"spec": {"a": 1}})
-    )
+    resp = await running.review("/validate-x", _req("UPDATE", {"spec": {"a": 2}}, {"spec": {"a": 1}}))
     assert resp["allowed"] is False
     assert "is immutable" in resp["status"]["message"]
 

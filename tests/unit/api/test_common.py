@@ -22,16 +22,11 @@ from api.crdgen import main
         ({"service": {"grpcPort": 9000}}, "unsupported field: spec.expose.service.grpcPort"),
         ({"service": {"metricsPort": 9000}}, "unsupported field: spec.expose.service.metricsPort"),
         (
-            {
-                "service": {},
-                "router": {"gateway": {"namespace": "g", "name": "g", "grpcRoutesEnabled": True}},
-            },
+            {"service": {}, "router": {"gateway": {"namespace": "g", "name": "g",
+                                                   "grpcRoutesEnabled": True}}},
             "unsupported field: spec.expose.router.gateway.grpcRoutesEnabled",
         ),
-        (
-            {"service": {}, "ingress": {"enabled": True}},
-            "spec cannot be nil when ingress is enabled",
-        ),
+        ({"service": {}, "ingress": {"enabled": True}}, "spec cannot be nil when ingress is enabled"),
     ],
 )
 def test_nemo_expose_rules(expose: dict[str, Any], message: str) -> None:
@@ -44,10 +39,8 @@ def test_nemo_expose_accepts_nvidia_shape() -> None:
     expose = ExposeV1.model_validate(
         {
             "service": {"type": "ClusterIP", "port": 8000},
-            "ingress": {
-                "enabled": True,
-                "spec": {"ingressClassName": "nginx", "host": "h", "paths": [{}]},
-            },
+            "ingress": {"enabled": True, "spec": {"ingressClassName": "nginx", "host": "h",
+                                                  "paths": [{}]}},
         }
     )
     assert expose.ingress is not None and expose.ingress.spec is not None
@@ -65,10 +58,7 @@ def test_crds_command_writes_one_file_per_kind(tmp_path: Path) -> None:
 def test_crds_command_streams_to_stdout() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "nimctl", "crds"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        check=True, capture_output=True, text=True, timeout=60,
     ).stdout
     docs = list(YAML(typ="safe", pure=True).load_all(out))
     kinds = {d["spec"]["names"]["kind"] for d in docs}

@@ -77,21 +77,15 @@ def test_crd_shape_matches_nvidia() -> None:
     assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Status", "Age"]
     cache = CRDS["NIMCache"]["spec"]["versions"][0]
     assert [c["jsonPath"] for c in cache["additionalPrinterColumns"]] == [
-        ".status.state",
-        ".status.pvc",
-        ".metadata.creationTimestamp",
-    ]
+        ".status.state", ".status.pvc", ".metadata.creationTimestamp"]
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert spec["required"] == ["image"]
-    assert (
-        spec["properties"]["expose"]["properties"]["service"]["properties"]["port"]["default"]
-        == 8000
-    )
+    assert spec["properties"]["expose"]["properties"]["service"]["properties"]["port"][
+        "default"] == 8000
     env = spec["properties"]["env"]["items"]
     assert env["required"] == ["name"] and "valueFrom" in env["properties"]
     statuses = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"][
-        "draResourceStatuses"
-    ]
+        "draResourceStatuses"]
     assert statuses["x-kubernetes-list-type"] == "map"
     assert statuses["x-kubernetes-list-map-keys"] == ["name"]
     limits = spec["properties"]["resources"]["properties"]["limits"]["additionalProperties"]

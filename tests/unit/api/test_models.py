@@ -103,14 +103,8 @@ def test_errors_inside_kubernetes_core_types_name_the_inner_field() -> None:
         "readinessProbe": {"probe": {"httpGet": {"path": "/x"}}},
     }
     with pytest.raises(LoadError) as info:
-        load(
-            {
-                "apiVersion": "apps.nvidia.com/v1alpha1",
-                "kind": "NIMService",
-                "metadata": {"name": "x"},
-                "spec": spec,
-            }
-        )
+        load({"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMService",
+              "metadata": {"name": "x"}, "spec": spec})
     errors = {str(e) for e in info.value.errors}
     assert "spec.env[0].valueFrom.secretKeyRef.key: Required value" in errors
     assert "spec.readinessProbe.probe.httpGet.port: Required value" in errors
@@ -119,14 +113,8 @@ def test_errors_inside_kubernetes_core_types_name_the_inner_field() -> None:
 
 def test_missing_required_field_and_unknown_field_are_reported() -> None:
     with pytest.raises(LoadError) as info:
-        load(
-            {
-                "apiVersion": "apps.nvidia.com/v1alpha1",
-                "kind": "NIMService",
-                "metadata": {"name": "x"},
-                "spec": {"image": {"repository": "r"}, "replica": 1},
-            }
-        )
+        load({"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMService",
+              "metadata": {"name": "x"}, "spec": {"image": {"repository": "r"}, "replica": 1}})
     errors = {str(e) for e in info.value.errors}
     assert "spec.image.tag: Required value" in errors
     assert "spec.replica: unknown field" in errors
@@ -140,14 +128,9 @@ def test_unknown_kind_is_reported_with_the_known_ones() -> None:
 
 def test_strict_types_as_the_api_server() -> None:
     with pytest.raises(LoadError) as info:
-        load(
-            {
-                "apiVersion": "apps.nvidia.com/v1alpha1",
-                "kind": "NIMService",
-                "metadata": {"name": "x"},
-                "spec": {"image": {"repository": "r", "tag": "t"}, "replicas": "2"},
-            }
-        )
+        load({"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMService",
+              "metadata": {"name": "x"},
+              "spec": {"image": {"repository": "r", "tag": "t"}, "replicas": "2"}})
     assert [e.path for e in info.value.errors] == ["spec.replicas"]
 
 

@@ -55,9 +55,7 @@ def test_crd_shape_matches_nvidia() -> None:
     version = cp["spec"]["versions"][0]
     assert version["name"] == "v1" and version["subresources"] == {"status": {}}
     assert [(c["name"], c["type"]) for c in version["additionalPrinterColumns"]] == [
-        ("Status", "string"),
-        ("Age", "string"),
-    ]
+        ("Status", "string"), ("Age", "string")]
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert spec["required"] == list(REQUIRED_SECTIONS)
     assert spec["properties"]["driver"]["properties"]["image"]["pattern"] == "[a-zA-Z0-9\\-]+"
@@ -71,14 +69,10 @@ def test_crd_shape_matches_nvidia() -> None:
     assert nd["spec"]["names"]["shortNames"] == ["nvd", "nvdriver", "nvdrivers"]
     nd_version = nd["spec"]["versions"][0]
     assert [c["name"] for c in nd_version["additionalPrinterColumns"]] == [
-        "Status",
-        "Default",
-        "Age",
-    ]
+        "Status", "Default", "Age"]
     nd_spec = nd_version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     assert nd_spec["properties"]["driverType"]["x-kubernetes-validations"] == [
-        {"rule": "self == oldSelf", "message": DRIVER_TYPE_IMMUTABLE_MESSAGE}
-    ]
+        {"rule": "self == oldSelf", "message": DRIVER_TYPE_IMMUTABLE_MESSAGE}]
     node_affinity = nd_spec["properties"]["nodeAffinity"]["properties"]
     assert "requiredDuringSchedulingIgnoredDuringExecution" in node_affinity
 

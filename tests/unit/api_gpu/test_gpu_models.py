@@ -43,11 +43,8 @@ def _edit(kind: str, edits: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_gpu_scenarios_are_all_there() -> None:
     names = {p.name for p in EXAMPLES}
-    assert {
-        "clusterpolicy-defaults.yaml",
-        "clusterpolicy-sandbox.yaml",
-        "nvidiadriver.yaml",
-    } <= names
+    assert {"clusterpolicy-defaults.yaml", "clusterpolicy-sandbox.yaml",
+            "nvidiadriver.yaml"} <= names
     sandbox = load((EXAMPLES_DIR / "clusterpolicy-sandbox.yaml").read_text())
     assert isinstance(sandbox, ClusterPolicy)
     assert sandbox.spec.sandbox_workloads.enabled is True
@@ -71,20 +68,11 @@ def test_example_parses_and_round_trips_unchanged(path: Path) -> None:
 
 
 def test_clusterpolicy_defaults_are_nvidias() -> None:
-    cp = load(
-        _edit(
-            "ClusterPolicy",
-            {
-                "spec.devicePlugin.mps": {},
-                "spec.migManager.config": {},
-                "spec.vgpuDeviceManager.config": {},
-                "spec.hostPaths": {},
-                "spec.cdi": {},
-                "spec.driver.upgradePolicy": {"podDeletion": {}, "drain": {}},
-                "spec.sandboxWorkloads": {},
-            },
-        )
-    )
+    cp = load(_edit("ClusterPolicy", {
+        "spec.devicePlugin.mps": {}, "spec.migManager.config": {},
+        "spec.vgpuDeviceManager.config": {}, "spec.hostPaths": {}, "spec.cdi": {},
+        "spec.driver.upgradePolicy": {"podDeletion": {}, "drain": {}},
+        "spec.sandboxWorkloads": {}}))
     spec = dump(cp, defaults=True)["spec"]
     assert spec["operator"] == {"defaultRuntime": "docker", "runtimeClass": "nvidia"}
     assert spec["daemonsets"] == {"updateStrategy": "RollingUpdate"}
@@ -92,24 +80,16 @@ def test_clusterpolicy_defaults_are_nvidias() -> None:
     assert spec["toolkit"] == {"installDir": "/usr/local/nvidia"}
     assert spec["devicePlugin"]["mps"] == {"root": "/run/nvidia/mps"}
     assert spec["migManager"]["config"] == {
-        "name": "default-mig-parted-config",
-        "default": "all-disabled",
-    }
+        "name": "default-mig-parted-config", "default": "all-disabled"}
     assert spec["vgpuDeviceManager"]["config"] == {"default": "default"}
     assert spec["hostPaths"] == {"kubeletRootDir": "/var/lib/kubelet"}
     assert spec["cdi"] == {"enabled": True, "default": False, "nriPluginEnabled": False}
     assert spec["sandboxWorkloads"] == {"defaultWorkload": "container", "mode": "kubevirt"}
     upgrade = spec["driver"]["upgradePolicy"]
-    assert (upgrade["autoUpgrade"], upgrade["maxParallelUpgrades"], upgrade["maxUnavailable"]) == (
-        False,
-        1,
-        "25%",
-    )
-    assert upgrade["podDeletion"] == {
-        "force": False,
-        "timeoutSeconds": 300,
-        "deleteEmptyDir": False,
-    }
+    assert (upgrade["autoUpgrade"], upgrade["maxParallelUpgrades"],
+            upgrade["maxUnavailable"]) == (False, 1, "25%")
+    assert upgrade["podDeletion"] == {"force": False, "timeoutSeconds": 300,
+                                      "deleteEmptyDir": False}
     assert upgrade["drain"]["timeoutSeconds"] == 300
     # Sections the user did not write are not invented.
     assert "gds" not in spec and "validator" not in spec
@@ -137,24 +117,20 @@ def test_nvidiadriver_defaults_are_nvidias() -> None:
     assert spec["kernelModuleType"] == "auto"
     assert spec["image"] == "nvcr.io/nvidia/driver"
     assert spec["upgradePolicy"] == {
-        "autoUpgrade": True,
-        "maxParallelUpgrades": 1,
-        "maxUnavailable": "25%",
-    }
+        "autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": "25%"}
 
 
 def test_nvidiadriver_driver_type_and_precompiled_are_immutable() -> None:
     old = NVIDIADriver.model_validate(_edit("NVIDIADriver", {"spec.usePrecompiled": False}))
     vgpu = NVIDIADriver.model_validate(
-        _edit("NVIDIADriver", {"spec.usePrecompiled": False, "spec.driverType": "vgpu"})
-    )
-    precompiled = NVIDIADriver.model_validate(_edit("NVIDIADriver", {"spec.usePrecompiled": True}))
+        _edit("NVIDIADriver", {"spec.usePrecompiled": False, "spec.driverType": "vgpu"}))
+    precompiled = NVIDIADriver.model_validate(
+        _edit("NVIDIADriver", {"spec.usePrecompiled": True}))
     assert validate_transition(old, vgpu) == [DRIVER_TYPE_IMMUTABLE_MESSAGE]
     assert validate_transition(old, precompiled) == [USE_PRECOMPILED_IMMUTABLE_MESSAGE]
     assert validate_transition(old, old) == []
     newer = NVIDIADriver.model_validate(
-        _edit("NVIDIADriver", {"spec.usePrecompiled": False, "spec.version": "600.1"})
-    )
+        _edit("NVIDIADriver", {"spec.usePrecompiled": False, "spec.version": "600.1"}))
     assert validate_transition(old, newer) == []
 
 
@@ -180,64 +156,27 @@ def test_invalid_manifest_is_rejected(case: Case) -> None:
 
 def test_components_are_enabled_by_nvidias_defaults() -> None:
     spec = ClusterPolicy.model_validate(BASES["ClusterPolicy"]).spec
-    on = {
-        name: getattr(spec, name).is_enabled()
-        for name in (
-            "driver",
-            "toolkit",
-            "device_plugin",
-            "dcgm",
-            "dcgm_exporter",
-            "gfd",
-            "mig_manager",
-            "node_status_exporter",
-            "vfio_manager",
-            "sandbox_device_plugin",
-            "vgpu_manager",
-            "vgpu_device_manager",
-            "kata_manager",
-            "cc_manager",
-            "kata_sandbox_device_plugin",
-            "sandbox_workloads",
-            "psa",
-        )
-    }
+    on = {name: getattr(spec, name).is_enabled() for name in (
+        "driver", "toolkit", "device_plugin", "dcgm", "dcgm_exporter", "gfd", "mig_manager",
+        "node_status_exporter", "vfio_manager", "sandbox_device_plugin", "vgpu_manager",
+        "vgpu_device_manager", "kata_manager", "cc_manager", "kata_sandbox_device_plugin",
+        "sandbox_workloads", "psa")}
     assert {k for k, v in on.items() if v} == {
-        "driver",
-        "toolkit",
-        "device_plugin",
-        "dcgm",
-        "dcgm_exporter",
-        "gfd",
-        "mig_manager",
-    }
+        "driver", "toolkit", "device_plugin", "dcgm", "dcgm_exporter", "gfd", "mig_manager"}
     assert spec.cdi.enabled is True
-    off = ClusterPolicy.model_validate(
-        _edit("ClusterPolicy", {"spec.driver.enabled": False, "spec.vgpuManager.enabled": True})
-    ).spec
+    off = ClusterPolicy.model_validate(_edit("ClusterPolicy", {
+        "spec.driver.enabled": False, "spec.vgpuManager.enabled": True})).spec
     assert not off.driver.is_enabled() and off.vgpu_manager.is_enabled()
 
 
 def test_image_path_resolution_follows_nvidia() -> None:
-    spec = ClusterPolicy.model_validate(
-        _edit(
-            "ClusterPolicy",
-            {
-                "spec.driver": {
-                    "repository": "nvcr.io/nvidia",
-                    "image": "driver",
-                    "version": "595.1",
-                },
-                "spec.toolkit": {
-                    "repository": "nvcr.io/nvidia/k8s",
-                    "image": "container-toolkit",
-                    "version": "sha256:0123",
-                },
-                "spec.devicePlugin": {"image": "registry.local/dp@sha256:abcd"},
-                "spec.gfd": {"repository": "nvcr.io/nvidia", "image": "gfd"},
-            },
-        )
-    ).spec
+    spec = ClusterPolicy.model_validate(_edit("ClusterPolicy", {
+        "spec.driver": {"repository": "nvcr.io/nvidia", "image": "driver", "version": "595.1"},
+        "spec.toolkit": {"repository": "nvcr.io/nvidia/k8s", "image": "container-toolkit",
+                         "version": "sha256:0123"},
+        "spec.devicePlugin": {"image": "registry.local/dp@sha256:abcd"},
+        "spec.gfd": {"repository": "nvcr.io/nvidia", "image": "gfd"},
+    })).spec
     assert spec.driver.image_path({}) == "nvcr.io/nvidia/driver:595.1"
     assert spec.toolkit.image_path({}) == "nvcr.io/nvidia/k8s/container-toolkit@sha256:0123"
     assert spec.device_plugin.image_path({}) == "registry.local/dp@sha256:abcd"

@@ -17,26 +17,13 @@ from localcluster import schema as schema_mod
 from tests.unit.api_gpu.cases import BASES
 
 COMPONENTS = (
-    "driver",
-    "toolkit",
-    "devicePlugin",
-    "dcgm",
-    "dcgmExporter",
-    "gfd",
-    "nodeStatusExporter",
-    "migManager",
-    "gds",
-    "gdrcopy",
-    "vfioManager",
-    "sandboxDevicePlugin",
-    "vgpuManager",
-    "vgpuDeviceManager",
-    "ccManager",
-    "kataSandboxDevicePlugin",
+    "driver", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "nodeStatusExporter",
+    "migManager", "gds", "gdrcopy", "vfioManager", "sandboxDevicePlugin", "vgpuManager",
+    "vgpuDeviceManager", "ccManager", "kataSandboxDevicePlugin",
 )
-SCHEMA = next(c for c in generate_crds() if c["spec"]["names"]["kind"] == "ClusterPolicy")["spec"][
-    "versions"
-][0]["schema"]["openAPIV3Schema"]
+SCHEMA = next(
+    c for c in generate_crds() if c["spec"]["names"]["kind"] == "ClusterPolicy"
+)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-./:", min_size=1, max_size=12)
 env_names = st.from_regex(r"\A[A-Z_][A-Z0-9_]{0,10}\Z")
@@ -54,12 +41,8 @@ component = st.fixed_dictionaries(
             st.fixed_dictionaries({"name": env_names}, optional={"value": words}), max_size=3
         ),
         "resources": st.fixed_dictionaries(
-            {},
-            optional={
-                "limits": st.dictionaries(
-                    st.sampled_from(["cpu", "memory"]), st.sampled_from(["1", "500m", "2Gi"])
-                )
-            },
+            {}, optional={"limits": st.dictionaries(st.sampled_from(["cpu", "memory"]),
+                                                    st.sampled_from(["1", "500m", "2Gi"]))}
         ),
     },
 )

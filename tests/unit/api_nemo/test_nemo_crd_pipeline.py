@@ -38,12 +38,7 @@ def _admit(obj: dict[str, Any]) -> list[dict[str, str]]:
 
 def test_the_five_nemo_crds_are_generated() -> None:
     assert NEMO == [
-        "NemoCustomizer",
-        "NemoDatastore",
-        "NemoEntitystore",
-        "NemoEvaluator",
-        "NemoGuardrail",
-    ]
+        "NemoCustomizer", "NemoDatastore", "NemoEntitystore", "NemoEvaluator", "NemoGuardrail"]
     for kind in NEMO:
         crd = CRDS[kind]
         assert crd["metadata"]["name"] == f"{kind.lower()}s.apps.nvidia.com"
@@ -65,28 +60,13 @@ def test_required_spec_fields_are_nvidias() -> None:
         return list(spec.get("required", []))
 
     assert required("NemoCustomizer") == [
-        "databaseConfig",
-        "datastore",
-        "entitystore",
-        "image",
-        "mlflow",
-        "modelConfig",
-        "modelDownloadJobs",
-        "nemoDatastoreTools",
-        "trainingConfig",
-        "wandb",
-    ]
+        "databaseConfig", "datastore", "entitystore", "image", "mlflow", "modelConfig",
+        "modelDownloadJobs", "nemoDatastoreTools", "trainingConfig", "wandb"]
     assert required("NemoDatastore") == ["databaseConfig", "image", "secrets"]
     assert required("NemoEntitystore") == ["databaseConfig", "datastore", "image"]
     assert required("NemoEvaluator") == [
-        "argoWorkflows",
-        "databaseConfig",
-        "datastore",
-        "entitystore",
-        "evaluationImages",
-        "image",
-        "vectorDB",
-    ]
+        "argoWorkflows", "databaseConfig", "datastore", "entitystore", "evaluationImages",
+        "image", "vectorDB"]
     assert required("NemoGuardrail") == ["image"]
 
 

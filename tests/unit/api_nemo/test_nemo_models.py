@@ -79,10 +79,7 @@ def test_defaults_are_nvidias() -> None:
 
     ev = dump(load(BASES["NemoEvaluator"]), defaults=True)["spec"]
     assert (ev["evalLogLevel"], ev["logHandlers"], ev["consoleLogLevel"]) == (
-        "INFO",
-        "console",
-        "INFO",
-    )
+        "INFO", "console", "INFO")
     assert "otel" not in ev  # a struct the user did not write is not invented
 
     cu_obj = copy.deepcopy(BASES["NemoCustomizer"])
@@ -91,13 +88,9 @@ def test_defaults_are_nvidias() -> None:
     cu = dump(load(cu_obj), defaults=True)["spec"]
     assert cu["otel"]["excludedUrls"] == ["health"] and cu["otel"]["logLevel"] == "INFO"
     assert cu["scheduler"] == {"type": "volcano"}
-    assert cu["wandb"] == {
-        "secretName": "wandb",
-        "apiKeyKey": "apiKey",
-        "encryptionKey": "encryptionKey",
-        "entity": "null",
-        "projectName": "nvidia-nemo-customizer",
-    }
+    assert cu["wandb"] == {"secretName": "wandb", "apiKeyKey": "apiKey",
+                           "encryptionKey": "encryptionKey", "entity": "null",
+                           "projectName": "nvidia-nemo-customizer"}
     assert cu["modelDownloadJobs"]["imagePullPolicy"] == "IfNotPresent"
     assert cu["modelDownloadJobs"]["ngcAPISecret"]["key"] == "NGC_API_KEY"
     assert cu["trainingConfig"]["workspacePVC"]["mountPath"] == "/pvc/workspace"
@@ -111,11 +104,7 @@ def test_defaults_are_nvidias() -> None:
     ds_obj = copy.deepcopy(BASES["NemoDatastore"])
     ds_obj["spec"]["objectStoreConfig"] = {
         "credentials": {"user": "u", "secretName": "s", "passwordKey": "p"},
-        "endpoint": "minio:9000",
-        "bucketName": "b",
-        "region": "r",
-        "ssl": False,
-    }
+        "endpoint": "minio:9000", "bucketName": "b", "region": "r", "ssl": False}
     ds = dump(load(ds_obj), defaults=True)["spec"]
     assert ds["objectStoreConfig"]["serveDirect"] is True
 

@@ -334,9 +334,7 @@ async def test_a_message_only_change_is_not_written_twice_inside_the_interval() 
 
     def progress(available: int) -> None:
         api.set_status(
-            "apps/v1",
-            "Deployment",
-            "llm",
+            "apps/v1", "Deployment", "llm",
             {"updatedReplicas": 4, "availableReplicas": available, "readyReplicas": available},
         )
 

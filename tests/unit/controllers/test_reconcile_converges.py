@@ -45,7 +45,7 @@ def _example_specs() -> list[dict[str, Any]]:
             spec = doc["spec"]
             if "nimCache" not in (spec.get("storage") or {}):
                 continue  # PVC-created or host-path stores: covered by the PVC rule below
-            if spec.get("draResources") or spec.get("multiNode", {}).get("computeDomain"):
+            if (spec.get("draResources") or spec.get("multiNode", {}).get("computeDomain")):
                 continue
             spec = copy.deepcopy(spec)
             spec["storage"] = {"nimCache": {"name": "cache"}}
@@ -56,80 +56,29 @@ def _example_specs() -> list[dict[str, Any]]:
 EXAMPLE_SPECS = _example_specs()
 
 VARIATIONS: dict[str, dict[str, Any]] = {
-    "ingress": {
-        "expose": {
-            "service": {"port": 8000},
-            "ingress": {
-                "enabled": True,
-                "spec": {
-                    "ingressClassName": "nginx",
-                    "rules": [
-                        {
-                            "host": "llm.example.com",
-                            "http": {
-                                "paths": [
-                                    {
-                                        "path": "/",
-                                        "pathType": "Prefix",
-                                        "backend": {
-                                            "service": {"name": NAME, "port": {"number": 8000}}
-                                        },
-                                    }
-                                ]
-                            },
-                        }
-                    ],
-                },
-            },
-        }
-    },
-    "router-ingress": {
-        "expose": {
-            "service": {"port": 8000},
-            "router": {"hostDomainName": "example.com", "ingress": {"ingressClass": "nginx"}},
-        }
-    },
-    "gateway": {
-        "expose": {
-            "service": {"port": 8000, "grpcPort": 8001},
-            "router": {
-                "hostDomainName": "example.com",
-                "gateway": {
-                    "namespace": "gw",
-                    "name": "gw",
-                    "httpRoutesEnabled": True,
-                    "grpcRoutesEnabled": True,
-                },
-            },
-        }
-    },
-    "epp": {
-        "expose": {
-            "service": {"port": 8000},
-            "router": {
-                "hostDomainName": "example.com",
-                "gateway": {"namespace": "gw", "name": "gw", "httpRoutesEnabled": True},
-                "eppConfig": {
-                    "containerSpec": {
-                        "name": "epp",
-                        "image": {
-                            "repository": "registry.k8s.io/gateway-api-inference-extension/epp",
-                            "tag": "v1.0.0",
-                        },
-                    }
-                },
-            },
-        }
-    },
+    "ingress": {"expose": {"service": {"port": 8000}, "ingress": {"enabled": True, "spec": {
+        "ingressClassName": "nginx",
+        "rules": [{"host": "llm.example.com", "http": {"paths": [{"path": "/", "pathType":
+            "Prefix", "backend": {"service": {"name": NAME, "port": {"number": 8000}}}}]}}],
+    }}}},
+    "router-ingress": {"expose": {"service": {"port": 8000}, "router": {
+        "hostDomainName": "example.com", "ingress": {"ingressClass": "nginx"}}}},
+    "gateway": {"expose": {"service": {"port": 8000, "grpcPort": 8001}, "router": {
+        "hostDomainName": "example.com",
+        "gateway": {"namespace": "gw", "name": "gw", "httpRoutesEnabled": True,
+                    "grpcRoutesEnabled": True}}}},
+    "epp": {"expose": {"service": {"port": 8000}, "router": {
+        "hostDomainName": "example.com",
+        "gateway": {"namespace": "gw", "name": "gw", "httpRoutesEnabled": True},
+        "eppConfig": {"containerSpec": {"name": "epp", "image": {
+            "repository": "registry.k8s.io/gateway-api-inference-extension/epp",
+            "tag": "v1.0.0"}}}}}},
     "hpa": {"scale": {"enabled": True, "hpa": {"minReplicas": 1, "maxReplicas": 3}}},
     "metrics": {"metrics": {"enabled": True, "serviceMonitor": {}}},
-    "multinode": {
-        "multiNode": {"backendType": "lws", "parallelism": {"pipeline": 2, "tensor": 1}, "ray": {}}
-    },
-    "kserve": {
-        "inferencePlatform": "kserve",
-        "annotations": {"serving.kserve.io/deploymentMode": "RawDeployment"},
-    },
+    "multinode": {"multiNode": {"backendType": "lws",
+                                "parallelism": {"pipeline": 2, "tensor": 1}, "ray": {}}},
+    "kserve": {"inferencePlatform": "kserve",
+               "annotations": {"serving.kserve.io/deploymentMode": "RawDeployment"}},
     "plain": {},
 }
 
@@ -148,15 +97,10 @@ def _nimcache() -> dict[str, Any]:
         "apiVersion": API,
         "kind": "NIMCache",
         "metadata": {"name": "cache", "namespace": NS},
-        "spec": {
-            "source": {"ngc": {"authSecret": "ngc", "modelPuller": "nvcr.io/nim/x:1"}},
-            "storage": {"pvc": {"create": True, "size": "50Gi"}},
-        },
-        "status": {
-            "state": "Ready",
-            "pvc": "cache-pvc",
-            "profiles": [{"name": "p", "model": "m", "release": "1", "config": {}}],
-        },
+        "spec": {"source": {"ngc": {"authSecret": "ngc", "modelPuller": "nvcr.io/nim/x:1"}},
+                 "storage": {"pvc": {"create": True, "size": "50Gi"}}},
+        "status": {"state": "Ready", "pvc": "cache-pvc",
+                   "profiles": [{"name": "p", "model": "m", "release": "1", "config": {}}]},
     }
 
 
@@ -203,14 +147,8 @@ async def test_reconcile_a_then_b_leaves_exactly_render_b(
 ) -> None:
     api = FakeAPI()
     api.put(_nimcache())
-    svc = api.put(
-        {
-            "apiVersion": API,
-            "kind": "NIMService",
-            "metadata": {"name": NAME, "namespace": NS, "generation": 0},
-            "spec": {},
-        }
-    )
+    svc = api.put({"apiVersion": API, "kind": "NIMService",
+                   "metadata": {"name": NAME, "namespace": NS, "generation": 0}, "spec": {}})
     uid = svc["metadata"]["uid"]
     caps = Capabilities.everything()
     r = NIMServiceReconciler(
@@ -234,27 +172,21 @@ async def test_reconcile_a_then_b_leaves_exactly_render_b(
 
 async def test_pvcs_are_kept_when_a_spec_stops_rendering_them() -> None:
     api = FakeAPI()
-    svc = api.put(
-        {
-            "apiVersion": API,
-            "kind": "NIMService",
-            "metadata": {"name": NAME, "namespace": NS, "generation": 1},
-            "spec": {
-                "image": {"repository": "nvcr.io/nim/x", "tag": "1"},
-                "authSecret": "ngc",
-                "replicas": 1,
-                "storage": {
-                    "pvc": {"create": True, "size": "10Gi", "volumeAccessMode": "ReadWriteOnce"}
-                },
-                "expose": {"service": {"port": 8000}},
-            },
-        }
-    )
+    svc = api.put({"apiVersion": API, "kind": "NIMService",
+                   "metadata": {"name": NAME, "namespace": NS, "generation": 1},
+                   "spec": {"image": {"repository": "nvcr.io/nim/x", "tag": "1"},
+                            "authSecret": "ngc", "replicas": 1,
+                            "storage": {"pvc": {"create": True, "size": "10Gi",
+                                                "volumeAccessMode": "ReadWriteOnce"}},
+                            "expose": {"service": {"port": 8000}}}})
     r = NIMServiceReconciler(cache=api, client=api, api_reader=api, recorder=FakeRecorder())
     await r.reconcile(Request(NS, NAME))
     pvcs = [k for k in api.objects if k[1] == "PersistentVolumeClaim"]
     assert len(pvcs) == 1
     api.put(_nimcache())
-    assert await _reconcile_to(api, r, {**svc["spec"], "storage": {"nimCache": {"name": "cache"}}})
+    assert await _reconcile_to(
+        api, r, {**svc["spec"], "storage": {"nimCache": {"name": "cache"}}}
+    )
     assert [k for k in api.objects if k[1] == "PersistentVolumeClaim"] == pvcs
     assert api.obj("apps/v1", "Deployment", NAME, NS) is not None
+

@@ -361,9 +361,7 @@ def test_environment_variables_in_operations_md_are_read_by_the_code() -> None:
     for row in re.findall(r"^\| (`[A-Z].*?)\|", section, re.M):
         names |= set(re.findall(r"`([A-Z][A-Z0-9_]+)`", row))
     assert {"ENABLE_WEBHOOKS", "WATCH_NAMESPACE", "OPERATOR_VERSION"} <= names
-    source = _source_text(
-        "nimctl", "nimctl_runtime", "controllers", "platforms", "manifests", "webhooks"
-    )
+    source = _source_text("nimctl", "nimctl_runtime", "controllers", "platforms", "manifests", "webhooks")
     unread = sorted(n for n in names if n != "KUBECONFIG" and f'"{n}"' not in source)
     assert not unread, f"operations.md documents env vars nothing reads: {unread}"
 

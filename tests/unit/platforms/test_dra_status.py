@@ -49,12 +49,8 @@ def test_one_status_per_pod_claim() -> None:
     claims = [
         claim("shared", allocated=True, reserved=True),
         claim("pod-b-gpu-22222", pod_claim="claim-x-1-bbb-0", created="2026-01-01T00:00:02Z"),
-        claim(
-            "pod-a-gpu-11111",
-            pod_claim="claim-x-1-bbb-0",
-            allocated=True,
-            created="2026-01-01T00:00:01Z",
-        ),
+        claim("pod-a-gpu-11111", pod_claim="claim-x-1-bbb-0", allocated=True,
+              created="2026-01-01T00:00:01Z"),
         claim("someone-elses", pod_claim="claim-y-1-bbb-0"),
     ]
     assert dra_resource_statuses(pod_claims, claims) == [

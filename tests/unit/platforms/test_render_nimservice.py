@@ -1091,11 +1091,8 @@ def test_every_optional_object_is_of_a_kind_the_contract_prunes() -> None:
     )
     base = render(nimservice())
     base_ids = {(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in base}
-    optional = {
-        (o["apiVersion"], o["kind"])
-        for o in full
-        if (o["apiVersion"], o["kind"], o["metadata"]["name"]) not in base_ids
-    }
+    optional = {(o["apiVersion"], o["kind"]) for o in full if
+                (o["apiVersion"], o["kind"], o["metadata"]["name"]) not in base_ids}
     owned = set(NIMServiceContract().owned_kinds(Capabilities.everything()))
     assert optional and optional <= owned
     assert ("networking.k8s.io/v1", "Ingress") in owned

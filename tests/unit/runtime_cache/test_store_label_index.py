@@ -122,16 +122,8 @@ _LABELS = st.dictionaries(
     max_size=4,
 )
 _SELECTORS = st.sampled_from(
-    [
-        "app=a",
-        "app!=a",
-        "tier in (a,b)",
-        "tier notin (a)",
-        "zone",
-        "!zone",
-        "nvidia.com/gpu.present=true,app=b",
-        "",
-    ]
+    ["app=a", "app!=a", "tier in (a,b)", "tier notin (a)", "zone", "!zone",
+     "nvidia.com/gpu.present=true,app=b", ""]
 )
 
 

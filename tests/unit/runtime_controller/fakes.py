@@ -137,9 +137,7 @@ class FakeObjectClient:
 
         return copy.deepcopy(o)
 
-    async def create(
-        self, obj: Obj, *, field_manager: str | None = None, dry_run: bool = False
-    ) -> Obj:
+    async def create(self, obj: Obj, *, field_manager: str | None = None, dry_run: bool = False) -> Obj:
         import copy
 
         from nimctl_runtime.client.errors import AlreadyExists

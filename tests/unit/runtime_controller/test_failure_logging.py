@@ -18,9 +18,7 @@ from .test_controller import AV, KIND, Recorder, Running, make
 
 
 def _errors(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        e for e in logs if e.get("log_level") == "error" and e["event"].startswith("reconciler")
-    ]
+    return [e for e in logs if e.get("log_level") == "error" and e["event"].startswith("reconciler")]
 
 
 async def test_the_tenth_retry_of_the_same_failure_logs_nothing_at_error_level() -> None:

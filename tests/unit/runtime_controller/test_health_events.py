@@ -98,19 +98,16 @@ async def test_metrics_endpoint_serves_controller_runtime_names() -> None:
     async with asyncio.timeout(5):
         await server.started.wait()
     try:
-        async with (
-            aiohttp.ClientSession() as s,
-            s.get(f"http://127.0.0.1:{server.port}/metrics") as r,
-        ):
+        async with aiohttp.ClientSession() as s, s.get(
+            f"http://127.0.0.1:{server.port}/metrics"
+        ) as r:
             body = await r.text()
             assert r.status == 200
             assert r.headers["Content-Type"].startswith("text/plain")
     finally:
         stop.set()
         await task
-    assert (
-        'controller_runtime_reconcile_total{controller="probe-test",result="success"} 1.0' in body
-    )
+    assert 'controller_runtime_reconcile_total{controller="probe-test",result="success"} 1.0' in body
     assert "# TYPE workqueue_adds_total counter" in body
     assert "# TYPE controller_runtime_reconcile_time_seconds histogram" in body
     assert "process_resident_memory_bytes" in body
@@ -244,10 +241,8 @@ async def test_an_event_is_given_up_after_twelve_tries_or_when_its_namespace_is_
     assert tries == 12
     tries = 0
     client.fail = Forbidden(
-        403,
-        "Forbidden",
-        'events "p.1" is forbidden: unable to create new content in '
-        "namespace ns because it is being terminated",
+        403, "Forbidden", 'events "p.1" is forbidden: unable to create new content in '
+        "namespace ns because it is being terminated"
     )
     b.new_recorder("c").event(pod("q", "u2"), "Normal", "R", "m")
     async with asyncio.timeout(5):

@@ -65,9 +65,7 @@ async def test_first_candidate_creates_the_lease_and_leads() -> None:
     assert spec["leaseDurationSeconds"] == 1
     assert spec["leaseTransitions"] == 0
     assert a.elector.is_leader()
-    assert (
-        metrics.REGISTRY.get_sample_value("leader_election_master_status", {"name": "lease"}) == 1
-    )
+    assert metrics.REGISTRY.get_sample_value("leader_election_master_status", {"name": "lease"}) == 1
     await asyncio.sleep(0.35)
     assert lease_spec(client)["renewTime"] != spec["renewTime"], "the leader renews"
     await a.shutdown()

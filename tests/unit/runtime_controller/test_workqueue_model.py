@@ -40,7 +40,6 @@ def test_queue_matches_the_dirty_processing_model(ops: list[tuple[str, object]])
             key = next(k for k in queue if prio[k] == best)
             queue.remove(key)
             return key
-
         for op, arg in ops:
             if op == "add":
                 assert isinstance(arg, tuple)

@@ -15,10 +15,7 @@ from nimctl_runtime.webhook.admission import AdmissionDecodeError, decode_review
 @pytest.mark.parametrize(
     ("error", "text"),
     [
-        (
-            field.required("spec.image.tag", "is required"),
-            "spec.image.tag: Required value: is required",
-        ),
+        (field.required("spec.image.tag", "is required"), "spec.image.tag: Required value: is required"),
         (
             field.invalid("spec.replicas", -1, "must be > 0"),
             "spec.replicas: Invalid value: -1: must be > 0",
@@ -27,14 +24,8 @@ from nimctl_runtime.webhook.admission import AdmissionDecodeError, decode_review
             field.invalid("spec.proxy.httpProxy", "ftp://x", "must start with http:// or https://"),
             'spec.proxy.httpProxy: Invalid value: "ftp://x": must start with http:// or https://',
         ),
-        (
-            field.forbidden("spec.multiNode", "is immutable"),
-            "spec.multiNode: Forbidden: is immutable",
-        ),
-        (
-            field.duplicate("spec.draResources[1].name", "a"),
-            'spec.draResources[1].name: Duplicate value: "a"',
-        ),
+        (field.forbidden("spec.multiNode", "is immutable"), "spec.multiNode: Forbidden: is immutable"),
+        (field.duplicate("spec.draResources[1].name", "a"), 'spec.draResources[1].name: Duplicate value: "a"'),
         (
             field.not_supported("spec.qos", "fast", ["latency", "throughput"]),
             'spec.qos: Unsupported value: "fast": supported values: "latency", "throughput"',

@@ -23,22 +23,13 @@ class FakeClient:
             raise self.version
         return {"gitVersion": self.version}
 
-    async def get(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None
-    ) -> dict[str, Any]:
+    async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
         self.calls.append(f"get {kind} {namespace}/{name}")
         if self.configmap is None:
             raise NotFound(404, "NotFound", f'configmaps "{name}" not found')
         return self.configmap
 
-    async def list(
-        self,
-        api_version: str,
-        kind: str,
-        namespace: str | None = None,
-        *,
-        label_selector: Any = None,
-    ) -> dict[str, Any]:
+    async def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: Any = None) -> dict[str, Any]:
         self.calls.append(f"list {kind} {label_selector}")
         return {"items": [{"metadata": {"namespace": "kserve"}}]}
 
@@ -59,15 +50,10 @@ async def test_unreachable_server_is_a_clear_error() -> None:
 
 async def test_kserve_mode_from_configmap_and_default() -> None:
     cm = {"data": {"deploy": json.dumps({"defaultDeploymentMode": "Serverless"})}}
-    assert (
-        await ClientClusterFacts(FakeClient(configmap=cm)).kserve_default_deployment_mode()
-        == "Serverless"
-    )
+    assert await ClientClusterFacts(FakeClient(configmap=cm)).kserve_default_deployment_mode() == "Serverless"
     assert await ClientClusterFacts(FakeClient()).kserve_default_deployment_mode() == "Standard"
     with pytest.raises(FactUnavailable, match="unreadable deploy key"):
-        await ClientClusterFacts(
-            FakeClient(configmap={"data": {"deploy": "{"}})
-        ).kserve_default_deployment_mode()
+        await ClientClusterFacts(FakeClient(configmap={"data": {"deploy": "{"}})).kserve_default_deployment_mode()
 
 
 def test_version_tuple() -> None:

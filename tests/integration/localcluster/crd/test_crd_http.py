@@ -23,12 +23,8 @@ CRD: dict[str, Any] = {
     "spec": {
         "group": GROUP,
         "scope": "Namespaced",
-        "names": {
-            "plural": "widgets",
-            "singular": "widget",
-            "kind": "Widget",
-            "listKind": "WidgetList",
-        },
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                  "listKind": "WidgetList"},
         "versions": [
             {
                 "name": "v1",
@@ -55,40 +51,30 @@ CRD: dict[str, Any] = {
                                         "type": "string",
                                         "minLength": 1,
                                         "x-kubernetes-validations": [
-                                            {
-                                                "rule": "self == oldSelf",
-                                                "message": "image is immutable",
-                                            }
+                                            {"rule": "self == oldSelf",
+                                             "message": "image is immutable"}
                                         ],
                                     },
-                                    "replicas": {"type": "integer", "minimum": 0, "maximum": 10},
+                                    "replicas": {"type": "integer", "minimum": 0,
+                                                 "maximum": 10},
                                     "autoscale": {"type": "boolean"},
-                                    "mode": {
-                                        "type": "string",
-                                        "enum": ["standalone", "kserve"],
-                                        "default": "standalone",
-                                    },
+                                    "mode": {"type": "string", "enum": ["standalone", "kserve"],
+                                             "default": "standalone"},
                                     "port": {"type": "integer", "default": 8000},
                                     "name": {"type": "string", "pattern": "^[a-z]+$"},
                                     "ports": {
                                         "type": "array",
                                         "x-kubernetes-list-type": "map",
                                         "x-kubernetes-list-map-keys": ["name"],
-                                        "items": {
-                                            "type": "object",
-                                            "required": ["name"],
-                                            "properties": {
-                                                "name": {"type": "string"},
-                                                "port": {"type": "integer"},
-                                            },
-                                        },
+                                        "items": {"type": "object", "required": ["name"],
+                                                  "properties": {
+                                                      "name": {"type": "string"},
+                                                      "port": {"type": "integer"}}},
                                     },
                                 },
                             },
-                            "status": {
-                                "type": "object",
-                                "properties": {"state": {"type": "string"}},
-                            },
+                            "status": {"type": "object",
+                                       "properties": {"state": {"type": "string"}}},
                         },
                     }
                 },
@@ -106,12 +92,7 @@ class Api:
         self.url = url
 
     async def call(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        content_type: str = "application/json",
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json",
         params: dict[str, str] | None = None,
     ) -> tuple[int, Any, list[str]]:
         data = None if body is None else (body if isinstance(body, str) else json.dumps(body))
@@ -137,9 +118,8 @@ async def api(cluster: LocalCluster) -> AsyncIterator[Api]:
 
 
 async def _register(api: Api, crd: dict[str, Any]) -> None:
-    status, body, _ = await api.call(
-        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
-    )
+    status, body, _ = await api.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                     crd)
     assert status == 201, body
     async with asyncio.timeout(5):
         while True:
@@ -150,7 +130,8 @@ async def _register(api: Api, crd: dict[str, Any]) -> None:
 
 
 def _widget(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec}
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": name},
+            "spec": spec}
 
 
 async def test_bad_custom_resource_gets_422_with_per_field_causes(api: Api) -> None:
@@ -163,21 +144,12 @@ async def test_bad_custom_resource_gets_422_with_per_field_causes(api: Api) -> N
     assert body["reason"] == "Invalid"
     causes = {(c["field"], c["reason"], c["message"]) for c in body["details"]["causes"]}
     assert ("spec.image", "FieldValueRequired", "Required value") in causes
-    assert (
-        "spec.replicas",
-        "FieldValueInvalid",
-        "Invalid value: 11: spec.replicas in body should be less than or equal to 10",
-    ) in causes
-    assert (
-        "spec.mode",
-        "FieldValueNotSupported",
-        'Unsupported value: "other": supported values: "standalone", "kserve"',
-    ) in causes
-    assert (
-        "spec.name",
-        "FieldValueInvalid",
-        "Invalid value: \"ABC\": spec.name in body should match '^[a-z]+$'",
-    ) in causes
+    assert ("spec.replicas", "FieldValueInvalid",
+            "Invalid value: 11: spec.replicas in body should be less than or equal to 10") in causes
+    assert ("spec.mode", "FieldValueNotSupported",
+            'Unsupported value: "other": supported values: "standalone", "kserve"') in causes
+    assert ("spec.name", "FieldValueInvalid",
+            "Invalid value: \"ABC\": spec.name in body should match '^[a-z]+$'") in causes
     assert body["message"].startswith(f'Widget.{GROUP} "w" is invalid: ')
 
 
@@ -187,12 +159,8 @@ async def test_defaults_applied_and_unknown_fields_pruned_with_a_warning(api: Ap
         "POST", BASE, _widget("w", {"image": "img", "bogus": 1, "ports": [{"name": "a", "x": 2}]})
     )
     assert status == 201, body
-    assert body["spec"] == {
-        "image": "img",
-        "mode": "standalone",
-        "port": 8000,
-        "ports": [{"name": "a"}],
-    }
+    assert body["spec"] == {"image": "img", "mode": "standalone", "port": 8000,
+                            "ports": [{"name": "a"}]}
     assert '299 - "unknown field \\"spec.bogus\\""' in warnings, warnings
     status, stored, _ = await api.call("GET", f"{BASE}/w")
     assert status == 200
@@ -206,12 +174,9 @@ async def test_cel_rules_and_old_self_immutability(api: Api) -> None:
     )
     assert status == 422
     assert body["details"]["causes"] == [
-        {
-            "reason": "FieldValueInvalid",
-            "field": "spec",
-            "message": 'Invalid value: "object": spec.replicas cannot be set when spec.autoscale '
-            "is true",
-        }
+        {"reason": "FieldValueInvalid", "field": "spec",
+         "message": 'Invalid value: "object": spec.replicas cannot be set when spec.autoscale '
+                    "is true"}
     ]
     status, created, _ = await api.call("POST", BASE, _widget("w", {"image": "img"}))
     assert status == 201, created
@@ -219,16 +184,11 @@ async def test_cel_rules_and_old_self_immutability(api: Api) -> None:
     status, body, _ = await api.call("PUT", f"{BASE}/w", created)
     assert status == 422
     assert body["details"]["causes"] == [
-        {
-            "reason": "FieldValueInvalid",
-            "field": "spec.image",
-            "message": 'Invalid value: "string": image is immutable',
-        }
+        {"reason": "FieldValueInvalid", "field": "spec.image",
+         "message": 'Invalid value: "string": image is immutable'}
     ]
     status, body, _ = await api.call(
-        "PATCH",
-        f"{BASE}/w",
-        {"spec": {"replicas": 2}},
+        "PATCH", f"{BASE}/w", {"spec": {"replicas": 2}},
         content_type="application/merge-patch+json",
     )
     assert status == 200, body
@@ -242,11 +202,8 @@ async def test_duplicate_map_list_keys_are_rejected(api: Api) -> None:
     )
     assert status == 422
     assert body["details"]["causes"] == [
-        {
-            "reason": "FieldValueDuplicate",
-            "field": "spec.ports[1]",
-            "message": 'Duplicate value: map[string]interface {}{"name":"a"}',
-        }
+        {"reason": "FieldValueDuplicate", "field": "spec.ports[1]",
+         "message": 'Duplicate value: map[string]interface {}{"name":"a"}'}
     ]
 
 
@@ -267,10 +224,7 @@ async def test_server_side_apply_conflicts_and_force(api: Api) -> None:
     await _register(api, CRD)
     applied = _widget("w", {"image": "img", "replicas": 1})
     status, body, _ = await api.call(
-        "PATCH",
-        f"{BASE}/w",
-        applied,
-        content_type="application/apply-patch+yaml",
+        "PATCH", f"{BASE}/w", applied, content_type="application/apply-patch+yaml",
         params={"fieldManager": "alice"},
     )
     assert status == 201, body
@@ -278,10 +232,7 @@ async def test_server_side_apply_conflicts_and_force(api: Api) -> None:
     assert managers == ["alice"]
     other = _widget("w", {"image": "img", "replicas": 3})
     status, body, _ = await api.call(
-        "PATCH",
-        f"{BASE}/w",
-        other,
-        content_type="application/apply-patch+yaml",
+        "PATCH", f"{BASE}/w", other, content_type="application/apply-patch+yaml",
         params={"fieldManager": "bob"},
     )
     assert status == 409
@@ -289,10 +240,7 @@ async def test_server_side_apply_conflicts_and_force(api: Api) -> None:
     assert 'conflict with "alice"' in body["message"]
     assert ".spec.replicas" in body["message"]
     status, body, _ = await api.call(
-        "PATCH",
-        f"{BASE}/w",
-        other,
-        content_type="application/apply-patch+yaml",
+        "PATCH", f"{BASE}/w", other, content_type="application/apply-patch+yaml",
         params={"fieldManager": "bob", "force": "true"},
     )
     assert status == 200, body
@@ -309,30 +257,16 @@ async def test_strategic_merge_patch_on_a_deployment(api: Api) -> None:
             "selector": {"matchLabels": {"app": "d"}},
             "template": {
                 "metadata": {"labels": {"app": "d"}},
-                "spec": {
-                    "containers": [
-                        {"name": "main", "image": "a:1"},
-                        {"name": "side", "image": "s:1"},
-                    ]
-                },
+                "spec": {"containers": [{"name": "main", "image": "a:1"},
+                                        {"name": "side", "image": "s:1"}]},
             },
         },
     }
     path = "/apis/apps/v1/namespaces/default/deployments"
     status, body, _ = await api.call("POST", path, deployment)
     assert status == 201, body
-    patch = {
-        "spec": {
-            "template": {
-                "spec": {
-                    "containers": [
-                        {"name": "main", "image": "a:2"},
-                        {"name": "side", "$patch": "delete"},
-                    ]
-                }
-            }
-        }
-    }
+    patch = {"spec": {"template": {"spec": {"containers": [
+        {"name": "main", "image": "a:2"}, {"name": "side", "$patch": "delete"}]}}}}
     status, body, _ = await api.call(
         "PATCH", f"{path}/d", patch, content_type="application/strategic-merge-patch+json"
     )
@@ -346,31 +280,22 @@ async def test_strategic_merge_patch_on_a_deployment(api: Api) -> None:
 
 async def test_json_patch_failures(api: Api) -> None:
     path = "/api/v1/namespaces/default/configmaps"
-    status, _, _ = await api.call(
-        "POST",
-        path,
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}},
-    )
+    status, _, _ = await api.call("POST", path, {"apiVersion": "v1", "kind": "ConfigMap",
+                                                 "metadata": {"name": "c"}, "data": {"a": "1"}})
     assert status == 201
     status, body, _ = await api.call(
-        "PATCH",
-        f"{path}/c",
-        [{"op": "test", "path": "/data/a", "value": "2"}],
+        "PATCH", f"{path}/c", [{"op": "test", "path": "/data/a", "value": "2"}],
         content_type="application/json-patch+json",
     )
     assert status == 422
     assert "testing value /data/a failed" in body["message"]
     status, body, _ = await api.call(
-        "PATCH",
-        f"{path}/c",
-        [{"op": "frob", "path": "/data/a"}],
+        "PATCH", f"{path}/c", [{"op": "frob", "path": "/data/a"}],
         content_type="application/json-patch+json",
     )
     assert status == 400
     status, body, _ = await api.call(
-        "PATCH",
-        f"{path}/c",
-        [{"op": "replace", "path": "/data/a", "value": "3"}],
+        "PATCH", f"{path}/c", [{"op": "replace", "path": "/data/a", "value": "3"}],
         content_type="application/json-patch+json",
     )
     assert status == 200

@@ -92,10 +92,8 @@ async def test_namespace_terminates_pods_first_and_refuses_new_content(
 
         # the pods terminate gracefully first, then the rest goes; the held one stays
         await _until(
-            lambda: (
-                condition("NamespaceContentRemaining")
-                == "Some resources are remaining: configmaps. has 1 resource instances"
-            )
+            lambda: condition("NamespaceContentRemaining")
+            == "Some resources are remaining: configmaps. has 1 resource instances"
         )
         assert condition("NamespaceFinalizersRemaining") == (
             "Some content in the namespace has finalizers remaining: example.com/hold in 1 "

@@ -45,9 +45,8 @@ def test_merge_patch_rfc7386_examples(orig: Any, patch: Any, expected: Any) -> N
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3)
-    ),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(max_size=3), children, max_size=3),
     max_leaves=12,
 )
 json_objects = st.dictionaries(st.text(max_size=3), json_values, max_size=4)
@@ -71,54 +70,25 @@ def test_merge_patch_of_a_diff_reproduces_the_target(orig: dict[str, Any], targe
 DOC: dict[str, Any] = {"spec": {"replicas": 1, "list": ["a", "b"]}, "a/b": {"m~n": 1}}
 
 JSON_PATCH_OK: list[tuple[str, list[dict[str, Any]], Any]] = [
-    (
-        "add member",
-        [{"op": "add", "path": "/spec/x", "value": 1}],
-        {"spec": {"replicas": 1, "list": ["a", "b"], "x": 1}, "a/b": {"m~n": 1}},
-    ),
-    (
-        "add to end",
-        [{"op": "add", "path": "/spec/list/-", "value": "c"}],
-        {"spec": {"replicas": 1, "list": ["a", "b", "c"]}, "a/b": {"m~n": 1}},
-    ),
-    (
-        "insert",
-        [{"op": "add", "path": "/spec/list/0", "value": "z"}],
-        {"spec": {"replicas": 1, "list": ["z", "a", "b"]}, "a/b": {"m~n": 1}},
-    ),
-    (
-        "remove",
-        [{"op": "remove", "path": "/spec/list/0"}],
-        {"spec": {"replicas": 1, "list": ["b"]}, "a/b": {"m~n": 1}},
-    ),
-    (
-        "replace",
-        [{"op": "replace", "path": "/spec/replicas", "value": 3}],
-        {"spec": {"replicas": 3, "list": ["a", "b"]}, "a/b": {"m~n": 1}},
-    ),
-    (
-        "escaped pointer",
-        [{"op": "replace", "path": "/a~1b/m~0n", "value": 2}],
-        {"spec": {"replicas": 1, "list": ["a", "b"]}, "a/b": {"m~n": 2}},
-    ),
-    (
-        "move",
-        [{"op": "move", "from": "/spec/replicas", "path": "/r"}],
-        {"spec": {"list": ["a", "b"]}, "a/b": {"m~n": 1}, "r": 1},
-    ),
-    (
-        "copy",
-        [{"op": "copy", "from": "/spec/list", "path": "/l"}],
-        {"spec": {"replicas": 1, "list": ["a", "b"]}, "a/b": {"m~n": 1}, "l": ["a", "b"]},
-    ),
-    (
-        "test then replace",
-        [
-            {"op": "test", "path": "/spec/replicas", "value": 1},
-            {"op": "replace", "path": "/spec/replicas", "value": 2},
-        ],
-        {"spec": {"replicas": 2, "list": ["a", "b"]}, "a/b": {"m~n": 1}},
-    ),
+    ("add member", [{"op": "add", "path": "/spec/x", "value": 1}],
+     {"spec": {"replicas": 1, "list": ["a", "b"], "x": 1}, "a/b": {"m~n": 1}}),
+    ("add to end", [{"op": "add", "path": "/spec/list/-", "value": "c"}],
+     {"spec": {"replicas": 1, "list": ["a", "b", "c"]}, "a/b": {"m~n": 1}}),
+    ("insert", [{"op": "add", "path": "/spec/list/0", "value": "z"}],
+     {"spec": {"replicas": 1, "list": ["z", "a", "b"]}, "a/b": {"m~n": 1}}),
+    ("remove", [{"op": "remove", "path": "/spec/list/0"}],
+     {"spec": {"replicas": 1, "list": ["b"]}, "a/b": {"m~n": 1}}),
+    ("replace", [{"op": "replace", "path": "/spec/replicas", "value": 3}],
+     {"spec": {"replicas": 3, "list": ["a", "b"]}, "a/b": {"m~n": 1}}),
+    ("escaped pointer", [{"op": "replace", "path": "/a~1b/m~0n", "value": 2}],
+     {"spec": {"replicas": 1, "list": ["a", "b"]}, "a/b": {"m~n": 2}}),
+    ("move", [{"op": "move", "from": "/spec/replicas", "path": "/r"}],
+     {"spec": {"list": ["a", "b"]}, "a/b": {"m~n": 1}, "r": 1}),
+    ("copy", [{"op": "copy", "from": "/spec/list", "path": "/l"}],
+     {"spec": {"replicas": 1, "list": ["a", "b"]}, "a/b": {"m~n": 1}, "l": ["a", "b"]}),
+    ("test then replace", [{"op": "test", "path": "/spec/replicas", "value": 1},
+                           {"op": "replace", "path": "/spec/replicas", "value": 2}],
+     {"spec": {"replicas": 2, "list": ["a", "b"]}, "a/b": {"m~n": 1}}),
     ("whole document", [{"op": "replace", "path": "", "value": {"x": 1}}], {"x": 1}),
 ]
 
@@ -137,31 +107,15 @@ JSON_PATCH_BAD: list[tuple[str, Any, int, str]] = [
     ("unknown op", [{"op": "frob", "path": "/a"}], 400, "Unexpected kind: frob"),
     ("missing value", [{"op": "add", "path": "/a"}], 400, "operation 0 (add) is missing value"),
     ("missing path", [{"op": "remove"}], 400, "operation 0 (remove) is missing path"),
-    (
-        "failed test",
-        [{"op": "test", "path": "/spec/replicas", "value": 2}],
-        422,
-        "testing value /spec/replicas failed: test failed",
-    ),
-    (
-        "remove missing",
-        [{"op": "remove", "path": "/spec/nope"}],
-        422,
-        "error in remove for path: '/spec/nope': Unable to remove nonexistent key: nope: "
-        "missing value",
-    ),
-    (
-        "replace missing",
-        [{"op": "replace", "path": "/nope/x", "value": 1}],
-        422,
-        "doc is missing path: '/nope/x': missing value",
-    ),
-    (
-        "index out of range",
-        [{"op": "add", "path": "/spec/list/5", "value": 1}],
-        422,
-        "array index 5 out of bounds in /spec/list/5",
-    ),
+    ("failed test", [{"op": "test", "path": "/spec/replicas", "value": 2}], 422,
+     "testing value /spec/replicas failed: test failed"),
+    ("remove missing", [{"op": "remove", "path": "/spec/nope"}], 422,
+     "error in remove for path: '/spec/nope': Unable to remove nonexistent key: nope: "
+     "missing value"),
+    ("replace missing", [{"op": "replace", "path": "/nope/x", "value": 1}], 422,
+     "doc is missing path: '/nope/x': missing value"),
+    ("index out of range", [{"op": "add", "path": "/spec/list/5", "value": 1}], 422,
+     "array index 5 out of bounds in /spec/list/5"),
 ]
 
 

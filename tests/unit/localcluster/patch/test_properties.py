@@ -36,13 +36,8 @@ ops = st.one_of(
 def test_json_patch_matches_the_jsonpatch_library(doc: dict[str, Any], patch: list[Any]) -> None:
     try:
         expected: Any = jsonpatch.apply_patch(doc, patch)
-    except (
-        jsonpatch.JsonPatchException,
-        jsonpatch.JsonPointerException,
-        KeyError,
-        IndexError,
-        TypeError,
-    ):
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, KeyError, IndexError,
+            TypeError):
         expected = PatchError
     try:
         got: Any = json_patch(doc, patch)
@@ -51,13 +46,11 @@ def test_json_patch_matches_the_jsonpatch_library(doc: dict[str, Any], patch: li
     assert got == expected
 
 
-labels = st.dictionaries(
-    st.sampled_from(["app", "tier", "team"]), st.sampled_from(["x", "y"]), max_size=3
-)
+labels = st.dictionaries(st.sampled_from(["app", "tier", "team"]), st.sampled_from(["x", "y"]),
+                         max_size=3)
 containers = st.lists(
-    st.fixed_dictionaries(
-        {"name": st.sampled_from(["a", "b", "c"]), "image": st.sampled_from(["i:1", "i:2"])}
-    ),
+    st.fixed_dictionaries({"name": st.sampled_from(["a", "b", "c"]),
+                           "image": st.sampled_from(["i:1", "i:2"])}),
     max_size=3,
     unique_by=lambda c: c["name"],
 )
@@ -68,34 +61,23 @@ def _deploy(lbl: dict[str, str], replicas: int, ctrs: list[dict[str, Any]]) -> d
     spec: dict[str, Any] = {"replicas": replicas}
     if ctrs:
         spec["template"] = {"spec": {"containers": ctrs}}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "d", **({"labels": lbl} if lbl else {})},
-        "spec": spec,
-    }
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", **({"labels": lbl} if lbl else {})}, "spec": spec}
 
 
 @settings(max_examples=30, deadline=None)
 @given(labels, st.integers(0, 3), containers, labels, st.integers(0, 3), containers)
 def test_apply_is_idempotent_and_a_single_manager_gets_exactly_its_config(
-    l1: dict[str, str],
-    r1: int,
-    c1: list[dict[str, Any]],
-    l2: dict[str, str],
-    r2: int,
-    c2: list[dict[str, Any]],
+    l1: dict[str, str], r1: int, c1: list[dict[str, Any]],
+    l2: dict[str, str], r2: int, c2: list[dict[str, Any]],
 ) -> None:
     key = ("apps/v1", "Deployment")
-    first = apply(
-        None, _deploy(l1, r1, c1), field_manager="m", force=False, schema_hint=key, now=NOW
-    )
-    second = apply(
-        first, _deploy(l2, r2, c2), field_manager="m", force=False, schema_hint=key, now=NOW
-    )
-    again = apply(
-        second, _deploy(l2, r2, c2), field_manager="m", force=False, schema_hint=key, now=NOW
-    )
+    first = apply(None, _deploy(l1, r1, c1), field_manager="m", force=False, schema_hint=key,
+                  now=NOW)
+    second = apply(first, _deploy(l2, r2, c2), field_manager="m", force=False, schema_hint=key,
+                   now=NOW)
+    again = apply(second, _deploy(l2, r2, c2), field_manager="m", force=False, schema_hint=key,
+                  now=NOW)
     assert again == second
     assert second["spec"]["replicas"] == r2
     assert second["metadata"].get("labels", {}) == l2

@@ -73,18 +73,8 @@ def test_new_container_is_appended() -> None:
 
 
 def test_env_merges_by_name_inside_a_container() -> None:
-    result = _patch(
-        _tpl(
-            {
-                "containers": [
-                    {
-                        "name": "main",
-                        "env": [{"name": "B", "value": "9"}, {"name": "C", "value": "3"}],
-                    }
-                ]
-            }
-        )
-    )
+    result = _patch(_tpl({"containers": [{"name": "main", "env": [{"name": "B", "value": "9"},
+                                                                   {"name": "C", "value": "3"}]}]}))
     assert _containers(result)[0]["env"] == [
         {"name": "A", "value": "1"},
         {"name": "B", "value": "9"},
@@ -93,14 +83,8 @@ def test_env_merges_by_name_inside_a_container() -> None:
 
 
 def test_patch_delete_directive_removes_an_element() -> None:
-    result = _patch(
-        _tpl(
-            {
-                "containers": [{"name": "side", "$patch": "delete"}],
-                "volumes": [{"name": "w", "$patch": "delete"}],
-            }
-        )
-    )
+    result = _patch(_tpl({"containers": [{"name": "side", "$patch": "delete"}],
+                          "volumes": [{"name": "w", "$patch": "delete"}]}))
     assert [c["name"] for c in _containers(result)] == ["main"]
     assert result["spec"]["template"]["spec"]["volumes"] == [{"name": "v", "emptyDir": {}}]
 
@@ -126,14 +110,8 @@ def test_retain_keys_clears_other_fields() -> None:
 
 
 def test_atomic_lists_are_replaced() -> None:
-    result = _patch(
-        _tpl(
-            {
-                "containers": [{"name": "main", "args": ["--b"]}],
-                "tolerations": [{"key": "z", "operator": "Exists"}],
-            }
-        )
-    )
+    result = _patch(_tpl({"containers": [{"name": "main", "args": ["--b"]}],
+                          "tolerations": [{"key": "z", "operator": "Exists"}]}))
     assert _containers(result)[0]["args"] == ["--b"]
     assert result["spec"]["template"]["spec"]["tolerations"] == [{"key": "z", "operator": "Exists"}]
 
@@ -146,42 +124,22 @@ def test_primitive_merge_list_is_a_union_and_delete_from_primitive_list() -> Non
 
 
 def test_set_element_order() -> None:
-    result = _patch(
-        _tpl(
-            {
-                "$setElementOrder/containers": [{"name": "side"}, {"name": "main"}],
-                "containers": [{"name": "main", "image": "img:3"}],
-            }
-        )
-    )
+    result = _patch(_tpl({"$setElementOrder/containers": [{"name": "side"}, {"name": "main"}],
+                          "containers": [{"name": "main", "image": "img:3"}]}))
     assert [c["name"] for c in _containers(result)] == ["side", "main"]
     assert _containers(result)[1]["image"] == "img:3"
 
 
 def test_null_deletes_a_field_and_maps_merge() -> None:
-    result = _patch(
-        {"metadata": {"labels": {"app": None, "tier": "web"}}, "spec": {"replicas": None}}
-    )
+    result = _patch({"metadata": {"labels": {"app": None, "tier": "web"}},
+                     "spec": {"replicas": None}})
     assert result["metadata"]["labels"] == {"tier": "web"}
     assert "replicas" not in result["spec"]
 
 
 def test_ports_merge_by_container_port() -> None:
-    result = _patch(
-        _tpl(
-            {
-                "containers": [
-                    {
-                        "name": "main",
-                        "ports": [
-                            {"containerPort": 8000, "name": "http"},
-                            {"containerPort": 9000, "name": "m"},
-                        ],
-                    }
-                ]
-            }
-        )
-    )
+    result = _patch(_tpl({"containers": [{"name": "main", "ports": [
+        {"containerPort": 8000, "name": "http"}, {"containerPort": 9000, "name": "m"}]}]}))
     assert _containers(result)[0]["ports"] == [
         {"containerPort": 8000, "name": "http"},
         {"containerPort": 9000, "name": "m"},
@@ -202,35 +160,19 @@ def test_pod_and_service_schemas_are_known_and_crs_are_not() -> None:
 
 
 def test_pod_spec_patch_on_a_pod() -> None:
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p"},
-        "spec": {"containers": [{"name": "c", "image": "a"}]},
-    }
-    result = strategic_merge_patch(
-        pod, {"spec": {"containers": [{"name": "c", "image": "b"}]}}, ("v1", "Pod")
-    )
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "a"}]}}
+    result = strategic_merge_patch(pod, {"spec": {"containers": [{"name": "c", "image": "b"}]}},
+                                   ("v1", "Pod"))
     assert result["spec"]["containers"] == [{"name": "c", "image": "b"}]
 
 
 def test_set_element_order_weaves_server_only_elements_back_in_place() -> None:
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p"},
-        "spec": {"containers": [{"name": "a"}, {"name": "s"}, {"name": "b"}]},
-    }
-    patch = {
-        "spec": {
-            "$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
-            "containers": [{"name": "b", "image": "x"}],
-        }
-    }
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "a"}, {"name": "s"}, {"name": "b"}]}}
+    patch = {"spec": {"$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+                      "containers": [{"name": "b", "image": "x"}]}}
     result = strategic_merge_patch(pod, patch, ("v1", "Pod"))
     # "s" (not in the patch) keeps its place between "a" and "b".
-    assert result["spec"]["containers"] == [
-        {"name": "a"},
-        {"name": "s"},
-        {"name": "b", "image": "x"},
-    ]
+    assert result["spec"]["containers"] == [{"name": "a"}, {"name": "s"},
+                                            {"name": "b", "image": "x"}]

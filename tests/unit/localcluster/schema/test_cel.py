@@ -12,12 +12,8 @@ from localcluster.schema import validate_custom_resource
 
 
 def _cr(spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps.nvidia.com/v1alpha1",
-        "kind": "K",
-        "metadata": {"name": "n"},
-        "spec": spec,
-    }
+    return {"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "K", "metadata": {"name": "n"},
+            "spec": spec}
 
 
 def _schema(spec_schema: dict[str, Any]) -> dict[str, Any]:
@@ -50,10 +46,8 @@ NIMSERVICE_SPEC: dict[str, Any] = {
         "multiNode": {
             "type": "object",
             "x-kubernetes-validations": [
-                {
-                    "rule": "!(has(self.mpi) && has(self.ray))",
-                    "message": "mpi and ray are mutually exclusive",
-                }
+                {"rule": "!(has(self.mpi) && has(self.ray))",
+                 "message": "mpi and ray are mutually exclusive"}
             ],
             "properties": {
                 "mpi": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
@@ -88,10 +82,8 @@ NIMSERVICE_SPEC: dict[str, Any] = {
                 "properties": {
                     "resourceClaimName": {"type": "string"},
                     "resourceClaimTemplateName": {"type": "string"},
-                    "claimCreationSpec": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    },
+                    "claimCreationSpec": {"type": "object",
+                                          "x-kubernetes-preserve-unknown-fields": True},
                 },
             },
         },
@@ -126,13 +118,8 @@ def _messages(spec: Any, old_spec: Any = None) -> list[tuple[str, str]]:
         ({"replicas": 1}, []),
         (
             {"replicas": 1, "scale": {"enabled": True}},
-            [
-                (
-                    "spec",
-                    'Invalid value: "object": spec.replicas cannot be set when '
-                    "spec.scale.enabled is true",
-                )
-            ],
+            [("spec", 'Invalid value: "object": spec.replicas cannot be set when '
+                      "spec.scale.enabled is true")],
         ),
         ({"replicas": 1, "scale": {"enabled": False}}, []),
         (
@@ -141,25 +128,15 @@ def _messages(spec: Any, old_spec: Any = None) -> list[tuple[str, str]]:
         ),
         (
             {"multiNode": {"computeDomain": {"create": True, "name": "x"}}},
-            [
-                (
-                    "spec.multiNode.computeDomain",
-                    'Invalid value: "object": if create is true, name '
-                    "must not be set; otherwise name is required.",
-                )
-            ],
+            [("spec.multiNode.computeDomain", 'Invalid value: "object": if create is true, name '
+              "must not be set; otherwise name is required.")],
         ),
         ({"multiNode": {"computeDomain": {"name": "x"}}}, []),
         (
             {"draResources": [{"resourceClaimName": "a"}, {}]},
-            [
-                (
-                    "spec.draResources[1]",
-                    'Invalid value: "object": exactly one of '
-                    "spec.resourceClaimName, spec.resourceClaimTemplateName, or "
-                    "spec.claimCreationSpec must be set.",
-                )
-            ],
+            [("spec.draResources[1]", 'Invalid value: "object": exactly one of '
+              "spec.resourceClaimName, spec.resourceClaimTemplateName, or "
+              "spec.claimCreationSpec must be set.")],
         ),
         (
             {"backendRef": {"group": "", "kind": "Service"}},
@@ -227,20 +204,11 @@ def _list_schema() -> dict[str, Any]:
 
 def test_transition_rules_correlate_map_lists_by_key_and_maps_by_name() -> None:
     schema = _schema(_list_schema())
-    old = _cr(
-        {
-            "ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}],
-            "atomic": ["x"],
-            "labels": {"k": "v"},
-        }
-    )
-    new = _cr(
-        {
-            "ports": [{"name": "b", "port": 2}, {"name": "a", "port": 9}, {"name": "c", "port": 3}],
-            "atomic": ["y"],
-            "labels": {"k": "w", "new": "z"},
-        }
-    )
+    old = _cr({"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}],
+               "atomic": ["x"], "labels": {"k": "v"}})
+    new = _cr({"ports": [{"name": "b", "port": 2}, {"name": "a", "port": 9},
+                         {"name": "c", "port": 3}],
+               "atomic": ["y"], "labels": {"k": "w", "new": "z"}})
     causes = validate_custom_resource(schema, new, old)
     assert [(c["field"], c["message"]) for c in causes] == [
         ("spec.ports[1].port", 'Invalid value: "integer": port is immutable'),
@@ -259,33 +227,22 @@ def test_message_expression_reason_and_field_path() -> None:
                 "fieldPath": ".size",
                 "reason": "FieldValueForbidden",
             },
-            {
-                "rule": "self.name.lowerAscii() == self.name",
-                "reason": "FieldValueRequired",
-                "message": "lower case",
-            },
+            {"rule": "self.name.lowerAscii() == self.name", "reason": "FieldValueRequired",
+             "message": "lower case"},
             {"rule": "self.name.startsWith('z')"},
             {"rule": "false", "messageExpression": "''", "message": "fallback message"},
         ],
     }
     causes = validate_custom_resource(_schema(spec_schema), _cr({"name": "Ab", "size": 5}), None)
     assert causes == [
-        {
-            "reason": "FieldValueForbidden",
-            "message": "Forbidden: size 5 is above 3 for Ab",
-            "field": "spec.size",
-        },
+        {"reason": "FieldValueForbidden", "message": "Forbidden: size 5 is above 3 for Ab",
+         "field": "spec.size"},
         {"reason": "FieldValueRequired", "message": "Required value: lower case", "field": "spec"},
-        {
-            "reason": "FieldValueInvalid",
-            "message": "Invalid value: \"object\": failed rule: self.name.startsWith('z')",
-            "field": "spec",
-        },
-        {
-            "reason": "FieldValueInvalid",
-            "message": 'Invalid value: "object": fallback message',
-            "field": "spec",
-        },
+        {"reason": "FieldValueInvalid",
+         "message": "Invalid value: \"object\": failed rule: self.name.startsWith('z')",
+         "field": "spec"},
+        {"reason": "FieldValueInvalid", "message": 'Invalid value: "object": fallback message',
+         "field": "spec"},
     ]
 
 
@@ -294,11 +251,8 @@ def test_optional_old_self_runs_on_create() -> None:
         "type": "object",
         "properties": {"a": {"type": "string"}},
         "x-kubernetes-validations": [
-            {
-                "rule": "!oldSelf.hasValue() || self.a == oldSelf.value().a",
-                "optionalOldSelf": True,
-                "message": "a is immutable",
-            },
+            {"rule": "!oldSelf.hasValue() || self.a == oldSelf.value().a",
+             "optionalOldSelf": True, "message": "a is immutable"},
             {"rule": "oldSelf.hasValue()", "optionalOldSelf": True, "message": "update only"},
         ],
     }
@@ -389,11 +343,8 @@ def test_cel_rules_are_skipped_while_type_errors_remain() -> None:
     causes = validate_custom_resource(_schema(spec_schema), _cr({"n": "one"}), None)
     assert [(c["field"], c["message"]) for c in causes] == [
         ("spec.n", 'Invalid value: "string": spec.n in body must be of type integer: "string"'),
-        (
-            "",
-            'Invalid value: "null": some validation rules were not checked because the object '
-            "was invalid; correct the existing errors to complete validation",
-        ),
+        ("", 'Invalid value: "null": some validation rules were not checked because the object '
+             "was invalid; correct the existing errors to complete validation"),
     ]
     causes = validate_custom_resource(_schema(spec_schema), _cr({"n": 0}), None)
     assert [c["message"] for c in causes] == ['Invalid value: "object": n too small']
@@ -402,14 +353,11 @@ def test_cel_rules_are_skipped_while_type_errors_remain() -> None:
 def test_has_with_a_missing_parent_is_an_error_as_in_kubernetes() -> None:
     spec_schema = {
         "type": "object",
-        "properties": {
-            "service": {"type": "object", "properties": {"grpcPort": {"type": "integer"}}}
-        },
+        "properties": {"service": {"type": "object", "properties": {
+            "grpcPort": {"type": "integer"}}}},
         "x-kubernetes-validations": [
-            {
-                "rule": "!(has(self.service.grpcPort))",
-                "message": "unsupported field: spec.expose.service.grpcPort",
-            }
+            {"rule": "!(has(self.service.grpcPort))",
+             "message": "unsupported field: spec.expose.service.grpcPort"}
         ],
     }
     causes = validate_custom_resource(_schema(spec_schema), _cr({}), None)

@@ -141,14 +141,8 @@ def test_optional_old_self() -> None:
     assert or_value({"oldSelf": Optional_(False)}) is True
 
 
-@pytest.mark.parametrize(
-    "expr",
-    [
-        "timestamp('2024-01-01T00:00:00Z') > timestamp('2023-01-01T00:00:00Z')",
-        "type(self) == map",
-        "self.a ==",
-    ],
-)
+@pytest.mark.parametrize("expr", ["timestamp('2024-01-01T00:00:00Z') > timestamp('2023-01-01T00:00:00Z')",
+                                  "type(self) == map", "self.a =="])
 def test_unsupported_expressions_fall_back_to_celpy(expr: str) -> None:
     assert compile_fast(expr) is None
 
@@ -162,7 +156,8 @@ NVIDIA_RULES = [
     "!(has(self.gateway) && self.gateway.grpcRoutesEnabled)",
     "!(has(self.gateway) && has(self.ingress))",
     "!(has(self.service.grpcPort))",
-    "(has(self.spec) && has(self.enabled) && self.enabled) || !has(self.enabled) || !self.enabled",
+    "(has(self.spec) && has(self.enabled) && self.enabled) || !has(self.enabled) || "
+    "!self.enabled",
     "(has(self.ngc) ? 1 : 0) + (has(self.dataStore) ? 1 : 0) + (has(self.hf) ? 1 : 0) == 1",
     "!(has(self.model) && has(self.modelEndpoint))",
     "(has(self.celExpressions) && !(has(self.attributeSelectors) || "

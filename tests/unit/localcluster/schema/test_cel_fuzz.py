@@ -16,20 +16,8 @@ cel.compile_rule("1 == 1")
 
 # Typed expression generators (as CEL source text) over a fixed `self` shape.
 ints = st.recursive(
-    st.sampled_from(
-        [
-            "self.a",
-            "self.b",
-            "0",
-            "1",
-            "-2",
-            "7",
-            "size(self.s)",
-            "self.l.size()",
-            "self.l[0]",
-            "self.m.k",
-        ]
-    ),
+    st.sampled_from(["self.a", "self.b", "0", "1", "-2", "7", "size(self.s)", "self.l.size()",
+                     "self.l[0]", "self.m.k"]),
     lambda inner: st.one_of(
         st.tuples(inner, st.sampled_from(["+", "-", "*", "/", "%"]), inner).map(
             lambda t: f"({t[0]} {t[1]} {t[2]})"
@@ -42,43 +30,19 @@ ints = st.recursive(
     max_leaves=4,
 )
 strings = st.one_of(
-    st.sampled_from(
-        [
-            "self.s",
-            "self.t",
-            "'x'",
-            "''",
-            '"ab"',
-            "string(self.a)",
-            "self.s.lowerAscii()",
-            "self.t.substring(0, 1)",
-        ]
-    ),
+    st.sampled_from(["self.s", "self.t", "'x'", "''", "\"ab\"", "string(self.a)",
+                     "self.s.lowerAscii()", "self.t.substring(0, 1)"]),
     st.tuples(st.sampled_from(["self.s", "'a'"]), st.sampled_from(["self.t", "'b'"])).map(
         lambda t: f"{t[0]} + {t[1]}"
     ),
 )
 bools = st.recursive(
     st.one_of(
-        st.sampled_from(
-            [
-                "true",
-                "false",
-                "self.f",
-                "has(self.a)",
-                "has(self.zz)",
-                "has(self.m.k)",
-                "self.l.exists(x, x > 1)",
-                "self.l.all(x, x != 0)",
-                "self.l.exists_one(x, x == 2)",
-                "2 in self.l",
-                "'k' in self.m",
-                "self.s.startsWith('a')",
-                "self.s.matches('^[a-z]+$')",
-                "self.l.filter(x, x > 0).size() == 2",
-                "self.zz == 1",
-            ]
-        ),
+        st.sampled_from(["true", "false", "self.f", "has(self.a)", "has(self.zz)",
+                         "has(self.m.k)", "self.l.exists(x, x > 1)", "self.l.all(x, x != 0)",
+                         "self.l.exists_one(x, x == 2)", "2 in self.l", "'k' in self.m",
+                         "self.s.startsWith('a')", "self.s.matches('^[a-z]+$')",
+                         "self.l.filter(x, x > 0).size() == 2", "self.zz == 1"]),
         st.tuples(ints, st.sampled_from(["<", "<=", ">", ">=", "==", "!="]), ints).map(
             lambda t: f"{t[0]} {t[1]} {t[2]}"
         ),

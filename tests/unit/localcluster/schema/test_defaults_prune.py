@@ -46,19 +46,14 @@ SCHEMA: dict[str, Any] = {
                         "properties": {"key": {"type": "string", "default": "NGC_API_KEY"}},
                     },
                 },
-                "raw": {
-                    "type": "object",
-                    "x-kubernetes-preserve-unknown-fields": True,
-                    "properties": {
-                        "known": {"type": "object", "properties": {"a": {"type": "string"}}}
-                    },
-                },
+                "raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                        "properties": {"known": {"type": "object", "properties": {
+                            "a": {"type": "string"}}}}},
                 "template": {
                     "type": "object",
                     "x-kubernetes-embedded-resource": True,
-                    "properties": {
-                        "spec": {"type": "object", "properties": {"x": {"type": "string"}}}
-                    },
+                    "properties": {"spec": {"type": "object", "properties": {
+                        "x": {"type": "string"}}}},
                 },
             },
         }
@@ -177,16 +172,10 @@ def test_non_structural_schemas_are_explained() -> None:
         "specified object fields"
     ) in errors
     assert "openAPIV3Schema.properties[list].items: Required value: must be specified" in errors
-    assert any(
-        e.startswith("openAPIV3Schema.properties[both].additionalProperties") for e in errors
-    )
-    assert any(
-        e.startswith("openAPIV3Schema.properties[closed].additionalProperties") for e in errors
-    )
-    assert (
-        "openAPIV3Schema.properties[junctor].anyOf[0].type: Forbidden: must be empty to be "
+    assert any(e.startswith("openAPIV3Schema.properties[both].additionalProperties") for e in errors)
+    assert any(e.startswith("openAPIV3Schema.properties[closed].additionalProperties") for e in errors)
+    assert "openAPIV3Schema.properties[junctor].anyOf[0].type: Forbidden: must be empty to be " \
         "structural" in errors
-    )
 
 
 def test_structural_check_reports_bad_cel() -> None:
@@ -257,11 +246,8 @@ def test_map_list_keys_must_be_required_or_defaulted() -> None:
 
 
 def test_prune_drops_unknown_object_meta_fields_at_the_root() -> None:
-    obj: dict[str, Any] = {
-        "apiVersion": "x/v1",
-        "kind": "K",
-        "metadata": {"name": "n", "labels": {"a": "b"}, "colour": "red"},
-    }
+    obj: dict[str, Any] = {"apiVersion": "x/v1", "kind": "K",
+                           "metadata": {"name": "n", "labels": {"a": "b"}, "colour": "red"}}
     assert prune(SCHEMA, obj) == ["metadata.colour"]
     assert obj["metadata"] == {"name": "n", "labels": {"a": "b"}}
 
@@ -275,11 +261,8 @@ def test_defaults_must_validate_and_have_no_unknown_fields() -> None:
                 "properties": {
                     "port": {"type": "integer", "default": "8000"},
                     "mode": {"type": "string", "enum": ["a"], "default": "b"},
-                    "gw": {
-                        "type": "object",
-                        "default": {"x": 1},
-                        "properties": {"y": {"type": "integer"}},
-                    },
+                    "gw": {"type": "object", "default": {"x": 1},
+                           "properties": {"y": {"type": "integer"}}},
                 },
             }
         },
@@ -289,7 +272,7 @@ def test_defaults_must_validate_and_have_no_unknown_fields() -> None:
         'spec.port in body must be of type integer: "string"',
         'openAPIV3Schema.properties[spec].properties[mode].default: Unsupported value: "b": '
         'supported values: "a"',
-        "openAPIV3Schema.properties[spec].properties[gw].default: Forbidden: unknown field "
+        'openAPIV3Schema.properties[spec].properties[gw].default: Forbidden: unknown field '
         '"spec.gw.x"',
     ]
 
@@ -322,21 +305,13 @@ def test_transition_rules_below_uncorrelatable_lists_are_rejected() -> None:
     schema = {
         "type": "object",
         "properties": {
-            "atomic": {
-                "type": "array",
-                "items": {"type": "string", "x-kubernetes-validations": [rule]},
-            },
-            "keyed": {
-                "type": "array",
-                "x-kubernetes-list-type": "map",
-                "x-kubernetes-list-map-keys": ["name"],
-                "items": {
-                    "type": "object",
-                    "required": ["name"],
-                    "x-kubernetes-validations": [rule],
-                    "properties": {"name": {"type": "string"}},
-                },
-            },
+            "atomic": {"type": "array", "items": {"type": "string",
+                                                   "x-kubernetes-validations": [rule]}},
+            "keyed": {"type": "array", "x-kubernetes-list-type": "map",
+                      "x-kubernetes-list-map-keys": ["name"],
+                      "items": {"type": "object", "required": ["name"],
+                                "x-kubernetes-validations": [rule],
+                                "properties": {"name": {"type": "string"}}}},
         },
     }
     assert crd_schema_causes(schema, root="s") == [

@@ -73,29 +73,18 @@ CASES: list[tuple[str, dict[str, Any], Any, list[tuple[str, str, str]]]] = [
     ("nullable accepts null", {"type": "string", "nullable": True}, None, []),
     ("integer accepts integral float", {"type": "integer"}, 3.0, []),
     ("number accepts integer", {"type": "number"}, 3, []),
-    (
-        "boolean is not an integer",
-        {"type": "integer"},
-        True,
-        [
-            (
-                "FieldValueTypeInvalid",
-                "spec.x",
-                'Invalid value: "boolean": spec.x in body must be of type integer: "boolean"',
-            )
-        ],
-    ),
+    ("boolean is not an integer", {"type": "integer"}, True, [
+        (
+            "FieldValueTypeInvalid",
+            "spec.x",
+            'Invalid value: "boolean": spec.x in body must be of type integer: "boolean"',
+        )
+    ]),
     (
         "enum",
         {"type": "string", "enum": ["a", "b"]},
         "c",
-        [
-            (
-                "FieldValueNotSupported",
-                "spec.x",
-                'Unsupported value: "c": supported values: "a", "b"',
-            )
-        ],
+        [("FieldValueNotSupported", "spec.x", 'Unsupported value: "c": supported values: "a", "b"')],
     ),
     (
         "numeric enum",
@@ -119,13 +108,7 @@ CASES: list[tuple[str, dict[str, Any], Any, list[tuple[str, str, str]]]] = [
         "exclusiveMaximum",
         {"type": "integer", "maximum": 10, "exclusiveMaximum": True},
         10,
-        [
-            (
-                "FieldValueInvalid",
-                "spec.x",
-                "Invalid value: 10: spec.x in body should be less than 10",
-            )
-        ],
+        [("FieldValueInvalid", "spec.x", "Invalid value: 10: spec.x in body should be less than 10")],
     ),
     (
         "minimum",
@@ -155,13 +138,7 @@ CASES: list[tuple[str, dict[str, Any], Any, list[tuple[str, str, str]]]] = [
         "multipleOf",
         {"type": "integer", "multipleOf": 5},
         7,
-        [
-            (
-                "FieldValueInvalid",
-                "spec.x",
-                "Invalid value: 7: spec.x in body should be a multiple of 5",
-            )
-        ],
+        [("FieldValueInvalid", "spec.x", "Invalid value: 7: spec.x in body should be a multiple of 5")],
     ),
     (
         "maxLength",
@@ -350,19 +327,13 @@ CASES: list[tuple[str, dict[str, Any], Any, list[tuple[str, str, str]]]] = [
             )
         ],
     ),
-    (
-        "list-type atomic allows duplicates",
-        {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}},
-        ["a", "a"],
-        [],
-    ),
+    ("list-type atomic allows duplicates", {
+        "type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "string"}
+    }, ["a", "a"], []),
     (
         "embedded resource needs apiVersion and kind",
-        {
-            "type": "object",
-            "x-kubernetes-embedded-resource": True,
-            "x-kubernetes-preserve-unknown-fields": True,
-        },
+        {"type": "object", "x-kubernetes-embedded-resource": True,
+         "x-kubernetes-preserve-unknown-fields": True},
         {"metadata": {"name": "x"}},
         [
             ("FieldValueRequired", "spec.x.apiVersion", "Required value: must not be empty"),
@@ -515,44 +486,20 @@ def _obj(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_unchanged_invalid_values_are_ratcheted_on_update() -> None:
-    old = _obj(
-        {
-            "image": "i",
-            "name": "toolong",
-            "ports": [{"name": "a", "port": 500}],
-            "router": {"a": "1", "b": "2"},
-        }
-    )
-    new = _obj(
-        {
-            "image": "i",
-            "name": "toolong",
-            "replicas": 2,
-            "ports": [{"name": "z", "port": 1}, {"name": "a", "port": 500}],
-            "router": {"a": "1", "b": "2"},
-        }
-    )
+    old = _obj({"image": "i", "name": "toolong", "ports": [{"name": "a", "port": 500}],
+                "router": {"a": "1", "b": "2"}})
+    new = _obj({"image": "i", "name": "toolong", "replicas": 2,
+                "ports": [{"name": "z", "port": 1}, {"name": "a", "port": 500}],
+                "router": {"a": "1", "b": "2"}})
     assert validate_custom_resource(RATCHET_SCHEMA, new, old) == []
     assert len(validate_custom_resource(RATCHET_SCHEMA, new, None)) == 3
 
 
 def test_changed_invalid_values_are_still_rejected() -> None:
-    old = _obj(
-        {
-            "image": "i",
-            "name": "toolong",
-            "router": {"a": "1", "b": "2"},
-            "ports": [{"name": "a", "port": 500}],
-        }
-    )
-    new = _obj(
-        {
-            "image": "i",
-            "name": "toolong2",
-            "router": {"a": "1", "b": "3"},
-            "ports": [{"name": "a", "port": 501}],
-        }
-    )
+    old = _obj({"image": "i", "name": "toolong", "router": {"a": "1", "b": "2"},
+                "ports": [{"name": "a", "port": 500}]})
+    new = _obj({"image": "i", "name": "toolong2", "router": {"a": "1", "b": "3"},
+                "ports": [{"name": "a", "port": 501}]})
     fields = [c["field"] for c in validate_custom_resource(RATCHET_SCHEMA, new, old)]
     assert fields == ["spec.name", "spec.ports[0].port", "spec.router"]
 

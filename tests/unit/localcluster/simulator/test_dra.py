@@ -167,7 +167,9 @@ def test_a_missing_named_claim_or_template_is_the_problem() -> None:
                     {"name": "b", "resourceClaimTemplateName": "absent"}])  # fmt: skip
     actions, claims, problem = dra.pod_claims(p, view)
     assert actions == [] and claims == {}
-    assert problem == ('resourceclaim "shared" not found; resourceclaimtemplate "absent" not found')
+    assert problem == (
+        'resourceclaim "shared" not found; resourceclaimtemplate "absent" not found'
+    )
 
 
 def test_compute_domain_template_then_nodes_join() -> None:

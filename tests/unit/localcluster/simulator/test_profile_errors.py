@@ -26,17 +26,9 @@ def test_bad_profile_files_name_the_file(tmp_path: Path, content: str, message: 
     assert str(path) in str(info.value)
 
 
-def test_localcluster_command_reports_a_missing_profile(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_localcluster_command_reports_a_missing_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = build_parser().parse_args(
-        [
-            "localcluster",
-            "--kubeconfig",
-            str(tmp_path / "kc"),
-            "--profile",
-            str(tmp_path / "none.yaml"),
-        ]
+        ["localcluster", "--kubeconfig", str(tmp_path / "kc"), "--profile", str(tmp_path / "none.yaml")]
     )
     assert main(args) == 1
     err = capsys.readouterr().err
