@@ -185,6 +185,14 @@ async def run(nodes: int, window: float, heartbeats: int, profile: bool) -> None
             names = [f"gpu-node-{i}" for i in range(nodes)]
             listed = {n["metadata"]["name"] for n in (await admin.list("v1", "Node"))["items"]}
             names = [n for n in names if n in listed] or sorted(listed)
+            # The heartbeats are measured on a settled cluster: no operator write for 10 s.
+            settle0 = time.monotonic()
+            while time.monotonic() - settle0 < 900:
+                n = len(writes(await audit(admin)))
+                await asyncio.sleep(10.0)
+                if len(writes(await audit(admin))) == n:
+                    break
+            settled = time.monotonic() - settle0
             n_before = len(await audit(admin))
             await asyncio.sleep(5.0)
             cpu_idle0 = op.cpu()
@@ -218,6 +226,7 @@ async def run(nodes: int, window: float, heartbeats: int, profile: bool) -> None
             for key, n in by_resource(objects).items():
                 print(f"    {key:<38} {n:6d}")
             print(f"operator RSS after the window       {rss_window:8.1f} MB")
+            print(f"settled (10 s without a write)    {settled:8.1f} s after the window")
             print(f"operator peak RSS                   {hwm:8.1f} MB")
             print(
                 f"{heartbeats} heartbeats ({e2 - e1} Node events): operator CPU {hb_cpu:6.3f} s"
