@@ -17,7 +17,11 @@ Conventions, so every kind is declared the same way:
   ``Field(json_schema_extra=markers(validations=[Rule(...)]))``. Rules without
   ``oldSelf`` are also checked when a model is built, with the same message, so a
   manifest is rejected the same way offline as by the API server. Transition rules
-  (``oldSelf``) are checked by :func:`validate_transition`.
+  (``oldSelf``) are checked by :func:`validate_transition`. An object read back
+  from the API server is validated with :data:`STORED` as context: the server
+  checked the same rules (the CRD is generated from the model) when it was
+  written, so they are not evaluated again (a CEL evaluation costs ~0.4 ms,
+  fifteen times the rest of a NIMService's validation).
 * Validation is strict, as in the API server: ``"8000"`` is not an integer and
   unknown fields are rejected.
 """
@@ -38,6 +42,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    ValidationInfo,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -47,6 +52,7 @@ from pydantic_core import CoreSchema, core_schema
 __all__ = [
     "QUANTITY_PATTERN",
     "REQUIRED_MARKER",
+    "STORED",
     "ApiModel",
     "CustomResource",
     "Int32",
@@ -267,6 +273,11 @@ class KindInfo:
         return f"{self.plural}.{self.group}"
 
 
+STORED: Final[dict[str, Any]] = {"stored": True}
+"""``model_validate(obj, context=STORED)``: *obj* was read from the API server, whose
+CRD enforced the model's CEL rules on write, so they are not evaluated again."""
+
+
 def _cel_environment() -> celpy.Environment:
     return celpy.Environment()
 
@@ -357,7 +368,9 @@ class ApiModel(BaseModel):
         )
 
     @model_validator(mode="after")
-    def _check_cel_rules(self) -> ApiModel:
+    def _check_cel_rules(self, info: ValidationInfo) -> ApiModel:
+        if info.context is not None and info.context.get("stored"):
+            return self
         if self._programs:
             value = to_kubernetes(self)
             for rule, program in self._programs:

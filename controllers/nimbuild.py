@@ -147,10 +147,10 @@ class NIMBuildKind(Kind[NIMBuild, NIMBuildFacts]):
         self.pod_logs = pod_logs
         self.orchestrator = orchestrator
         self.parsed: ParseMemo[NIMBuild] = ParseMemo(
-            lambda o: parse(NIMBuild, identity_and_spec(o)), by_generation
+            lambda o: parse(NIMBuild, identity_and_spec(o), stored=True), by_generation
         )
         self.nimcaches: ParseMemo[NIMCache] = ParseMemo(
-            lambda o: parse(NIMCache, o), by_resource_version
+            lambda o: parse(NIMCache, o, stored=True), by_resource_version
         )
 
     def parse(self, obj: Obj) -> NIMBuild:

@@ -108,7 +108,7 @@ class NIMCacheKind(Kind[NIMCache, NIMCacheFacts]):
         self.pod_logs = pod_logs
         self.orchestrator = orchestrator
         self.parsed: ParseMemo[NIMCache] = ParseMemo(
-            lambda o: parse(NIMCache, o), by_resource_version
+            lambda o: parse(NIMCache, o, stored=True), by_resource_version
         )
 
     def parse(self, obj: Obj) -> NIMCache:

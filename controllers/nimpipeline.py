@@ -122,7 +122,7 @@ class NIMPipelineKind(Kind[NIMPipeline, None]):
     def __init__(self) -> None:
         self.contract = NIMPipelineContract()
         self.parsed: ParseMemo[NIMPipeline] = ParseMemo(
-            lambda o: parse(NIMPipeline, identity_and_spec(o)), by_generation
+            lambda o: parse(NIMPipeline, identity_and_spec(o), stored=True), by_generation
         )
 
     def parse(self, obj: Obj) -> NIMPipeline:

@@ -329,10 +329,10 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
         self.kserve_namespace = kserve_namespace or os.environ.get("KSERVE_NAMESPACE", "kserve")
         self._log = get_logger("controllers.nimservice")
         self.parsed: ParseMemo[NIMService] = ParseMemo(
-            lambda o: parse(NIMService, identity_and_spec(o)), by_generation
+            lambda o: parse(NIMService, identity_and_spec(o), stored=True), by_generation
         )
         self.nimcaches: ParseMemo[NIMCache] = ParseMemo(
-            lambda o: parse(NIMCache, o), by_resource_version
+            lambda o: parse(NIMCache, o, stored=True), by_resource_version
         )
 
     def parse(self, obj: Obj) -> NIMService:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import time
 import zlib
 from abc import ABC, abstractmethod
@@ -39,6 +38,7 @@ from typing import Any, Generic, TypeVar
 
 from controllers.plan import Action, Key, key, plan
 from controllers.sync import WriteLog, patch_finalizers, sync_object
+from nimctl_runtime.client import codec
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
 from nimctl_runtime.logsetup import get_logger
@@ -322,11 +322,11 @@ class KindReconciler(Generic[CR, Facts]):
         if memo_key is not None:
             memo = self._renders.get(memo_id)
             if memo is not None and memo[0] == memo_key:
-                restored: list[Obj] = json.loads(zlib.decompress(memo[1]))
+                restored: list[Obj] = codec.loads(zlib.decompress(memo[1]))
                 return restored
         desired = list(self.kind.contract.render(cr, facts))
         if memo_key is not None:
-            text = json.dumps(desired, separators=(",", ":")).encode()
+            text = codec.dumps(desired)
             self._renders[memo_id] = (memo_key, zlib.compress(text, 1))
         return desired
 

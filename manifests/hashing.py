@@ -17,6 +17,8 @@ import hashlib
 import json
 from typing import Any
 
+from nimctl_runtime.client import codec
+
 LAST_APPLIED_HASH_ANNOTATION = "nvidia.com/last-applied-hash"
 PARENT_SPEC_HASH_ANNOTATION = "nvidia.com/parent-spec-hash"
 
@@ -91,7 +93,9 @@ def stamped_copy(obj: dict[str, Any]) -> dict[str, Any]:
         obj = {**obj, "metadata": {k: v for k, v in meta_in.items() if k != "annotations"}}
     text = canonical_json(obj)
     value = _safe_encode(hashlib.sha256(text.encode()).hexdigest()[:16])
-    out: dict[str, Any] = json.loads(text)
+    # The copy: orjson reads the text back ~2.5x faster (the hash itself stays json's
+    # text, so hashes stamped by earlier versions still match).
+    out: dict[str, Any] = codec.loads(text)
     meta = out.setdefault("metadata", {})
     if not meta.get("annotations"):
         meta["annotations"] = {}

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -454,7 +455,9 @@ class Controller:
 
     async def _reconcile_handler(self, req: Request) -> bool:
         """Reconcile one key and act on the outcome; True when the fence refused a write."""
-        reconcile_id = str(uuid.uuid4())
+        # A random version-4 UUID, as controller-runtime's reconcileID, from the
+        # process's PRNG: uuid4() reads the OS's entropy on every reconcile.
+        reconcile_id = str(uuid.UUID(int=random.getrandbits(128), version=4))
         log = self.log.bind(namespace=req.namespace or "", name=req.name, reconcileID=reconcile_id)
         started = time.monotonic()
         try:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from api.base import CustomResource
+from api.base import STORED, CustomResource
 from nimctl_runtime.meta import name_of
 from platforms.contract import ReconcileError
 
@@ -50,21 +50,27 @@ class InvalidResource(ValueError):
         super().__init__(f"{kind} spec is invalid: {'; '.join(problems[:MAX_PROBLEMS])}")
 
 
-def parse(model: type[M], obj: M | Mapping[str, Any]) -> M:
-    """``obj`` as ``model`` (returned as is when it is one already)."""
+def parse(model: type[M], obj: M | Mapping[str, Any], *, stored: bool = False) -> M:
+    """``obj`` as ``model`` (returned as is when it is one already).
+
+    ``stored``: ``obj`` was read from the API server, which enforced the CRD's
+    CEL rules when it was written; they are not evaluated again (``api.base.STORED``).
+    """
     if isinstance(obj, model):
         return obj
     try:
-        return model.model_validate(obj)
+        return model.model_validate(obj, context=STORED if stored else None)
     except ValidationError as err:
         raise InvalidResource(model.kind_info.kind, _problems(err)) from None
 
 
-def parse_or_fail(model: type[M], obj: Mapping[str, Any], reason: str) -> M:
+def parse_or_fail(
+    model: type[M], obj: Mapping[str, Any], reason: str, *, stored: bool = False
+) -> M:
     """``obj`` as ``model``, or a ``ReconcileError`` with ``reason`` naming the first
     field problem (``invalid ClusterPolicy cp: spec.driver.version: ...``)."""
     try:
-        return parse(model, obj)
+        return parse(model, obj, stored=stored)
     except InvalidResource as err:
         first = err.problems[0] if err.problems else "does not fit its schema"
         raise ReconcileError(f"invalid {err.kind} {name_of(obj)}: {first}", reason=reason) from None

@@ -151,7 +151,7 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         self.api_reader = api_reader
 
     def parse(self, obj: Obj) -> ClusterPolicy:
-        return parse_or_fail(ClusterPolicy, obj, REASON_RECONCILE_FAILED)
+        return parse_or_fail(ClusterPolicy, obj, REASON_RECONCILE_FAILED, stored=True)
 
     async def gather(self, cr: ClusterPolicy, obj: Obj, reader: Reader) -> PolicyFacts:
         # Read by the reconciler (one worker: this pass's policy decides).

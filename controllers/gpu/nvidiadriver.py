@@ -157,7 +157,7 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
         self.api_reader = api_reader
 
     def parse(self, obj: Obj) -> NVIDIADriver:
-        return parse_or_fail(NVIDIADriver, obj, REASON_RECONCILE_FAILED)
+        return parse_or_fail(NVIDIADriver, obj, REASON_RECONCILE_FAILED, stored=True)
 
     async def gather(self, cr: NVIDIADriver, obj: Obj, reader: Reader) -> NVIDIADriverFacts:
         enabled, cp_obj = driver_mode(await reader.list(CP_API, "ClusterPolicy"))

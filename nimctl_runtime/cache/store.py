@@ -175,6 +175,25 @@ def _rv_older(new_rv: str, old_rv: str) -> bool:
     return False
 
 
+_ABSENT: Any = object()
+
+
+def _same_but_version(old: Obj, new: Obj) -> bool:
+    """Whether *old* and *new* are equal once *old* carries *new*'s resourceVersion."""
+    old_meta, new_meta = old.get("metadata"), new.get("metadata")
+    if not isinstance(old_meta, dict) or not isinstance(new_meta, dict):
+        return False
+    rv = old_meta.get("resourceVersion", _ABSENT)
+    old_meta["resourceVersion"] = new_meta.get("resourceVersion", _ABSENT)
+    try:
+        return old == new
+    finally:
+        if rv is _ABSENT:
+            del old_meta["resourceVersion"]
+        else:
+            old_meta["resourceVersion"] = rv
+
+
 @dataclass(frozen=True, slots=True)
 class DeletedFinalStateUnknown:
     """Tombstone for an object found missing on a relist: its deletion was not observed.
@@ -228,6 +247,13 @@ class Store:
         self._items: dict[str, _Entry] = {}
         self._indices: dict[str, dict[str, Members]] = {name: {} for name in self._indexers}
         self._labels: dict[str, dict[str, Members]] = {}
+        #: Updates stored without being reported (see :meth:`upsert`).
+        self.unchanged_updates = 0
+        #: Only a store that trims objects to part of them compares an update with the
+        #: stored object: without a transform (or one dropping managedFields alone) an
+        #: update changes more than the resourceVersion, and the compare would walk
+        #: most of two equal-looking objects for nothing.
+        self._compare_updates = transform is not None and transform is not strip_managed_fields
 
     # -- indexes -----------------------------------------------------------------
 
@@ -289,6 +315,10 @@ class Store:
         A relist prepares each page as it arrives, so only one page of decoded dicts is
         alive at a time instead of the whole list.
         """
+        return self._prepare(obj)[0]
+
+    def _prepare(self, obj: Obj) -> tuple[PreparedObject, Obj]:
+        """:meth:`prepare`, and the transformed object (a transform may return a new dict)."""
         if self._transform is not None:
             obj = self._transform(obj)
         meta = obj.get("metadata") or {}
@@ -299,16 +329,23 @@ class Store:
             index_values=self._compute(obj),
             labels=_label_pairs(meta.get("labels")) if self.keep_labels else (),
         )
-        return PreparedObject(object_key(obj), entry)
+        return PreparedObject(object_key(obj), entry), obj
 
     def upsert(self, obj: Obj) -> tuple[Obj | None, Obj] | None:
-        """Add or replace *obj*; returns ``(old, new)`` (old None when new), or None if stale.
+        """Add or replace *obj*; returns ``(old, new)`` (old None when new), or None when
+        there is nothing to tell: the update is stale, or changes nothing but the
+        resourceVersion once transformed.
 
         An update carrying an older resourceVersion of the same object (same UID) than
-        the one stored is ignored, so the cache never goes back in time. *obj* is
-        transformed in place and returned as ``new``.
+        the one stored is ignored, so the cache never goes back in time. An update
+        whose transformed object equals the stored one but for its resourceVersion
+        (a Node heartbeat in a store that trims Nodes to what controllers read), in
+        a store whose transform trims objects, is stored, so the resourceVersion is
+        current, and not reported: no handler, predicate or queue sees it. ``new``
+        is *obj* transformed, as stored (a transform may return a new dict), so
+        handlers compare ``old`` and ``new`` in the same shape.
         """
-        prepared = self.prepare(obj)
+        prepared, obj = self._prepare(obj)
         key, entry = prepared.key, prepared.entry
         current = self._items.get(key)
         old: Obj | None = None
@@ -318,6 +355,11 @@ class Store:
             ):
                 return None
             old = decode(current.data)
+            if self._compare_updates and current.uid == entry.uid and _same_but_version(old, obj):
+                current.data = entry.data
+                current.resource_version = entry.resource_version
+                self.unchanged_updates += 1
+                return None
             self._unindex(key, current)
         self._items[key] = entry
         self._index(key, entry)
@@ -453,18 +495,30 @@ class Store:
                 return []
             for requirement in sorted(selector.requirements, key=lambda r: r.matches({})):
                 by_value = self._labels.get(requirement.key, {})
+                # =, == and in name their values: look those up instead of testing
+                # every value of the key (one per object for a label such as
+                # app.kubernetes.io/instance); != and notin drop the same lookups.
+                named = requirement.operator in ("=", "==", "in", "!=", "notin")
                 if requirement.matches({}):
                     # Also matches objects without the label: drop those whose value fails.
                     if candidates is None:
                         candidates = set(self._items)
-                    for value, keys in by_value.items():
-                        if not requirement.matches({requirement.key: value}):
-                            candidates -= members(keys)
+                    if named:
+                        for value in requirement.values:
+                            candidates -= members(by_value.get(value))
+                    else:
+                        for value, keys in by_value.items():
+                            if not requirement.matches({requirement.key: value}):
+                                candidates -= members(keys)
                 else:
                     matched: set[str] = set()
-                    for value, keys in by_value.items():
-                        if requirement.matches({requirement.key: value}):
-                            matched |= members(keys)
+                    if named:
+                        for value in requirement.values:
+                            matched |= members(by_value.get(value))
+                    else:
+                        for value, keys in by_value.items():
+                            if requirement.matches({requirement.key: value}):
+                                matched |= members(keys)
                     candidates = matched if candidates is None else candidates & matched
                 if not candidates:
                     return []

@@ -1,0 +1,103 @@
+"""The work a NIMService event costs, counted: an event whose generation did not change
+re-validates nothing, and a stored object never runs the CRD's CEL rules again.
+
+What a user sees: the operator's CPU per NIMService (issue 30). Validating a
+NIMService is the costliest step of a reconcile pass (its CEL rules most of all);
+the API server already checked those rules when the object was written. These
+tests count calls, never time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import api.base
+import controllers.nimservice
+from api.apps.v1alpha1.nimservice import NIMService
+from nimctl_runtime.reconcile import Request
+from platforms.parsing import InvalidResource, parse
+from tests.unit.controllers.fakes import FakeAPI
+from tests.unit.controllers.test_nimservice_reconciler import make, nimcache, nimservice
+
+API = "apps.nvidia.com/v1alpha1"
+REQ = Request("default", "llm")
+
+
+class Counts:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.validations = 0
+        self.cel = 0
+        real_parse = controllers.nimservice.parse
+        real_evaluate = api.base._evaluate
+
+        def counting_parse(model: Any, obj: Any, **kw: Any) -> Any:
+            if model is NIMService:
+                self.validations += 1
+            return real_parse(model, obj, **kw)
+
+        def counting_evaluate(*args: Any) -> bool:
+            self.cel += 1
+            return real_evaluate(*args)
+
+        monkeypatch.setattr(controllers.nimservice, "parse", counting_parse)
+        monkeypatch.setattr(api.base, "_evaluate", counting_evaluate)
+
+
+def _live(fake: FakeAPI) -> dict[str, Any]:
+    obj = fake.obj(API, "NIMService", "llm")
+    assert obj is not None
+    return obj
+
+
+async def test_an_event_whose_generation_did_not_change_revalidates_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counts = Counts(monkeypatch)
+    fake = FakeAPI()
+    fake.put(nimcache())
+    fake.put(nimservice())
+    r, _ = make(fake)
+
+    await r.reconcile(REQ)
+    assert counts.validations == 1
+    assert "Deployment" in {kind for (_, kind, _, _) in fake.objects}
+
+    # Status, labels and annotations change (new resourceVersions), the generation does not.
+    for i in range(5):
+        live = _live(fake)
+        live["metadata"].setdefault("annotations", {})["example.com/touch"] = str(i)
+        live["metadata"]["resourceVersion"] = str(1000 + i)
+        await r.reconcile(REQ)
+    assert counts.validations == 1, "a pass over an unchanged spec validated it again"
+
+    # A spec edit (the API server bumps the generation) is validated once.
+    live = _live(fake)
+    live["spec"]["replicas"] = 2
+    live["metadata"]["generation"] = 2
+    await r.reconcile(REQ)
+    await r.reconcile(REQ)
+    assert counts.validations == 2
+
+    # Objects read back from the API server never evaluate CEL: the server did on write.
+    assert counts.cel == 0
+
+
+def test_a_manifest_not_from_the_api_server_is_still_checked_against_cel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``nimctl render`` and the webhook parse what the user wrote: the CEL rules apply."""
+    counts = Counts(monkeypatch)
+    svc = nimservice()
+    parse(NIMService, svc)
+    assert counts.cel > 0
+    stored_before = counts.cel
+    parse(NIMService, svc, stored=True)
+    assert counts.cel == stored_before
+
+
+def test_stored_parse_still_checks_the_schema() -> None:
+    """Skipping CEL keeps types, enums and bounds: a bad stored spec is still reported."""
+    with pytest.raises(InvalidResource, match=r"spec\.expose\.service\.port"):
+        parse(NIMService, nimservice(expose={"service": {"port": 70000}}), stored=True)
