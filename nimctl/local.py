@@ -25,10 +25,11 @@ if TYPE_CHECKING:
     from nimctl_runtime.client import Client
 
 
+OPERATOR_LOG = "operator.log"
+"""The operator's log, beside the kubeconfig, unless ``--log-level``/``--log-format`` is given."""
+
+
 def cmd_local(args: argparse.Namespace) -> int:
-    if args.demo and args.log_level == "info":
-        # Keep the live table readable: only warnings and errors unless asked otherwise.
-        configure_logging(args.log_format, "warning")
     from localcluster import StateDirBusy, claim_state_dir
 
     kubeconfig = Path(args.kubeconfig).absolute()
@@ -39,6 +40,10 @@ def cmd_local(args: argparse.Namespace) -> int:
     except StateDirBusy as exc:
         print(exc, file=sys.stderr)
         return 1
+    if not getattr(args, "log_explicit", False):
+        # The terminal is for the banner, progress and the demo's tables; the
+        # operator's JSON lines go to a file (the flags bring them back to stderr).
+        configure_logging("json", "info", file=kubeconfig.parent / OPERATOR_LOG)
     try:
         webhook: LocalWebhook | None = None
         if args.enable_webhooks:
@@ -124,9 +129,14 @@ def _first_nim_commands() -> list[str]:
     ]
 
 
-def usage(kubeconfig: Path, demo: str | None) -> str:
+def usage(kubeconfig: Path, demo: str | None, log_file: Path | None = None) -> str:
     lines = [
         f"nimctl local: cluster is up; kubeconfig written to {kubeconfig}",
+        *(
+            [f"Operator log: {log_file} (--log-level or --log-format print it here instead)"]
+            if log_file
+            else []
+        ),
         "",
         "Look around with kubectl:",
         f"  export KUBECONFIG={kubeconfig}",
@@ -204,7 +214,10 @@ async def run_local(
                 await register_local_webhook(
                     client, webhook, defaulting=not getattr(args, "disable_defaulting", False)
                 )
-            sys.stdout.write(usage(kubeconfig, args.demo))
+            log_file = (
+                None if getattr(args, "log_explicit", False) else kubeconfig.parent / OPERATOR_LOG
+            )
+            sys.stdout.write(usage(kubeconfig, args.demo, log_file))
             sys.stdout.flush()
             demo_task: asyncio.Task[None] | None = None
             ready_text = f"NIMCache and NIMService {DEMO_NAME} are Ready"
