@@ -204,6 +204,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--exit-when-ready", action="store_true", help="with --demo: stop once both are Ready"
     )
     local.add_argument(
+        "--profile",
+        default=None,
+        help="node profile: a built-in name (e.g. gpu-rdma) or a YAML file "
+        "(default: 2 GPU + 1 CPU; gpu-bare with --gpu-operator)",
+    )
+    local.add_argument(
         "--gpu-operator",
         action="store_true",
         help="start on bare GPU nodes, apply NVIDIA's sample ClusterPolicy, show the GPU stack "

@@ -40,6 +40,15 @@ def cmd_local(args: argparse.Namespace) -> int:
     except StateDirBusy as exc:
         print(exc, file=sys.stderr)
         return 1
+    if getattr(args, "profile", None):
+        from localcluster import load_profile
+
+        try:  # a wrong name or file: one line, before anything starts
+            load_profile(args.profile)
+        except ValueError as exc:
+            print(f"nimctl local: --profile: {exc}", file=sys.stderr)
+            lock.close()
+            return 2
     if not getattr(args, "log_explicit", False):
         # The terminal is for the banner, progress and the demo's tables; the
         # operator's JSON lines go to a file (the flags bring them back to stderr).
@@ -176,7 +185,7 @@ async def run_local(
     os.environ.setdefault("OPERATOR_NAMESPACE", "gpu-operator")
     async with LocalCluster(
         port=args.port,
-        profile="gpu-bare" if gpu_operator else None,
+        profile=getattr(args, "profile", None) or ("gpu-bare" if gpu_operator else None),
         kubernetes_version=getattr(args, "kubernetes_version", None),
     ) as cluster:
         cluster.write_kubeconfig(kubeconfig)
