@@ -28,6 +28,7 @@ from controllers.blocker_facts import (
     pod_event_watches,
     warning_event_cache,
 )
+from controllers.gpu.gpucluster_setup import setup_gpucluster
 from controllers.gpu.nvidiadriver_setup import setup_nvidiadriver
 from controllers.gpu.setup import setup_gpu
 from controllers.gpu.upgrade.setup import setup_driver_upgrade
@@ -170,6 +171,7 @@ CONTROLLERS: list[ControllerEntry] = [
     ControllerEntry("clusterpolicy", "gpu", setup_gpu),
     ControllerEntry("driver-upgrade", "gpu", setup_driver_upgrade),
     ControllerEntry("nvidiadriver", "gpu", setup_nvidiadriver),
+    ControllerEntry("gpucluster", "gpu", setup_gpucluster),
     ControllerEntry("nimpipeline", "nim", setup_nimpipeline),
     ControllerEntry("nimbuild", "nim", setup_nimbuild),
     ControllerEntry("nemo", "nemo", setup_nemo),

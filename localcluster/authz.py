@@ -34,6 +34,7 @@ stored, after patches are applied).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -45,7 +46,7 @@ from aiohttp import web
 from nimctl_runtime.labels import Selector, SelectorParseError
 
 from . import errors
-from .codec import decode_body, json_response
+from .codec import APPLY_PATCH, decode_body, json_response
 from .errors import StatusError
 from .hooks import AdmissionAttributes, Handler, RequestInfo
 
@@ -382,6 +383,16 @@ class RBACAuthorizer:
 
     # ---------------------------------------------------------------- the request hook
 
+    def _apply_creates(self, request: web.Request, info: RequestInfo) -> bool:
+        if info.verb != "patch" or info.subresource or not info.is_resource_request:
+            return False
+        if request.headers.get("Content-Type", "").split(";", 1)[0].strip() != APPLY_PATCH:
+            return False
+        resource = self.storage.info_for(info.api_group, info.resource)
+        if resource is None:
+            return False
+        return self.storage.get_entry(resource, info.namespace, info.name) is None
+
     async def hook(
         self, request: web.Request, info: RequestInfo, handler: Handler
     ) -> web.StreamResponse:
@@ -391,6 +402,12 @@ class RBACAuthorizer:
         attrs = Attributes.from_request(info)
         if not self.authorize(attrs):
             raise forbidden_error(attrs)
+        if self._apply_creates(request, info):
+            # A server-side apply that creates the object is also authorized as create
+            # (with its name), as kube-apiserver does.
+            create = dataclasses.replace(attrs, verb="create")
+            if not self.authorize(create):
+                raise forbidden_error(create)
         if (
             info.is_resource_request
             and info.verb == "create"

@@ -10,6 +10,8 @@ rendering live in ``server.py``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
@@ -56,6 +58,7 @@ from .registry import ResourceInfo
 from .schema import apply_defaults, prune, validate_custom_resource
 from .storage import Storage
 from .store import Entry, encode
+from .watchcache import StoredEvent
 
 # decode_body and json_response are re-exported for authz, which imports them from here.
 __all__ = [
@@ -68,6 +71,8 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+
+
 @dataclass
 class RequestContext:
     """Per-request state: who asks, what they asked for, warnings to send back."""
@@ -814,13 +819,7 @@ class ResourceHandlers:
             container = main[0]
         elif container not in containers:
             raise errors.bad_request(f"container {container} is not valid for pod {ctx.info.name}")
-        provider: Callable[[str, str, str], str | Awaitable[str]] | None = (
-            self.cluster.pod_log_provider
-        )
-        text = ""
-        if provider is not None:
-            out = provider(ctx.info.namespace, ctx.info.name, container)
-            text = await out if inspect.isawaitable(out) else out
+        text = await self._log_text(ctx.info.namespace, ctx.info.name, container)
         tail = ctx.query.get("tailLines")
         if tail:
             try:
@@ -829,7 +828,81 @@ class ResourceHandlers:
                 raise errors.bad_request("tailLines must be an integer") from exc
             lines = text.splitlines(keepends=True)
             text = "".join(lines[-n:]) if n > 0 else ""
+        if ctx.query.get("follow", "").lower() in ("true", "1"):
+            return await follow_log(self, ctx, container, text)
         return web.Response(text=text, content_type="text/plain")
+
+    async def _log_text(self, namespace: str, name: str, container: str) -> str:
+        provider: Callable[[str, str, str], str | Awaitable[str]] | None = (
+            self.cluster.pod_log_provider
+        )
+        if provider is None:
+            return ""
+        out = provider(namespace, name, container)
+        return await out if inspect.isawaitable(out) else out
+
+
+LOG_REFRESH_SECONDS = 1.0
+
+
+def _container_done(pod: Mapping[str, Any], container: str) -> bool:
+    phase = str((pod.get("status") or {}).get("phase") or "")
+    if phase not in ("Succeeded", "Failed"):
+        return False
+    status = pod.get("status") or {}
+    statuses = [
+        *(status.get("containerStatuses") or []),
+        *(status.get("initContainerStatuses") or []),
+    ]
+    for st in statuses:
+        if st.get("name") == container:
+            return "terminated" in (st.get("state") or {})
+    return True
+
+
+async def follow_log(
+    h: ResourceHandlers, ctx: RequestContext, container: str, first: str
+) -> web.StreamResponse:
+    """``kubectl logs -f``: what was printed so far, then each new line as the simulated
+    container prints it, until the container ends, the pod goes or the client hangs up.
+
+    Woken by every change to the pod (the simulated output follows the pod's state),
+    and re-read at least every second for output that follows simulated time.
+    """
+    namespace, name = ctx.info.namespace, ctx.info.name
+    response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+    await response.prepare(ctx.request)
+    sent = await h._log_text(namespace, name, container)
+    await response.write(first.encode())
+    changed = asyncio.Event()
+
+    def on_event(ev: StoredEvent) -> None:
+        if ev.resource == "pods" and not ev.group and ev.namespace == namespace and ev.name == name:
+            changed.set()
+
+    unsubscribe = h.storage.subscribe(on_event)
+    try:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), LOG_REFRESH_SECONDS)
+            changed.clear()
+            try:
+                pod: Obj | None = h.storage.get("v1", "Pod", name, namespace)
+            except StatusError:
+                pod = None
+            text = await h._log_text(namespace, name, container) if pod is not None else sent
+            if text.startswith(sent) and len(text) > len(sent):
+                await response.write(text[len(sent) :].encode())
+            sent = text
+            if pod is None or _container_done(pod, container):
+                break
+    except (ConnectionResetError, ConnectionError):
+        pass
+    finally:
+        unsubscribe()
+    with contextlib.suppress(ConnectionResetError, ConnectionError):
+        await response.write_eof()
+    return response
 
 
 def _patch_sets_rv(body: Any, ctype: str) -> bool:

@@ -9,6 +9,9 @@ knows of the pods behind the Service (its ready endpoints) or of the Pod:
   image serves (``registries.served_model``; ``NIM_MODEL_NAME`` for the
   multi-LLM NIM), so a client sees the model its NIMService asked for;
 * ``/v1/health/ready`` and ``/v1/health/live``: 200 from a ready NIM;
+* ``POST /v1/chat/completions`` and ``/v1/completions`` (through ``kubectl
+  port-forward``; the proxy route takes GETs): an OpenAI-style completion saying
+  it is simulated, for the served model only (another is 404 as the NIM says);
 * anything else a NIM serves: 404 ``{"detail": "Not Found"}``.
 
 A Service without ready endpoints is 503 ``no endpoints available for service``,
@@ -18,7 +21,9 @@ as kube-apiserver's proxy answers; a pod that is not running (or not a NIM) is
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +39,7 @@ from .simulator.kubelet import is_pod_ready, served_model_of
 Obj = dict[str, Any]
 
 
-def _nim_model(pod: Mapping[str, Any]) -> str:
+def nim_model(pod: Mapping[str, Any]) -> str:
     for container in (pod.get("spec") or {}).get("containers") or []:
         model = served_model_of(container)
         if model:
@@ -78,6 +83,72 @@ def models_answer(model: str) -> Obj:
     }
 
 
+def nim_answer(model: str, method: str, route: str, body: bytes = b"") -> tuple[int, Obj]:
+    """What a ready NIM serving *model* answers to ``method route`` (status, JSON body).
+
+    The service proxy and ``kubectl port-forward`` both answer through this, so the
+    two ways in see the same NIM.
+    """
+    route = "/" + route.strip("/")
+    if method == "GET" and route == "/v1/models":
+        return 200, models_answer(model)
+    if method == "GET" and route in ("/v1/health/ready", "/v1/health/live"):
+        return 200, {"object": "health.response", "message": "Service is ready."}
+    if method == "POST" and route in ("/v1/chat/completions", "/v1/completions"):
+        return completion_answer(model, route, body)
+    return 404, {"detail": "Not Found"}
+
+
+def _error(status: int, kind: str, message: str) -> tuple[int, Obj]:
+    body: Obj = {"object": "error", "message": message, "type": kind}
+    return status, {**body, "param": None, "code": status}
+
+
+def completion_answer(model: str, route: str, body: bytes) -> tuple[int, Obj]:
+    """A simulated OpenAI-style completion: the request is checked as a NIM checks it
+    (JSON, the served model), the answer says it is simulated."""
+    try:
+        request = json.loads(body or b"{}")
+    except ValueError:
+        return _error(400, "BadRequestError", "the request body is not JSON")
+    if not isinstance(request, dict):
+        return _error(400, "BadRequestError", "the request body must be a JSON object")
+    asked = request.get("model")
+    if asked != model:
+        return _error(404, "NotFoundError", f"The model `{asked}` does not exist.")
+    if request.get("stream"):
+        return _error(
+            400, "BadRequestError", "stream is not simulated in localcluster: send stream=false"
+        )
+    chat = route == "/v1/chat/completions"
+    if chat:
+        messages = request.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return _error(400, "BadRequestError", "messages must be a non-empty list")
+        prompt = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+    else:
+        prompt = str(request.get("prompt", ""))
+    text = f"This is a simulated answer from {model}: localcluster runs no model."
+    prompt_tokens, completion_tokens = len(prompt.split()), len(text.split())
+    choice: Obj = {"index": 0, "logprobs": None, "finish_reason": "stop", "stop_reason": None}
+    if chat:
+        choice["message"] = {"role": "assistant", "content": text}
+    else:
+        choice["text"] = text
+    return 200, {
+        "id": ("chat-" if chat else "cmpl-") + uuid.uuid4().hex,
+        "object": "chat.completion" if chat else "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "completion_tokens": completion_tokens,
+        },
+    }
+
+
 async def serve(
     cluster: APIServerHost, resource: str, namespace: str, target: str, path: str
 ) -> web.StreamResponse:
@@ -89,12 +160,7 @@ async def serve(
     if not ready:
         what = f'service "{name}"' if resource == "services" else f'pod "{name}"'
         raise errors.StatusError(503, "ServiceUnavailable", f"no endpoints available for {what}")
-    model = _nim_model(ready[0])
-    route = "/" + path.strip("/")
-    if model and route == "/v1/models":
-        return json_response(models_answer(model))
-    if model and route in ("/v1/health/ready", "/v1/health/live"):
-        return json_response({"object": "health.response", "message": "Service is ready."})
+    model = nim_model(ready[0])
     if not model:
         raise errors.StatusError(
             503,
@@ -102,4 +168,7 @@ async def serve(
             f"{resource[:-1]} {namespace}/{name} runs no simulated NIM: localcluster proxies only "
             "to NIM containers",
         )
-    return web.json_response({"detail": "Not Found"}, status=404)
+    status, body = nim_answer(model, "GET", path)
+    if status == 200:
+        return json_response(body)
+    return web.json_response(body, status=status)

@@ -156,6 +156,7 @@ def _review(gv: str, resource: str, kind: str) -> ResourceInfo:
 
 
 NS, CLUSTER = True, False
+_POD_SUBRESOURCES = "status,log,eviction,proxy,exec,portforward,attach"
 _AX = "api-extensions"
 _ADM = "admissionregistration.k8s.io/v1"
 _HPA = "HorizontalPodAutoscaler"
@@ -165,7 +166,7 @@ _HPA = "HorizontalPodAutoscaler"
 BUILTINS: tuple[ResourceInfo, ...] = (
     _b("v1", "namespaces", "Namespace", CLUSTER, "ns", "status", fields=("status.phase",)),
     _b("v1", "nodes", "Node", CLUSTER, "no", "status", fields=("spec.unschedulable",)),
-    _b("v1", "pods", "Pod", NS, "po", "status,log,eviction,proxy", "all", _POD_FIELDS),
+    _b("v1", "pods", "Pod", NS, "po", _POD_SUBRESOURCES, "all", _POD_FIELDS),
     _b("v1", "services", "Service", NS, "svc", "status,proxy", "all"),
     _b("v1", "endpoints", "Endpoints", NS, "ep"),
     _b("v1", "configmaps", "ConfigMap", NS, "cm"),
@@ -208,6 +209,10 @@ BUILTINS: tuple[ResourceInfo, ...] = (
     _b(_ADM, "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", CLUSTER,
        cats=_AX),
     _b(_ADM, "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", CLUSTER, cats=_AX),
+    _b(_ADM, "validatingadmissionpolicies", "ValidatingAdmissionPolicy", CLUSTER, "", "status",
+       _AX),
+    _b(_ADM, "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", CLUSTER,
+       cats=_AX),
     _b("apiregistration.k8s.io/v1", "apiservices", "APIService", CLUSTER, "", "status", _AX),
     _review("authorization.k8s.io/v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
     _review("authorization.k8s.io/v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from nimctl_runtime.logsetup import get_logger
 
-from . import conversion, discovery, errors, eviction, openapi, proxy, tokens
+from . import conversion, discovery, errors, eviction, openapi, podexec, portforward, proxy, tokens
 from .codec import json_response, status_response
 from .errors import StatusError
 from .handlers import RequestContext, ResourceHandlers
@@ -33,6 +33,7 @@ from .watch import WatchServer
 log = get_logger(__name__)
 
 PUBLIC_PATHS = ("/version", "/healthz", "/livez", "/readyz")
+_STREAMING = ("exec", "attach", "portforward")
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -92,6 +93,10 @@ def parse_request(request: web.Request, user: str, groups: tuple[str, ...]) -> R
     if len(rest) > 3:
         subresource = "/".join(rest[2:])
     verb = _VERBS.get(method, method.lower())
+    if subresource in _STREAMING:
+        # A WebSocket upgrade is a GET, yet it starts something: kube-apiserver
+        # authorizes it as create (AuthorizePodWebsocketUpgradeCreatePermission).
+        verb = "create"
     if method == "GET" and not name:
         verb = "watch" if q.get("watch", "").lower() in ("true", "1") else "list"
     elif method == "DELETE" and not name:
@@ -236,6 +241,10 @@ class ApiServer:
     ) -> web.StreamResponse:
         method = request.method.upper()
         h = self.resources
+        if info.resource == "pods" and info.subresource == "portforward":
+            return await portforward.serve(self.cluster, request, info.namespace, info.name)
+        if info.resource == "pods" and info.subresource in ("exec", "attach"):
+            return await podexec.serve(self.cluster, request, info)
         if method == "GET":
             if info.subresource == "log":
                 return await h.pod_log(ctx)

@@ -28,11 +28,52 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _seconds(text: str) -> float:
+    """A duration in seconds: ``15``, ``1.5`` or Go's ``15s``."""
+    value = text.strip().removesuffix("s")
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration in seconds: {text!r}") from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"a duration must not be negative: {text!r}")
+    return seconds
+
+
 def _add_operator_flags(p: argparse.ArgumentParser) -> None:
     """Flags spelled like controller-runtime's, shared by ``run`` and ``local``."""
     p.add_argument("--leader-elect", action="store_true", help="enable Lease leader election")
     p.add_argument("--leader-election-id", default="nimctl.apps.nvidia.com")
     p.add_argument("--leader-election-namespace", default=None)
+    p.add_argument(
+        "--leader-election-lease-duration",
+        type=_seconds,
+        default=None,
+        help="seconds a Lease is valid after a renewal (default 15)",
+    )
+    p.add_argument(
+        "--leader-election-renew-deadline",
+        type=_seconds,
+        default=None,
+        help="bound of one acquisition attempt, seconds (default 10)",
+    )
+    p.add_argument(
+        "--leader-election-retry-period",
+        type=_seconds,
+        default=None,
+        help="seconds between Lease attempts (default 2)",
+    )
+    p.add_argument(
+        "--leader-election-safety-margin",
+        type=_seconds,
+        default=None,
+        help="stop writing this many seconds before the Lease could expire (default 10%% of it)",
+    )
+    p.add_argument(
+        "--leader-election-exit-on-loss",
+        action="store_true",
+        help="exit 1 when the Lease is lost (controller-runtime); default: rejoin as a candidate",
+    )
     p.add_argument(
         "--metrics-bind-address",
         default="0",
@@ -99,6 +140,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_crds(args: argparse.Namespace) -> int:
+    if args.apply:
+        from nimctl.crdupgrade import apply_crds
+
+        return asyncio.run(apply_crds(args.kubeconfig))
     from api.crdgen import main
 
     return main(args.output)
@@ -207,13 +252,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile",
         default=None,
         help="node profile: a built-in name (e.g. gpu-rdma) or a YAML file "
-        "(default: 2 GPU + 1 CPU; gpu-bare with --gpu-operator)",
+        "(default: 2 GPU + 1 CPU; gpu-bare with --gpu-operator, "
+        "gpu-host-driver with --gpu-cluster)",
     )
     local.add_argument(
         "--gpu-operator",
         action="store_true",
         help="start on bare GPU nodes, apply NVIDIA's sample ClusterPolicy, show the GPU stack "
         "coming up, then run the NIM demo on the GPUs",
+    )
+    local.add_argument(
+        "--gpu-cluster",
+        action="store_true",
+        help="start on GPU nodes with a host driver, apply NVIDIA's sample GPUCluster (the DRA "
+        "stack), show it coming up and the GPUs published, then run the NIM demo on a DRA claim",
     )
     _add_operator_flags(local)
     # An embedded dev cluster needs no probe or metrics ports unless asked for.
@@ -237,6 +289,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     crds = sub.add_parser("crds", help="print the CRDs to install on a cluster before `run`")
     crds.add_argument("--output", default=None, help="directory (default: stdout)")
+    crds.add_argument(
+        "--apply",
+        action="store_true",
+        help="server-side apply them to the cluster and wait until they are Established "
+        "(what the chart's upgradeCRD hook runs)",
+    )
+    crds.add_argument("--kubeconfig", default=None, help="with --apply (default: as `run`)")
     crds.set_defaults(handler=_cmd_crds)
 
     render = sub.add_parser(

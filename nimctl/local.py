@@ -138,6 +138,15 @@ def _first_nim_commands() -> list[str]:
     ]
 
 
+def talk_to_the_nim(kubeconfig: Path) -> str:
+    """The two lines a NIM user runs next, as NVIDIA's docs give them."""
+    return (
+        f"\nTalk to the NIM (in another terminal, after export KUBECONFIG={kubeconfig}):\n"
+        f"  kubectl -n {DEMO_NAMESPACE} port-forward service/{DEMO_NAME} 8000:8000\n"
+        "  curl -s http://localhost:8000/v1/models\n"
+    )
+
+
 def usage(kubeconfig: Path, demo: str | None, log_file: Path | None = None) -> str:
     lines = [
         f"nimctl local: cluster is up; kubeconfig written to {kubeconfig}",
@@ -180,12 +189,21 @@ async def run_local(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(getattr(signal, signame), stop.set)
     gpu_operator = bool(getattr(args, "gpu_operator", False))
+    gpu_cluster = bool(getattr(args, "gpu_cluster", False))
+    if gpu_operator and gpu_cluster:
+        print(
+            "nimctl local: --gpu-operator and --gpu-cluster exclude each other "
+            "(a ClusterPolicy and a GPUCluster may not exist at the same time)",
+            file=sys.stderr,
+        )
+        return 2
     # Operands go to the GPU Operator's usual namespace (the chart sets it in a
     # cluster), so a ClusterPolicy applied to any local cluster is served.
     os.environ.setdefault("OPERATOR_NAMESPACE", "gpu-operator")
     async with LocalCluster(
         port=args.port,
-        profile=getattr(args, "profile", None) or ("gpu-bare" if gpu_operator else None),
+        profile=getattr(args, "profile", None)
+        or ("gpu-bare" if gpu_operator else "gpu-host-driver" if gpu_cluster else None),
         kubernetes_version=getattr(args, "kubernetes_version", None),
     ) as cluster:
         cluster.write_kubeconfig(kubeconfig)
@@ -245,6 +263,22 @@ async def run_local(
                 ready_text = (
                     f"the GPU nodes are up, and NIMCache and NIMService {DEMO_NAME} are Ready"
                 )
+            elif gpu_cluster:
+                from nimctl import demo_gpucluster as dra_demo
+
+                sys.stdout.write("\n".join(["GPU cluster (DRA):", *dra_demo.USAGE, ""]) + "\n")
+
+                async def dra_nim_demo() -> None:
+                    await apply_objects(client, dra_demo.dra_demo_objects())
+                    await watch_demo(client, sys.stdout)
+
+                demo_task = asyncio.create_task(
+                    dra_demo.run(client, sys.stdout, dra_nim_demo), name="demo"
+                )
+                ready_text = (
+                    "the DRA stack is up, the GPUs are published as ResourceSlices, and "
+                    f"NIMCache and NIMService {DEMO_NAME} are Ready on an allocated ResourceClaim"
+                )
             elif args.demo == "nemo":
                 from nimctl import demo_nemo as local_demo
 
@@ -263,6 +297,8 @@ async def run_local(
             done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             if demo_task is not None and demo_task in done and demo_task.exception() is None:
                 sys.stdout.write(f"\nDemo ready: {ready_text}.\n")
+                if args.demo != "nemo":
+                    sys.stdout.write(talk_to_the_nim(kubeconfig))
                 sys.stdout.flush()
                 if getattr(args, "exit_when_ready", False):
                     stop.set()

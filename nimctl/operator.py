@@ -106,10 +106,17 @@ async def run_operator(args: argparse.Namespace) -> int:
     from nimctl_runtime.manager import LeaderElectionLostError
 
     log = get_logger("nimctl.run")
+    from nimctl_runtime.client.connectivity import certificate_problem
+
     try:
         config = load_config(args.kubeconfig)
     except ConfigError as exc:
         print(f"nimctl run: {exc}", file=sys.stderr)
+        return 1
+    # A CA that does not sign the server's certificate will not fix itself: say so, exit.
+    problem = await certificate_problem(config)
+    if problem is not None:
+        print(f"nimctl run: cannot use the API server {config.host}: {problem}", file=sys.stderr)
         return 1
     async with Client(config) as client:
         try:
@@ -117,6 +124,9 @@ async def run_operator(args: argparse.Namespace) -> int:
             await manager.start()
         except LeaderElectionLostError:
             log.error("leader election lost; exiting")
+            return 1
+        except ValueError as exc:  # e.g. leader-election timings that do not fit
+            print(f"nimctl run: {exc}", file=sys.stderr)
             return 1
         except NoKindMatchError as exc:
             print(

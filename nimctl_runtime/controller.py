@@ -29,7 +29,14 @@ backoff. An optional ``reconcile_timeout`` bounds each call and counts into
 A controller is a manager Runnable that needs leader election: its informers
 start when the controller starts, and ``run`` returns once ``stop`` is set,
 after in-flight reconciles finished (the manager bounds that wait by
-cancelling the task).
+cancelling the task). It can run again after it returned (a replica that lost
+its Lease and won it back): a fresh queue, the informers' handlers again.
+
+Fencing: the manager sets ``leader_fence``; a worker calls it for every key it
+takes off the queue. When it raises (``NotLeaderError``: the Lease is no longer
+held, e.g. the process was paused past it) the key goes back on the queue
+unreconciled and the worker stops; a reconcile whose write the client refused
+for the same reason is requeued the same way, without counting as an error.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from typing import Any, Protocol
 import structlog
 
 from nimctl_runtime import metrics
-from nimctl_runtime.client.errors import ApiError
+from nimctl_runtime.client.errors import ApiError, NotLeaderError
 from nimctl_runtime.handler import (
     CreateEvent,
     DeleteEvent,
@@ -91,6 +98,18 @@ _PANIC_TYPES: tuple[type[BaseException], ...] = (
     UnboundLocalError,
     ZeroDivisionError,
 )
+
+
+def _not_leader(exc: BaseException) -> NotLeaderError | None:
+    """The ``NotLeaderError`` in *exc*'s cause/context chain (a reconciler may wrap it)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, NotLeaderError):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
 
 
 class ReconcileTimeoutError(TimeoutError):
@@ -236,9 +255,13 @@ class Controller:
         self.log = get_logger("controller").bind(controller=name)
         self._sources: list[tuple[Any, _Source, Any]] = []  # (informer, source, registration)
         self._started = False
+        self._running = False
         self._stopping = False
         self._synced = False
         self._in_flight = 0
+        # Raises NotLeaderError when this process may not act (set by the manager).
+        self.leader_fence: Callable[[], None] | None = None
+        self.fenced = 0  # keys put back unreconciled because the fence refused
         # The last error logged per key and how often it repeated since.
         self._failures: dict[Request, tuple[str, int]] = {}
         self._m_total = {
@@ -316,9 +339,15 @@ class Controller:
         On stop the controller takes no new keys, waits for in-flight reconciles
         to return, and returns. Cancelling the task cancels in-flight reconciles.
         """
-        if self._started:
-            raise RuntimeError(f"controller {self.name!r} was already started")
+        if self._running:
+            raise RuntimeError(f"controller {self.name!r} is already running")
+        if self._started:  # a second run after leadership came back: start clean
+            self.queue = WorkQueue(self.name, rate_limiter=self.queue.rate_limiter)
+            self._stopping = False
+            self._synced = False
+            self._failures.clear()
         self._started = True
+        self._running = True
         self.log.info("starting controller", workers=self.max_concurrent_reconciles)
         workers: list[asyncio.Task[None]] = []
         try:
@@ -351,12 +380,14 @@ class Controller:
             self.log.info("all workers finished")
         finally:
             self._stopping = True
+            self._synced = False
             self.queue.shut_down()
             self._close_sources()
             for t in workers:
                 t.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             await self._remove_sources()
+            self._running = False
 
     def _close_sources(self) -> None:
         for _, source, _ in self._sources:
@@ -386,10 +417,13 @@ class Controller:
             if self._stopping:
                 self.queue.done(req)
                 return
+            if not self._may_act(req):
+                return
             self._in_flight += 1
             self._m_active.inc()
+            refused = False
             try:
-                await self._reconcile_handler(req)
+                refused = await self._reconcile_handler(req)
             except Exception as exc:  # a bug of ours must not kill the worker either
                 self.log.error("internal error handling a reconcile result", exc_info=exc)
                 self.queue.add_rate_limited(req)
@@ -397,8 +431,29 @@ class Controller:
                 self._in_flight -= 1
                 self._m_active.dec()
                 self.queue.done(req)
+            if refused:
+                return  # not the leader now: the manager stops this controller
 
-    async def _reconcile_handler(self, req: Request) -> None:
+    def _may_act(self, req: Request) -> bool:
+        """The fence for a dequeued key: False (key put back, worker to stop) when refused."""
+        if self.leader_fence is None:
+            return True
+        try:
+            self.leader_fence()
+        except NotLeaderError as exc:
+            self._put_back(req, exc)
+            self.queue.done(req)
+            return False
+        return True
+
+    def _put_back(self, req: Request, exc: NotLeaderError) -> None:
+        self.fenced += 1
+        if self.fenced == 1 or self.fenced % 100 == 0:
+            self.log.info("not the leader now: work put back", error=str(exc), fenced=self.fenced)
+        self.queue.add(req)
+
+    async def _reconcile_handler(self, req: Request) -> bool:
+        """Reconcile one key and act on the outcome; True when the fence refused a write."""
         reconcile_id = str(uuid.uuid4())
         log = self.log.bind(namespace=req.namespace or "", name=req.name, reconcileID=reconcile_id)
         started = time.monotonic()
@@ -413,6 +468,10 @@ class Controller:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            refused = _not_leader(exc)
+            if refused is not None:  # a write the fence stopped: not a failure of the object
+                self._put_back(req, refused)
+                return True
             self._m_time.observe(time.monotonic() - started)
             self._m_total["error"].inc()
             self._m_errors.inc()
@@ -420,7 +479,7 @@ class Controller:
                 self._m_timeouts.inc()
                 log.error("reconcile timed out", timeout=self.reconcile_timeout)
                 self.queue.add_rate_limited(req)
-                return
+                return False
             if isinstance(exc, _PANIC_TYPES):
                 self._m_panics.inc()
             if is_terminal(exc):
@@ -428,10 +487,10 @@ class Controller:
                 log.error(
                     "reconciler error (terminal, not requeued)", error=str(exc), exc_info=exc
                 )
-                return
+                return False
             self._log_failure(log, req, exc)
             self.queue.add_rate_limited(req)
-            return
+            return False
         self._m_time.observe(time.monotonic() - started)
         if not isinstance(result, Result):
             log.error(
@@ -450,6 +509,7 @@ class Controller:
             self.queue.forget(req)
             self._m_total["success"].inc()
         self._failures.pop(req, None)
+        return False
 
     def _log_failure(self, log: Any, req: Request, exc: Exception) -> None:
         """Log a failure once per change of its error; repeats go to debug with a count.

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nimctl_runtime.client.client import PatchType
+from nimctl_runtime.client.errors import NotLeaderError
 from nimctl_runtime.logsetup import get_logger
 
 __all__ = [
@@ -137,6 +138,8 @@ class _TokenBucket:
 
 def _retryable(exc: Exception) -> bool:
     """client-go gives up on an Event that exists already or whose namespace is going."""
+    if isinstance(exc, NotLeaderError):
+        return False  # not sent: this process no longer holds the Lease
     status = getattr(exc, "status", None)
     if status == 409 and getattr(exc, "reason", "") == "AlreadyExists":
         return False

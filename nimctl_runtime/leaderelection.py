@@ -1,4 +1,4 @@
-"""Leader election on a coordination.k8s.io/v1 Lease (client-go ``leaderelection``).
+"""Leader election on a coordination.k8s.io/v1 Lease (client-go ``leaderelection``), fenced.
 
 Several replicas of the operator may run; only the holder of the Lease runs
 controllers (runtime.md §1.5). The algorithm is client-go's:
@@ -12,14 +12,25 @@ controllers (runtime.md §1.5). The algorithm is client-go's:
   Taking over from another holder increments ``leaseTransitions``.
 * acquiring retries every ``retry_period`` (jittered by 1.2; while someone
   else holds the lease, every ``retry_period`` with 10 % jitter and never
-  past the observed expiry, for a fast failover);
-* renewing retries every ``retry_period``; when no renewal succeeded for
-  ``renew_deadline`` (measured from the *start* of the last successful
-  request, so always before anyone else can see the lease expire), leadership
-  is lost: ``on_stopped_leading`` runs and the manager exits the process
-  non-zero. Every request is bounded by ``max(renew_deadline / 2, 1 s)``;
+  past the observed expiry, for a fast failover); one acquisition attempt is
+  bounded by ``max(renew_deadline / 2, 1 s)``;
 * with ``release_on_cancel``, a voluntary stop writes an empty holder with a
   1 s duration so a successor takes over at once.
+
+Where it differs from client-go, on purpose (issue 26):
+
+* **Fencing.** Our hold is valid until ``last_renew + lease_duration -
+  safety_margin`` on this process's monotonic clock, where ``last_renew`` is
+  the *start* of the last successful renewal (so always before any other
+  replica can see the lease expire). :meth:`LeaderElector.fence` checks that
+  bound; the client calls it before every write, so a process that was
+  paused (SIGSTOP, a long GC, a VM migration) past its lease sends nothing
+  when it resumes, and the failed check wakes the renew loop to step down.
+* **A slow server is not a lost lease.** Renewals are retried every
+  ``retry_period`` for as long as the hold is valid, and one renewal may take
+  all of the remaining validity: a renewal answered after 8 s still counts.
+  Leadership ends only when the hold's validity ran out (``renew_deadline``
+  no longer ends it).
 
 Defaults are controller-runtime's: 15 s / 10 s / 2 s, and
 ``LeaseDuration > RenewDeadline > 1.2 · RetryPeriod`` is enforced.
@@ -43,7 +54,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nimctl_runtime import metrics
-from nimctl_runtime.client.errors import AlreadyExists, Conflict, NotFound
+from nimctl_runtime.client.client import unfenced
+from nimctl_runtime.client.errors import AlreadyExists, Conflict, NotFound, NotLeaderError
 from nimctl_runtime.logsetup import get_logger
 
 __all__ = [
@@ -108,6 +120,9 @@ class LeaderElectionConfig:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     release_on_cancel: bool = False
+    # How long before the lease could expire for others this process stops
+    # writing; None: 10 % of the lease, at least min(1 s, a quarter of it).
+    safety_margin: float | None = None
 
     def validate(self) -> None:
         if not self.name:
@@ -125,6 +140,20 @@ class LeaderElectionConfig:
             raise ValueError("renewDeadline must be greater than retryPeriod*JitterFactor")
         if self.retry_period <= 0:
             raise ValueError("retryPeriod must be greater than zero")
+        if self.safety_margin is not None and not (
+            0 <= self.safety_margin < self.lease_duration - self.retry_period
+        ):
+            raise ValueError(
+                "the leader-election safety margin must be at least 0 and leave more than "
+                "one retry period of the lease duration"
+            )
+
+    @property
+    def margin(self) -> float:
+        """The safety margin in seconds (see ``safety_margin``)."""
+        if self.safety_margin is not None:
+            return self.safety_margin
+        return max(0.1 * self.lease_duration, min(1.0, 0.25 * self.lease_duration))
 
     @property
     def request_timeout(self) -> float:
@@ -177,6 +206,9 @@ class LeaderElector:
         self._reported_leader: str | None = None
         self.lost = False
         self.leading = asyncio.Event()
+        # set by a failed fence check: wakes the renew loop to step down at once
+        self._expired = asyncio.Event()
+        self.fenced = 0
         self._m_status = metrics.leader_election_master_status.labels(config.name)
         self._m_slowpath = metrics.leader_election_slowpath_total.labels(config.name)
         self._m_status.set(0)
@@ -194,6 +226,34 @@ class LeaderElector:
 
     def seconds_since_renew(self) -> float:
         return self._clock() - self._last_renew
+
+    def valid_until(self) -> float:
+        """Monotonic time until which this process may act as leader (-inf when not leading)."""
+        if not self._leading:
+            return -math.inf
+        return self._last_renew + self.config.lease_duration - self.config.margin
+
+    def fence(self) -> None:
+        """Raise ``NotLeaderError`` unless we lead and our hold is still valid (no API call).
+
+        A failed check past the validity also wakes the renew loop, which then
+        steps down: the caller does not have to.
+        """
+        if not self._leading:
+            raise NotLeaderError(
+                f"write not sent: this process ({self.config.identity}) does not hold "
+                f"the Lease {self.config.namespace}/{self.config.name}"
+            )
+        now = self._clock()
+        if now >= self.valid_until():
+            self.fenced += 1
+            self._expired.set()
+            raise NotLeaderError(
+                f"write not sent: the Lease {self.config.namespace}/{self.config.name} was "
+                f"last renewed {now - self._last_renew:.1f}s ago (lease "
+                f"{self.config.lease_duration:g}s, safety margin {self.config.margin:g}s); "
+                "stepping down"
+            )
 
     def check(self, max_tolerable_expired_lease: float) -> Callable[[], None]:
         """A healthz check failing when we lead but renewals stalled past the lease + tolerance."""
@@ -310,8 +370,9 @@ class LeaderElector:
 
     async def _attempt(self, budget: float) -> bool:
         try:
-            async with asyncio.timeout(min(self.config.request_timeout, budget)):
-                return await self.try_acquire_or_renew()
+            async with asyncio.timeout(budget):
+                with unfenced():
+                    return await self.try_acquire_or_renew()
         except TimeoutError:
             self.log.info("lease request timed out")
             return False
@@ -321,16 +382,21 @@ class LeaderElector:
 
     # -- loops --------------------------------------------------------------------------
 
-    async def _sleep_or_stop(self, seconds: float, stop: asyncio.Event) -> bool:
-        """Sleep; True when ``stop`` was set meanwhile."""
-        if seconds <= 0:
+    async def _sleep_or_stop(
+        self, seconds: float, stop: asyncio.Event, wake: asyncio.Event | None = None
+    ) -> bool:
+        """Sleep (cut short when ``wake`` is set); True when ``stop`` was set meanwhile."""
+        if seconds <= 0 or stop.is_set() or (wake is not None and wake.is_set()):
             return stop.is_set()
+        waiters = [asyncio.ensure_future(stop.wait())]
+        if wake is not None:
+            waiters.append(asyncio.ensure_future(wake.wait()))
         try:
-            async with asyncio.timeout(seconds):
-                await stop.wait()
-        except TimeoutError:
-            return False
-        return True
+            await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
+        return stop.is_set()
 
     def _standby_wait(self) -> float:
         """How long a candidate waits before its next attempt.
@@ -354,28 +420,33 @@ class LeaderElector:
     async def _acquire(self, stop: asyncio.Event) -> bool:
         self.log.info("attempting to acquire leader lease")
         while not stop.is_set():
-            if await self._attempt(self.config.renew_deadline):
+            if await self._attempt(min(self.config.request_timeout, self.config.renew_deadline)):
                 return True
             if await self._sleep_or_stop(self._standby_wait(), stop):
                 return False
         return False
 
     async def _renew(self, stop: asyncio.Event) -> bool:
-        """Renew until ``stop`` (True) or the renew deadline passes (False)."""
+        """Renew until ``stop`` (True) or the hold's validity runs out (False).
+
+        One renewal may use all of the remaining validity, so a slow answer
+        still counts; a failed one is retried every ``retry_period``.
+        """
         cfg = self.config
         while True:
-            if await self._sleep_or_stop(cfg.retry_period, stop):
+            if await self._sleep_or_stop(cfg.retry_period, stop, self._expired):
                 return True
             while True:
-                remaining = self._last_renew + cfg.renew_deadline - self._clock()
-                if remaining <= 0:
+                remaining = self.valid_until() - self._clock()
+                if remaining <= 0 or self._expired.is_set():
                     return False
-                if await self._attempt(remaining):
+                if await self._attempt(remaining) and self.valid_until() > self._clock():
                     break
                 if stop.is_set():
                     return True
-                remaining = self._last_renew + cfg.renew_deadline - self._clock()
-                if await self._sleep_or_stop(min(cfg.retry_period, max(0.0, remaining)), stop):
+                remaining = self.valid_until() - self._clock()
+                pause = min(cfg.retry_period, max(0.0, remaining))
+                if await self._sleep_or_stop(pause, stop, self._expired):
                     return True
 
     async def release(self) -> bool:
@@ -392,26 +463,34 @@ class LeaderElector:
         }
         try:
             async with asyncio.timeout(self.config.renew_deadline):
-                try:
-                    updated = await self.client.update(self._lease(spec, self._observed_rv))
-                except Conflict:
-                    current = await self.client.get(
-                        LEASE_API_VERSION, "Lease", self.config.name, self.config.namespace
-                    )
-                    holder = (current.get("spec") or {}).get("holderIdentity")
-                    if holder != self.config.identity:
-                        return True  # someone else already holds it
-                    updated = await self.client.update(self._lease(spec, _rv(current)))
+                with unfenced():
+                    updated = await self._release(spec)
         except Exception as exc:  # the lease then simply expires
             self.log.error("failed to release the lease", error=str(exc))
             return False
+        if updated is None:
+            return True  # someone else already holds it
         self._observe(spec, _rv(updated), self._clock())
         self.log.info("released the leader lease")
         return True
 
+    async def _release(self, spec: dict[str, Any]) -> dict[str, Any] | None:
+        """Write the released record; None when someone else holds the Lease already."""
+        try:
+            return await self.client.update(self._lease(spec, self._observed_rv))
+        except Conflict:
+            current = await self.client.get(
+                LEASE_API_VERSION, "Lease", self.config.name, self.config.namespace
+            )
+            holder = (current.get("spec") or {}).get("holderIdentity")
+            if holder != self.config.identity:
+                return None
+            return await self.client.update(self._lease(spec, _rv(current)))
+
     async def run(self, stop: asyncio.Event) -> None:
         """Acquire, lead, renew; see the class docstring."""
         self.lost = False
+        self._expired.clear()
         try:
             if not await self._acquire(stop):
                 return
@@ -427,8 +506,10 @@ class LeaderElector:
             else:
                 self.lost = True
                 self.log.error(
-                    "failed to renew the lease within the renew deadline; leadership lost",
-                    renew_deadline=self.config.renew_deadline,
+                    "the lease was not renewed within its validity; leadership lost",
+                    lease_duration=self.config.lease_duration,
+                    safety_margin=self.config.margin,
+                    since_renew=round(self.seconds_since_renew(), 2),
                 )
         finally:
             was_leading = self._leading

@@ -21,11 +21,21 @@ new keys and drain in-flight reconciles, bounded by
 over without waiting for expiry; then the other runnables, the cache and the
 servers stop. ``start`` returns normally: exit 0.
 
+Fencing (issue 26): under leader election the manager sets the client's
+``fence`` to :meth:`Manager.fence`, so every write (reconcilers, the Event
+broadcaster, anything using ``manager.client``) is refused unsent unless this
+process holds the Lease and its hold is still valid on its own monotonic
+clock (see ``leaderelection``). Controllers check the same fence for every key
+they take off their queue, before reconciling it.
+
 Losing the Lease is not a stop: controllers are cancelled with no drain and
-``start`` raises ``LeaderElectionLostError``, and the process must exit
-non-zero (controller-runtime does ``os.Exit(1)``; never keep running as a
-non-leader). A runnable that fails stops the manager the same way and
-``start`` re-raises its error.
+pending Events are dropped. Then, by default, the manager rejoins the
+election as a candidate (the webhook server, the probes and the caches keep
+running throughout) and restarts the controllers when it leads again. With
+``leader_election_exit_on_loss`` it keeps controller-runtime's behaviour
+instead: ``start`` raises ``LeaderElectionLostError`` and the process must
+exit non-zero. A runnable that fails stops the manager and ``start``
+re-raises its error.
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ from typing import Any, Protocol
 
 from nimctl_runtime.authfilter import AuthenticationAndAuthorization
 from nimctl_runtime.cache import ByObject, Cache
-from nimctl_runtime.client import Client, RestConfig
+from nimctl_runtime.client import Client, NotLeaderError, RestConfig
 from nimctl_runtime.events import EventBroadcaster, EventRecorder
 from nimctl_runtime.health import Checker, HealthProbeServer, parse_bind_address
 from nimctl_runtime.leaderelection import (
@@ -87,6 +97,10 @@ class ManagerOptions:
     leader_election_id: str = ""
     leader_election_namespace: str | None = None
     leader_election_release_on_cancel: bool = True
+    # controller-runtime's os.Exit(1) on a lost Lease; False: rejoin as a candidate
+    leader_election_exit_on_loss: bool = False
+    # seconds before the lease could expire for others that writes stop (None: 10 %)
+    leader_election_safety_margin: float | None = None
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
@@ -115,12 +129,24 @@ class ManagerOptions:
             "leader_election": bool(getattr(args, "leader_elect", False)),
             "leader_election_id": getattr(args, "leader_election_id", "") or "",
             "leader_election_namespace": getattr(args, "leader_election_namespace", None),
+            "leader_election_exit_on_loss": bool(
+                getattr(args, "leader_election_exit_on_loss", False)
+            ),
             "metrics_bind_address": getattr(args, "metrics_bind_address", "0") or "0",
             "metrics_secure": bool(getattr(args, "metrics_secure", False)),
             "metrics_cert_dir": getattr(args, "metrics_cert_dir", None) or None,
             "health_probe_bind_address": getattr(args, "health_probe_bind_address", "0") or "0",
             "cache_namespace": getattr(args, "watch_namespace", None) or None,
         }
+        for flag, name in (
+            ("leader_election_lease_duration", "lease_duration"),
+            ("leader_election_renew_deadline", "renew_deadline"),
+            ("leader_election_retry_period", "retry_period"),
+            ("leader_election_safety_margin", "leader_election_safety_margin"),
+        ):
+            value = getattr(args, flag, None)
+            if value is not None:
+                values[name] = float(value)
         values.update(overrides)
         return cls(**values)
 
@@ -193,6 +219,7 @@ class Manager:
         self._lost = asyncio.Event()
         self._errors: list[BaseException] = []
         self.elected = asyncio.Event()
+        self.losses = 0  # Leases lost and rejoined (without leader_election_exit_on_loss)
         self.elector: LeaderElector | None = None
         self._identity = default_identity()
         self.health_server: HealthProbeServer | None = None
@@ -216,6 +243,8 @@ class Manager:
             raise TypeError(f"{runnable!r} is not a Runnable: it has no run(stop) coroutine")
         slot = _Slot(runnable, getattr(runnable, "name", None) or type(runnable).__name__)
         if getattr(runnable, "needs_leader_election", True):
+            if hasattr(runnable, "leader_fence"):
+                runnable.leader_fence = self.fence
             self._leader_runnables.append(slot)
             if self._started and self._leading and not self._stopping:
                 self._launch(slot)
@@ -260,6 +289,18 @@ class Manager:
     def is_leader(self) -> bool:
         return self._leading
 
+    def fence(self) -> None:
+        """Raise ``NotLeaderError`` unless this process may write now (no API call).
+
+        Without leader election every write may go. With it, the elector must
+        lead and its hold be valid (``LeaderElector.fence``).
+        """
+        if not self.options.leader_election:
+            return
+        if self.elector is None:
+            raise NotLeaderError("write not sent: leader election has not started")
+        self.elector.fence()
+
     def _election_config(self, namespace: str) -> LeaderElectionConfig:
         opts = self.options
         return LeaderElectionConfig(
@@ -270,6 +311,7 @@ class Manager:
             renew_deadline=opts.renew_deadline,
             retry_period=opts.retry_period,
             release_on_cancel=opts.leader_election_release_on_cancel,
+            safety_margin=opts.leader_election_safety_margin,
         )
 
     async def _make_elector(self) -> LeaderElector:
@@ -343,22 +385,42 @@ class Manager:
         # only a manager shutdown stops leading on purpose; anything else is a loss
         if was and not self._stopping:
             self.log.error("leader election lost")
-            self._lost.set()
+            self._broadcaster.discard_pending()
+            if self.options.leader_election_exit_on_loss:
+                self._lost.set()
+
+    async def _stand_down(self) -> None:
+        """After a lost Lease: cancel the controllers (no drain) so they can start again."""
+        self.log.info("stopping controllers after the lost lease")
+        now = asyncio.get_running_loop().time()
+        await self._stop_slots(self._leader_runnables, now, "controllers")
+        for slot in self._leader_runnables:
+            slot.task = None
+            slot.stop = asyncio.Event()
+        self.losses += 1
 
     async def _run_elector(self, elector: LeaderElector, stop: asyncio.Event) -> None:
-        try:
-            await elector.run(stop)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            if not self._stopping:
-                self.log.error("leader election failed; stopping the manager", exc_info=exc)
-                self._errors.append(exc)
+        while True:
+            try:
+                await elector.run(stop)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if not self._stopping:
+                    self.log.error("leader election failed; stopping the manager", exc_info=exc)
+                    self._errors.append(exc)
+                    self._failed.set()
+                return
+            if stop.is_set() or self._stopping or self._lost.is_set():
+                return
+            if not elector.lost:
+                self._errors.append(RuntimeError("leader election ended unexpectedly"))
                 self._failed.set()
-            return
-        if not stop.is_set() and not self._stopping and not self._lost.is_set():
-            self._errors.append(RuntimeError("leader election ended unexpectedly"))
-            self._failed.set()
+                return
+            await self._stand_down()
+            if stop.is_set() or self._stopping:
+                return
+            self.log.info("rejoining leader election as a candidate")
 
     async def _start_servers(self) -> None:
         opts = self.options
@@ -443,6 +505,7 @@ class Manager:
             if not self._should_stop(stop_event):
                 if self.options.leader_election:
                     self.elector = await self._make_elector()
+                    self.client.fence = self.fence
                     elector_task = asyncio.create_task(
                         self._run_elector(self.elector, elector_stop), name="leader-election"
                     )
@@ -511,6 +574,14 @@ class Manager:
         if self.elector is not None and not self.elector.is_leader():
             elector_stop.set()  # not leading: stop trying to acquire
         await self._stop_slots(self._leader_runnables, deadline, "controllers")
+        if not lost and self.elector is not None and self.elector.is_leader():
+            # the drained reconciles' Events, while this replica may still write them
+            remaining = None if deadline is None else max(0.0, deadline - loop.time())
+            try:
+                async with asyncio.timeout(remaining):
+                    await self._broadcaster.flush()
+            except Exception as exc:
+                self.log.warning("could not write every pending Event", error=str(exc))
         # controllers are done: give the Lease up so a standby takes over at once
         elector_stop.set()
         if elector_task is not None:

@@ -14,10 +14,14 @@ during a reconcile collapse into one re-run.
 
 On top of that, ``add_after`` holds keys back until a point in time (keeping
 the *earliest* time when a key is added twice), and ``add_rate_limited`` asks
-a ``RateLimiter`` for the delay. The default limiter is client-go's
-``DefaultTypedControllerRateLimiter``: per-item exponential backoff
-5 ms · 2^n capped at 1000 s, combined by max with a global 10 qps / burst 100
-token bucket.
+a ``RateLimiter`` for the delay. The default limiter
+(:class:`ItemBackoffBucketRateLimiter`) starts like client-go's
+``DefaultTypedControllerRateLimiter`` (per-item exponential backoff 5 ms · 2^n
+capped at 1000 s, and a global 10 qps / burst 100 token bucket for bursts) but
+each retry of a key waits at least twice its previous delay, whoever imposed
+it. client-go's max-of-both makes N keys failing forever retry as one stream at
+10/s as long as the bucket's debt exceeds their own backoff (O(t) retries);
+here each key's retries are O(log t).
 
 Ready keys carry a priority (controller-runtime's priority queue): the
 highest goes first, FIFO within a priority, and a key added twice keeps the
@@ -46,6 +50,7 @@ from nimctl_runtime import metrics
 __all__ = [
     "LOW_PRIORITY",
     "BucketRateLimiter",
+    "ItemBackoffBucketRateLimiter",
     "ItemExponentialFailureRateLimiter",
     "MaxOfRateLimiter",
     "RateLimiter",
@@ -163,12 +168,50 @@ class MaxOfRateLimiter(Generic[T]):
         return max(limiter.num_requeues(item) for limiter in self.limiters)
 
 
-def default_controller_rate_limiter(clock: Clock = time.monotonic) -> MaxOfRateLimiter[T]:
-    """client-go's ``DefaultTypedControllerRateLimiter``: max(5 ms→1000 s per item, 10 qps/100)."""
-    return MaxOfRateLimiter(
-        ItemExponentialFailureRateLimiter(0.005, 1000.0),
-        BucketRateLimiter(10.0, 100, clock),
-    )
+class ItemBackoffBucketRateLimiter(Generic[T]):
+    """Per-item exponential backoff that never shrinks, with a shared bucket for bursts.
+
+    ``delay = min(max_delay, max(base · 2^n, 2 · previous delay of the key, bucket))``.
+    The bucket (``qps``/``burst``) spaces a burst of failing keys; whatever
+    spaced a key's last retry, its next waits at least twice as long, so a key
+    failing forever is retried O(log t) times by time t, and N such keys
+    O(N log t) in all (:func:`default_controller_rate_limiter`).
+    """
+
+    def __init__(
+        self,
+        base_delay: float = 0.005,
+        max_delay: float = 1000.0,
+        qps: float = 10.0,
+        burst: int = 100,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.max_delay = max_delay
+        self.item: ItemExponentialFailureRateLimiter[T] = ItemExponentialFailureRateLimiter(
+            base_delay, max_delay
+        )
+        self.bucket: BucketRateLimiter[T] = BucketRateLimiter(qps, burst, clock)
+        self._last: dict[T, float] = {}
+
+    def when(self, item: T) -> float:
+        delay = max(self.item.when(item), self.bucket.when(item), 2 * self._last.get(item, 0.0))
+        delay = min(delay, self.max_delay)
+        self._last[item] = delay
+        return delay
+
+    def forget(self, item: T) -> None:
+        self.item.forget(item)
+        self._last.pop(item, None)
+
+    def num_requeues(self, item: T) -> int:
+        return self.item.num_requeues(item)
+
+
+def default_controller_rate_limiter(
+    clock: Clock = time.monotonic,
+) -> ItemBackoffBucketRateLimiter[T]:
+    """5 ms → 1000 s per item, never shrinking, and 10 qps / burst 100 for bursts."""
+    return ItemBackoffBucketRateLimiter(0.005, 1000.0, 10.0, 100, clock)
 
 
 def default_item_based_rate_limiter() -> ItemExponentialFailureRateLimiter[T]:

@@ -1,7 +1,8 @@
 """``nimctl render -f FILE [--cache FILE] [--nodes FILE]``: the objects a CR would
 produce, offline. A ClusterPolicy renders against the Nodes of ``--nodes``
 (``platforms.gpu.cli``), and so do the file's NVIDIADrivers, all of them
-together where the first one stands (``platforms.gpu.nvidiadriver_cli``).
+together where the first one stands (``platforms.gpu.nvidiadriver_cli``). A
+GPUCluster renders its four states (``platforms.gpu.gpucluster_cli``).
 
 Reads NIMService, NIMPipeline, NIMCache and NeMo manifests (several per file, ``-``
 for stdin; other kinds in the file, a ConfigMap say, are passed through
@@ -37,10 +38,11 @@ from api.apps.v1alpha1.nimpipeline import NIMPipeline
 from api.apps.v1alpha1.nimservice import NIMService
 from api.base import CustomResource, ObjectMeta
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
+from api.nvidia.v1alpha1.gpucluster import GPUCluster
 from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriver
 from api.serialize import LoadError, load
 from platforms.gpu import cli as gpu_cli
-from platforms.gpu import nvidiadriver_cli
+from platforms.gpu import gpucluster_cli, nvidiadriver_cli
 from platforms.gpu.errors import RenderError as GPURenderError
 from platforms.nemo.common import RenderFailed as NemoRenderFailed
 from platforms.nemo.contract import CONTRACTS as NEMO_CONTRACTS
@@ -75,7 +77,8 @@ def main(
             raise _CliError(
                 f"{filename}: no kind {str(_kind(docs[0]))!r} in nimctl's APIs; the file holds "
                 f"only {kinds}, which nimctl render passes through next to a NIMService, "
-                "NIMCache, NIMPipeline, NIMBuild, NeMo, ClusterPolicy or NVIDIADriver manifest"
+                "NIMCache, NIMPipeline, NIMBuild, NeMo, ClusterPolicy, NVIDIADriver or GPUCluster "
+                "manifest"
             )
         # A cache given with --cache wins over one of the same name in the file.
         caches = {
@@ -93,6 +96,9 @@ def main(
                 continue
             if isinstance(doc, ClusterPolicy):
                 objects.extend(_render_cluster_policy(doc, nodes, filename))
+                continue
+            if isinstance(doc, GPUCluster):
+                objects.extend(_render_gpucluster(doc, docs, nodes, filename))
                 continue
             if isinstance(doc, NVIDIADriver):
                 if doc is next(d for d in docs if isinstance(d, NVIDIADriver)):
@@ -197,7 +203,7 @@ def _render_doc(
         raise _CliError(f"{where}: {err}") from None
     raise _CliError(
         f"{where}: nimctl render handles NIMService, NIMPipeline, NIMCache, the NeMo kinds, "
-        "ClusterPolicy and NVIDIADriver"
+        "ClusterPolicy, NVIDIADriver and GPUCluster"
     )
 
 
@@ -217,6 +223,19 @@ def _render_cluster_policy(
     where = f"{filename}: ClusterPolicy {doc.metadata.name or '<unnamed>'}"
     try:
         return gpu_cli.render_policy(doc, gpu_cli.read_cluster(nodes))
+    except GPURenderError as err:
+        raise _CliError(f"{where}: {err}") from None
+
+
+def _render_gpucluster(
+    doc: GPUCluster, docs: list[Doc], nodes: str | None, filename: str
+) -> list[dict[str, Any]]:
+    """A GPUCluster's states (platforms.gpu.gpucluster_cli); a ClusterPolicy beside it
+    (in the file or in ``nodes``) means nothing would be deployed."""
+    where = f"{filename}: GPUCluster {doc.metadata.name or '<unnamed>'}"
+    policies = [d.metadata.name or "" for d in docs if isinstance(d, ClusterPolicy)]
+    try:
+        return gpucluster_cli.render_gpucluster(doc, gpu_cli.read_cluster(nodes), policies)
     except GPURenderError as err:
         raise _CliError(f"{where}: {err}") from None
 

@@ -16,6 +16,8 @@ becomes and when it is ready; the skeleton creates, updates by hash
   ``SetConditionsError`` write them, only when something changed;
 - ServiceAccounts are created and never updated (§2.3); nothing is kept on
   prune: a disabled state's objects are deleted;
+- a GPUCluster beside it blocks it: ``notReady`` / ``ReconcileFailed``
+  "conflicting GPUCluster resource ... cannot co-exist", nothing deployed;
 - with ``psa.enabled`` the operator namespace is labelled
   ``pod-security.kubernetes.io/{enforce,audit,warn}=privileged`` (§2.6).
 """
@@ -62,6 +64,9 @@ from platforms.gpu.facts import (
     SERVICE_MONITOR,
     is_gpu_node_by_nfd,
 )
+from platforms.gpu.gpucluster import API_VERSION as GC_API
+from platforms.gpu.gpucluster import KIND as GC_KIND
+from platforms.gpu.gpucluster import gpucluster_conflict_readiness
 from platforms.parsing import parse_or_fail
 
 Obj = dict[str, Any]
@@ -165,6 +170,10 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
                     ),
                 )
             )
+        # GPUCluster coexistence (gpucluster.md §3): either stack, never both.
+        clusters = sorted(name_of(c) for c in await reader.list(GC_API, GC_KIND))
+        if clusters:
+            raise Blocked(gpucluster_conflict_readiness(clusters[0]))
         self.psa_enabled = cr.spec.psa.is_enabled()
         namespace = self.config.operator_namespace
         nodes = await reader.list("v1", "Node")

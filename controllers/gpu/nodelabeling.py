@@ -21,7 +21,12 @@ from typing import Any
 
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from controllers.gpu.clusterpolicy import active_policy
-from controllers.gpu.nodelabels import driver_auto_upgrades, node_patch, uses_driver_crd
+from controllers.gpu.nodelabels import (
+    dra_node_patch,
+    driver_auto_upgrades,
+    node_patch,
+    uses_driver_crd,
+)
 from nimctl_runtime.client.errors import NotFound
 from nimctl_runtime.client.interfaces import Reader, Writer
 from nimctl_runtime.logsetup import get_logger
@@ -33,8 +38,9 @@ Obj = dict[str, Any]
 
 ND_API = "nvidia.com/v1alpha1"
 ND_KIND = "NVIDIADriver"
+GC_KIND = "GPUCluster"
 
-__all__ = ["ND_API", "ND_KIND", "NodeLabelingReconciler"]
+__all__ = ["GC_KIND", "ND_API", "ND_KIND", "NodeLabelingReconciler"]
 
 
 @dataclass
@@ -67,15 +73,20 @@ class NodeLabelingReconciler:
             self._sent.pop(request.name, None)
             return Result()
         policy = await self._active()
-        if policy is None:
-            return Result()
+        gpu_cluster = bool(await self.cache.list(ND_API, GC_KIND))
         meta = node.get("metadata") or {}
-        drivers = None
-        if uses_driver_crd(policy.spec):
-            drivers = driver_auto_upgrades(await self.cache.list(ND_API, ND_KIND))
-        patch = node_patch(
-            meta.get("labels") or {}, meta.get("annotations") or {}, policy.spec, drivers
-        )
+        if policy is None and gpu_cluster:
+            patch = dra_node_patch(meta.get("labels") or {})
+        elif policy is None or gpu_cluster:
+            # Neither stack, or both (each refuses to run beside the other): no labels.
+            return Result()
+        else:
+            drivers = None
+            if uses_driver_crd(policy.spec):
+                drivers = driver_auto_upgrades(await self.cache.list(ND_API, ND_KIND))
+            patch = node_patch(
+                meta.get("labels") or {}, meta.get("annotations") or {}, policy.spec, drivers
+            )
         if patch is None:
             self._sent.pop(request.name, None)
             return Result()

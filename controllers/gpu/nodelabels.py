@@ -106,6 +106,7 @@ __all__ = [
     "STATE_LABELS",
     "UPGRADE_ENABLED_ANNOTATION",
     "WORKLOAD_CONFIG_LABEL",
+    "dra_node_patch",
     "driver_auto_upgrades",
     "is_mig_capable",
     "node_patch",
@@ -238,3 +239,31 @@ def node_patch(
     if annotation:
         meta["annotations"] = annotation
     return {"metadata": meta}
+
+
+def dra_node_patch(labels: Mapping[str, str]) -> dict[str, Any] | None:
+    """The merge patch for a node while a GPUCluster (the DRA stack) is active (None:
+    nothing to do): ``nvidia.com/gpu.present`` as with a ClusterPolicy; on GPU nodes
+    the DRA deploy labels (driver, dra-driver, dra-validator, dcgm-dra,
+    dcgm-exporter-dra) set to ``true`` where absent or empty (a non-empty value, a
+    pause, is kept); every other deploy label swept. The kill switch
+    ``nvidia.com/gpu.deploy.operands=false`` sweeps them all (gpucluster.md §3)."""
+    want: dict[str, str | None] = {}
+    present = labels.get(GPU_PRESENT_LABEL)
+    if is_gpu_node_by_nfd(labels):
+        present_now = "true"
+    elif present == "true":
+        present_now = "false"
+    else:
+        present_now = present or ""
+    if present_now and present_now != present:
+        want[GPU_PRESENT_LABEL] = present_now
+    killed = present_now != "true" or labels.get(OPERANDS_LABEL) == "false"
+    keep: tuple[str, ...] = () if killed else DRA_LABELS
+    for label in keep:
+        if not labels.get(label):
+            want[label] = "true"
+    for label in STATE_LABELS:
+        if label in labels and label not in keep:
+            want[label] = None
+    return {"metadata": {"labels": want}} if want else None

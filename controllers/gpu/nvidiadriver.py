@@ -63,11 +63,13 @@ from platforms.gpu.nvidiadriver import (
 )
 from platforms.gpu.nvidiadriver_pools import (
     DRIVER_OWNER_LABEL,
+    OS_MAJOR_LABEL,
+    OSTREE_LABEL,
     DriverSelector,
     assign_owners,
     conflicts,
 )
-from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts
+from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, shared_owner
 from platforms.parsing import parse_or_fail
 
 Obj = dict[str, Any]
@@ -136,6 +138,8 @@ class _MemoNode:
     os_id: str
     os_version: str
     kernel: str
+    os_major: str
+    ostree: str
 
 
 class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
@@ -180,11 +184,13 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
             operator_env=self.config.operator_env,
             config_map_keys=await self._config_map_keys(cr),
         )
+        owners = assign_owners(selectors, nodes)
         return NVIDIADriverFacts(
             cluster=cluster,
             nodes=tuple(nodes),
-            owners=assign_owners(selectors, nodes),
+            owners=owners,
             host_paths=host_paths,
+            shared_owner=shared_owner(owners, conflicts(selectors, nodes)),
         )
 
     async def _config_map_keys(self, cr: NVIDIADriver) -> dict[str, list[str]]:
@@ -211,7 +217,14 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
     ) -> tuple[Any, ...] | None:
         name = name_of(obj)
         owned = tuple(
-            _MemoNode(n.name, n.os_id, n.os_version, n.kernel)
+            _MemoNode(
+                n.name,
+                n.os_id,
+                n.os_version,
+                n.kernel,
+                n.labels.get(OS_MAJOR_LABEL, ""),
+                n.labels.get(OSTREE_LABEL, ""),
+            )
             for n in ClusterFacts.from_nodes(
                 [x for x in facts.nodes if facts.owners.get(name_of(x)) == name],
                 operator_namespace="",
@@ -224,6 +237,7 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
             owned,
             tuple(sorted(facts.cluster.config_map_keys.items())),
             host_paths,
+            facts.shared_owner,
         )
 
     def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:

@@ -14,7 +14,10 @@ than NVIDIA:
   driver owner, upgrade-state and upgrade-skip labels, as NVIDIA's), driver
   pods when their readiness or revision changed;
 - node-labelling controller: a Node when its labels or annotations changed
-  (that node only), and a ClusterPolicy or NVIDIADriver change (every node).
+  (that node only), and a ClusterPolicy, NVIDIADriver or GPUCluster change
+  (every node);
+- the ClusterPolicy controller also wakes on a GPUCluster created or deleted
+  (the two cannot co-exist).
 
 ``OPERATOR_NAMESPACE`` is required. NVIDIA's operator exits 1 without it;
 nimctl also serves the NIM kinds, so ``setup_gpu`` logs the error (what to
@@ -34,7 +37,7 @@ from controllers.gpu.clusterpolicy import (
 )
 from controllers.gpu.coalesce import Coalesced
 from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
-from controllers.gpu.nodelabeling import ND_API, ND_KIND, NodeLabelingReconciler
+from controllers.gpu.nodelabeling import GC_KIND, ND_API, ND_KIND, NodeLabelingReconciler
 from nimctl_runtime.controller import Controller
 from nimctl_runtime.handler import (
     CreateEvent,
@@ -216,5 +219,12 @@ def setup_gpu(manager: Manager, client: Client, options: SetupOptions) -> None:
     )
     labeler.watch(
         ND_API, ND_KIND, EnqueueRequestsFromMapFunc(every_node), GenerationChangedPredicate()
+    )
+    labeler.watch(
+        ND_API, GC_KIND, EnqueueRequestsFromMapFunc(every_node), GenerationChangedPredicate()
+    )
+    # A GPUCluster beside the ClusterPolicy blocks it (and its going unblocks it).
+    policy.watch(
+        ND_API, GC_KIND, EnqueueRequestsFromMapFunc(every_policy), Funcs(update=lambda e: False)
     )
     manager.add(labeler)

@@ -11,6 +11,13 @@ simulated driver:
   domain's channel is allocated there (``name``, ``ipAddress``, ``cliqueID``,
   ``index``, ``status: Ready``), and ``status.status`` is ``Ready`` once
   ``spec.numNodes`` nodes have joined, ``NotReady`` before.
+
+When the driver's compute-domain controller (Deployment
+``nvidia-dra-driver-controller``) has a ready replica, the domain also gets its
+IMEX daemons (``computedomain_daemon.py``): the joined nodes are labelled, a
+daemon DaemonSet runs a pod on each, and a node's entry says ``Ready`` only once
+its daemon pod is Ready (``NotReady`` before); ``status.status`` counts the
+Ready nodes only.
 """
 
 from __future__ import annotations
@@ -19,12 +26,19 @@ import copy
 import hashlib
 from typing import Any
 
+from localcluster.simulator.computedomain_daemon import (
+    controller_deployment,
+    daemon_objects,
+    node_label_actions,
+    ready_daemon_nodes,
+)
 from localcluster.simulator.objects import (
     Action,
     Context,
     Create,
     Obj,
     UpdateStatus,
+    is_deleting,
     name_of,
     namespace_of,
     owner_reference,
@@ -103,7 +117,7 @@ def _node_ip(ctx: Context, node: str) -> str:
 
 
 def reconcile_computedomain(domain: Obj, ctx: Context) -> list[Action]:
-    """Create the channel's template and report which nodes have joined the IMEX domain."""
+    """Create the channel's template (and daemons); report the IMEX nodes."""
     actions: list[Action] = []
     template = channel_template(domain)
     if template is not None and ctx.view.get(
@@ -112,8 +126,14 @@ def reconcile_computedomain(domain: Obj, ctx: Context) -> list[Action]:
         actions.append(Create(template))
     wanted = int((domain.get("spec") or {}).get("numNodes") or 0)
     joined = _joined_nodes(domain, ctx)
+    ready = set(joined)
+    controller = controller_deployment(ctx.view)
+    if controller is not None and not is_deleting(domain):
+        actions += daemon_objects(domain, controller, ctx.view)
+        actions += node_label_actions(domain, joined, ctx.view)
+        ready &= ready_daemon_nodes(domain, controller, ctx.view)
     status = copy.deepcopy(domain.get("status") or {})
-    status["status"] = "Ready" if joined and len(joined) >= wanted else "NotReady"
+    status["status"] = "Ready" if ready and len(ready) >= wanted else "NotReady"
     clique = _clique(domain)
     nodes: list[dict[str, Any]] = [
         {
@@ -121,7 +141,7 @@ def reconcile_computedomain(domain: Obj, ctx: Context) -> list[Action]:
             "ipAddress": _node_ip(ctx, node),
             "cliqueID": clique,
             "index": index,
-            "status": "Ready",
+            "status": "Ready" if node in ready else "NotReady",
         }
         for index, node in enumerate(joined)
     ]

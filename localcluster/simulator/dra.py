@@ -20,7 +20,9 @@ Pure logic over the simulator's view; the engine carries out what it returns.
   pod's claims can be allocated (devices of the request's DeviceClass driver
   matching every CEL selector, not allocated to another claim);
   ``allocate(pod, node, view)`` writes each claim's ``status.allocation``
-  (results and node selector) and adds the pod to ``reservedFor``.
+  (results and node selector) and adds the pod to ``reservedFor``. A request
+  with ``adminAccess`` gets devices whether or not they are allocated, and takes
+  none (its results say ``adminAccess: true``), as Kubernetes' admin access.
 - ``reconcile_resourceclaim`` drops reservations of pods that are gone and
   deallocates a claim nobody reserves any more.
 
@@ -46,6 +48,7 @@ from localcluster.simulator.objects import (
     Action,
     Context,
     Create,
+    Delete,
     Obj,
     ObjectLookup,
     Update,
@@ -126,10 +129,20 @@ def device_classes() -> list[Obj]:
     ]
 
 
+DRA_PLUGIN_ANNOTATION = "localcluster.nimctl.io/dra-plugin"
+GPUS_ANNOTATION = "localcluster.nimctl.io/gpus"
+
+
 def _gpu_count(node: Mapping[str, Any]) -> int:
+    """The GPUs the node's slices list: its hardware's while the DRA kubelet plugin
+    runs on it, else the ones the device plugin advertises."""
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
     capacity = (node.get("status") or {}).get("capacity") or {}
+    value = capacity.get("nvidia.com/gpu")
+    if annotations.get(DRA_PLUGIN_ANNOTATION) == "true":
+        value = annotations.get(GPUS_ANNOTATION)
     try:
-        return int(capacity.get("nvidia.com/gpu") or 0)
+        return int(value or 0)
     except ValueError:
         return 0
 
@@ -227,6 +240,13 @@ def reconcile_node_slices(node: Obj, ctx: Context) -> list[Action]:
             for cls in device_classes()
             if ctx.view.get("DeviceClass", "", name_of(cls)) is None
         ]
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    if not slices and annotations.get(DRA_PLUGIN_ANNOTATION) == "false":
+        # The DRA kubelet plugin went: its slices are withdrawn.
+        for driver in (DRIVER, CHANNEL_DRIVER):
+            live = ctx.view.get("ResourceSlice", "", f"{name_of(node)}-{driver}")
+            if live is not None:
+                actions.append(Delete(API_VERSION, "ResourceSlice", "", name_of(live)))
     for desired in slices:
         live = ctx.view.get("ResourceSlice", "", name_of(desired))
         if live is None:
@@ -410,6 +430,8 @@ def _allocated(view: ObjectLookup) -> set[Device]:
             ((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}
         ).get("results") or []
         for r in results:
+            if r.get("adminAccess"):
+                continue  # admin access never takes a device
             out.add((str(r.get("driver")), str(r.get("pool")), str(r.get("device"))))
     return out
 
@@ -455,10 +477,11 @@ def _allocate_on(
             selectors += _expressions(exactly.get("selectors") or [])
             count = int(exactly.get("count", 1))
             mode = exactly.get("allocationMode", "ExactCount")
+            admin = bool(exactly.get("adminAccess"))
             picked = [
                 (driver, pool, device)
                 for driver, pool, device in devices
-                if (driver, pool, str(device.get("name"))) not in used
+                if (admin or (driver, pool, str(device.get("name"))) not in used)
                 and all(selector_matches(e, driver, device) for e in selectors)
             ]
             if mode != "All":
@@ -468,15 +491,17 @@ def _allocate_on(
             elif not picked:
                 return None
             for driver, pool, device in picked:
-                used.add((driver, pool, str(device.get("name"))))
-                results.append(
-                    {
-                        "request": request.get("name"),
-                        "driver": driver,
-                        "pool": pool,
-                        "device": device.get("name"),
-                    }
-                )
+                result: Obj = {
+                    "request": request.get("name"),
+                    "driver": driver,
+                    "pool": pool,
+                    "device": device.get("name"),
+                }
+                if admin:
+                    result["adminAccess"] = True
+                else:
+                    used.add((driver, pool, str(device.get("name"))))
+                results.append(result)
         out[name_of(claim)] = results
     return out
 

@@ -27,7 +27,8 @@ from localcluster.hooks import AdmissionAttributes
 from localcluster.registries import pull_problem
 from localcluster.simulator import dra, enginebuild
 from localcluster.simulator.clock import Clock, ScaledClock, rfc3339
-from localcluster.simulator.computedomain import reconcile_computedomain
+from localcluster.simulator.computedomain import DOMAIN_LABEL, reconcile_computedomain
+from localcluster.simulator.computedomain_daemon import CONTROLLER_DEPLOYMENT
 from localcluster.simulator.daemonset import reconcile_daemonset
 from localcluster.simulator.deployment import (
     reconcile_deployment,
@@ -421,6 +422,13 @@ class Simulator:
             self._enqueue_pending_pods()
             for domain in self.view.list("ComputeDomain", namespace):  # IMEX nodes joining
                 self._enqueue(("ComputeDomain", namespace, name_of(domain)))
+        obj_labels = (obj.get("metadata") or {}).get("labels") or {}
+        if (kind == "Pod" and DOMAIN_LABEL in obj_labels) or (
+            kind == "Deployment" and name == CONTROLLER_DEPLOYMENT
+        ):
+            # IMEX daemon pods (in the driver's namespace) or the driver's controller changed.
+            for domain in self.view.list("ComputeDomain"):
+                self._enqueue(("ComputeDomain", namespace_of(domain), name_of(domain)))
         elif kind == "ResourceClaimTemplate":
             self._enqueue_pending_pods()
         elif kind == "Pod" and event.type == "DELETED":

@@ -17,6 +17,10 @@ waiting for the previous one through files under ``/run/nvidia/validations``
   and ``cuda-validation`` until the container toolkit pod is ready (or no
   toolkit DaemonSet exists: a host toolkit), ``plugin-validation`` until the
   node advertises GPUs;
+- a ready DRA kubelet plugin (GPUCluster's ``nvidia-dra-driver-kubelet-plugin``)
+  marks the node ``localcluster.nimctl.io/dra-plugin=true``, so the node publishes
+  its ResourceSlices (``localcluster.simulator.dra``); ``false`` once it is gone
+  withdraws them;
 - a ready device plugin makes the node advertise ``nvidia.com/gpu`` (capacity
   and allocatable, from the node's hardware annotations); GPU feature discovery
   adds ``nvidia.com/gpu.product``, ``gpu.count``, ``gpu.memory``,
@@ -93,8 +97,16 @@ OPERAND_APPS: Final = frozenset(
         GFD_APP,
         MIG_MANAGER_APP,
         "nvidia-node-status-exporter",
+        "nvidia-dra-driver-kubelet-plugin",
+        "nvidia-dcgm-dra",
+        "nvidia-dcgm-exporter-dra",
     }
 )
+DRA_PLUGIN_APP: Final = "nvidia-dra-driver-kubelet-plugin"
+DRA_PLUGIN_ANNOTATION: Final = PREFIX + "dra-plugin"
+"""``"true"`` while the DRA driver's kubelet plugin runs ready on the node (the node's
+ResourceSlices are published, ``localcluster.simulator.dra``); ``"false"`` once it went
+(they are withdrawn)."""
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 MIG_CONFIG_LABEL: Final = "nvidia.com/mig.config"
@@ -270,6 +282,15 @@ class GPUStack:
             st.setdefault("capacity", {})[GPU_RESOURCE] = advertise
             st.setdefault("allocatable", {})[GPU_RESOURCE] = advertise
             actions.append(UpdateStatus(updated))
+        dra_ready = self._ready(pods, DRA_PLUGIN_APP)
+        dra_now = annotations.get(DRA_PLUGIN_ANNOTATION)
+        if dra_ready != (dra_now == "true") and (dra_ready or dra_now is not None):
+            updated = copy.deepcopy(node)
+            updated["metadata"]["annotations"] = {
+                **annotations, DRA_PLUGIN_ANNOTATION: "true" if dra_ready else "false"
+            }
+            actions.append(Update(updated))
+            return actions
         labels = labels_of(node)
         want: dict[str, str] = {}
         if self._ready(pods, GFD_APP):

@@ -27,6 +27,9 @@ PROFILE_PACKAGE = "localcluster.profiles"
 KUBELET_VERSION = "v1.32.0"
 
 
+GPU_PRODUCT_ANNOTATION = "localcluster.nimctl.io/gpu-product"
+
+
 @dataclass(frozen=True)
 class NodePool:
     """``count`` identical nodes."""
@@ -235,8 +238,13 @@ def build_node(pool: NodePool, index: int, ordinal: int) -> dict[str, Any]:
             },
         },
     }
-    if pool.annotations:
-        node["metadata"]["annotations"] = dict(pool.annotations)
+    annotations = dict(pool.annotations)
+    if pool.gpu_product:
+        # What the node's GPUs are (nvidia-smi in `kubectl exec` prints it); GPU Feature
+        # Discovery, when it runs, publishes the same as nvidia.com/gpu.product.
+        annotations.setdefault(GPU_PRODUCT_ANNOTATION, pool.gpu_product)
+    if annotations:
+        node["metadata"]["annotations"] = annotations
     return node
 
 

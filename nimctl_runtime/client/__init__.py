@@ -10,6 +10,7 @@ from nimctl_runtime.client.client import (
     decode_json,
     gc_paused,
     selector_text,
+    unfenced,
 )
 from nimctl_runtime.client.config import (
     ConfigError,
@@ -29,6 +30,7 @@ from nimctl_runtime.client.errors import (
     InternalError,
     Invalid,
     NotFound,
+    NotLeaderError,
     ServerTimeout,
     ServiceUnavailable,
     TooManyRequests,
@@ -53,6 +55,7 @@ __all__ = [
     "Invalid",
     "NoKindMatchError",
     "NotFound",
+    "NotLeaderError",
     "PatchType",
     "RESTMapper",
     "RESTMapping",
@@ -69,4 +72,5 @@ __all__ = [
     "kubeconfig_config",
     "load_config",
     "selector_text",
+    "unfenced",
 ]

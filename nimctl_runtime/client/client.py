@@ -8,15 +8,25 @@ so a half-open connection cannot hang it. Reads, and any request answered 429 or
 The connection pool is sized for many concurrent watches (aiohttp speaks HTTP/1.1,
 so each open watch holds a connection). ``rest_client_requests_total`` and
 ``rest_client_request_duration_seconds`` are recorded per request.
+
+Writes can be fenced: when ``Client.fence`` is set (the manager sets it under
+leader election), every non-GET request calls it before each attempt and again
+once aiohttp holds the attempt's connection (a trace hook: opening a connection
+takes awaits, and a process paused there would otherwise send a write checked
+before the pause), and a ``NotLeaderError`` it raises stops the request unsent. The check
+is local (a clock comparison), never an API call. Exempt: requests inside
+:func:`unfenced` (the Lease's own renewals) and the review APIs (TokenReview,
+SubjectAccessReview: a POST that asks a question and changes nothing).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 import json
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType, TracebackType
@@ -56,6 +66,30 @@ READ_BUFSIZE = 1 << 21
 MAX_REMEMBERED_WARNINGS = 1000
 
 _log = get_logger("nimctl.client")
+
+_UNFENCED: contextvars.ContextVar[bool] = contextvars.ContextVar("nimctl_unfenced", default=False)
+
+
+@contextmanager
+def unfenced() -> Iterator[None]:
+    """Requests made inside this block skip ``Client.fence`` (the Lease renewals themselves)."""
+    token = _UNFENCED.set(True)
+    try:
+        yield
+    finally:
+        _UNFENCED.reset(token)
+
+
+class _Fenced:
+    """The ``trace_request_ctx`` of a write to check again once its connection is held."""
+
+
+_FENCED = _Fenced()
+
+
+def _is_review(path: str) -> bool:
+    """TokenReview / SubjectAccessReview and friends: POSTs that change nothing."""
+    return path.rstrip("/").endswith("reviews")
 
 
 @contextmanager
@@ -153,6 +187,9 @@ class Client:
         self._warnings_seen: set[str] = set()
         # Connection failures, logged with server and reason; the readyz check.
         self.connection = ConnectionHealth(config.host)
+        # Called before every write attempt; raises NotLeaderError to stop it unsent.
+        self.fence: Callable[[], None] | None = None
+        self.fenced_writes = 0
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -186,8 +223,12 @@ class Client:
                 connector = aiohttp.TCPConnector(
                     limit=self._connection_limit, limit_per_host=0, ssl=ssl_ctx
                 )
+                tracing = aiohttp.TraceConfig()
+                tracing.on_connection_reuseconn.append(self._fence_on_connection)
+                tracing.on_connection_create_end.append(self._fence_on_connection)
                 self._session = aiohttp.ClientSession(
                     connector=connector,
+                    trace_configs=[tracing],
                     read_bufsize=READ_BUFSIZE,
                     timeout=aiohttp.ClientTimeout(total=self.config.timeout),
                     headers={"User-Agent": self.config.user_agent},
@@ -253,6 +294,9 @@ class Client:
             if self._limiter is not None:
                 await self._limiter.acquire()
             headers = await self._headers(content_type if data is not None else None)
+            fenced = not is_read and self._fenced(path)
+            if fenced:
+                self._run_fence()
             started = time.monotonic()
             try:
                 async with session.request(
@@ -263,6 +307,7 @@ class Client:
                     headers=headers,
                     timeout=client_timeout,
                     server_hostname=self.config.tls_server_name,
+                    trace_request_ctx=_FENCED if fenced else None,
                 ) as resp:
                     payload = await resp.read()
                     status = resp.status
@@ -318,6 +363,26 @@ class Client:
                 await asyncio.sleep(min(delay, 60.0))
                 continue
             raise self._error(status, payload, retry_after, method, path)
+
+    def _fenced(self, path: str) -> bool:
+        """Whether a write to *path* goes through the fence now."""
+        return self.fence is not None and not _UNFENCED.get() and not _is_review(path)
+
+    def _run_fence(self) -> None:
+        if self.fence is None:
+            return
+        try:
+            self.fence()
+        except Exception:
+            self.fenced_writes += 1
+            raise
+
+    async def _fence_on_connection(
+        self, session: aiohttp.ClientSession, ctx: Any, params: Any
+    ) -> None:
+        """aiohttp trace hook: the attempt holds its connection; the bytes go out next."""
+        if getattr(ctx, "trace_request_ctx", None) is _FENCED:
+            self._run_fence()
 
     def _warn(self, warning: str, method: str, path: str) -> None:
         """Log a server ``Warning`` header once per distinct text (client-go's deduplication)."""

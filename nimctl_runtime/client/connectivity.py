@@ -10,16 +10,26 @@ the number of failures since the last line); any answer from the server clears i
 and says so. The manager serves :meth:`check` as the ``apiServer`` readyz check,
 so ``/readyz/apiServer`` names the reason. Retrying (with backoff) stays the
 caller's business: a fixed CA or a server back up is picked up without a restart.
+
+:func:`certificate_problem` is for start-up: a kubeconfig whose CA does not
+sign the server's certificate will not start working by itself, so ``nimctl
+run`` asks once (a few attempts, bounded) and exits with the reason instead of
+retrying forever.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 import time
+from typing import TYPE_CHECKING
 
 import aiohttp
 
 from nimctl_runtime.logsetup import get_logger
+
+if TYPE_CHECKING:
+    from nimctl_runtime.client.config import RestConfig
 
 log = get_logger("nimctl.client")
 
@@ -89,3 +99,49 @@ class ConnectionHealth:
         """A readyz check: raises with the reason while the server cannot be reached."""
         if self.reason is not None:
             raise RuntimeError(f"{self.server}: {self.reason}")
+
+
+def _is_certificate_error(err: BaseException) -> bool:
+    if isinstance(err, aiohttp.ClientConnectorCertificateError):
+        return True
+    cause = getattr(err, "os_error", None) or err.__cause__
+    return isinstance(cause, ssl.SSLCertVerificationError)
+
+
+async def certificate_problem(
+    config: RestConfig, *, attempts: int = 3, interval: float = 1.0, attempt_seconds: float = 10.0
+) -> str | None:
+    """Why the API server's certificate does not verify, when it failed on every attempt.
+
+    Each attempt is one ``GET /version`` (any HTTP answer, 401 included, means
+    TLS works); ``None`` when an attempt got through or failed for another
+    reason (refused, DNS, timeout: the client retries those itself). Bounded by
+    ``attempts * (attempt_seconds + interval)`` seconds.
+    """
+    if not config.host.startswith("https"):
+        return None
+    await config.resolve()
+    context = await asyncio.to_thread(config.ssl_context)
+    reason: str | None = None
+    for attempt in range(attempts):
+        if attempt:
+            await asyncio.sleep(interval)
+        connector = aiohttp.TCPConnector(ssl=context)
+        try:
+            async with (
+                aiohttp.ClientSession(connector=connector) as session,
+                session.get(
+                    config.host.rstrip("/") + "/version",
+                    timeout=aiohttp.ClientTimeout(total=attempt_seconds),
+                    server_hostname=config.tls_server_name,
+                ) as resp,
+            ):
+                await resp.read()
+            return None
+        except aiohttp.ClientError as err:
+            if not _is_certificate_error(err):
+                return None
+            reason = describe(err)
+        except (TimeoutError, OSError):
+            return None
+    return reason

@@ -13,6 +13,16 @@ from types import MappingProxyType
 from typing import Any
 
 
+class NotLeaderError(Exception):
+    """A write refused before it was sent: this process does not hold a valid Lease.
+
+    Raised by the client's fence (see ``Client.fence``) when leader election is
+    on and the Lease is not held, or its validity on this process's monotonic
+    clock has run out. Nothing reached the API server; the work is requeued by
+    whoever holds it again.
+    """
+
+
 class ApiError(Exception):
     """An error answered by the API server (or synthesised by the client)."""
 

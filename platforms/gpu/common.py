@@ -153,6 +153,8 @@ def _copy(value: Any) -> Any:
     return value
 
 
+# What NVIDIA's init containers echo while they wait for a ready file (its assets' words:
+# a different string is a pod template change on a cluster NVIDIA's operator set up).
 def wait_for_file(
     name: str,
     ready_file: str,

@@ -8,7 +8,9 @@ pool, through the same ``NVIDIADriverContract.render`` the controller uses.
 The ``--nodes`` file is read as for a ClusterPolicy (``platforms.gpu.cli``): Nodes
 as ``kubectl get nodes -o yaml`` prints them (NFD-found GPU nodes are taken as
 labelled ``gpu.present``), the driver's user ConfigMaps, and optionally the
-cluster's ClusterPolicy. A ClusterPolicy (there or in the file) without
+cluster's ClusterPolicy; for OpenShift a ClusterVersion, the
+``openshift/driver-toolkit`` ImageStream (the Driver Toolkit image of each RHCOS
+release) and the ``cluster`` Proxy. A ClusterPolicy (there or in the file) without
 ``driver.useNvidiaDriverCRD`` leaves every NVIDIADriver ``disabled``: nothing
 is rendered. What the controller would report instead of objects (disabled, a
 conflict, no matching node) is a note on stderr.
@@ -31,7 +33,7 @@ from pydantic import ValidationError
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriver
 from platforms.contract import Observed, ReconcileError
-from platforms.gpu.cli import assume_labelled, facts_from
+from platforms.gpu.cli import DEFAULT_NAMESPACE, assume_labelled, facts_from
 from platforms.gpu.errors import RenderError
 from platforms.gpu.nvidiadriver import (
     DISABLED_MESSAGE,
@@ -39,11 +41,36 @@ from platforms.gpu.nvidiadriver import (
     NVIDIADriverContract,
 )
 from platforms.gpu.nvidiadriver_pools import DriverSelector, assign_owners, conflicts
-from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of
+from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of, shared_owner
 
 Obj = dict[str, Any]
 
-__all__ = ["cluster_policies", "render_drivers"]
+__all__ = ["cluster_policies", "cluster_proxy", "dtk_images", "render_drivers"]
+
+
+def dtk_images(cluster: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """RHCOS release -> Driver Toolkit image, from the ImageStream ``openshift/driver-toolkit``
+    (each tag names a release; ``latest`` is not one)."""
+    out: dict[str, str] = {}
+    for obj in cluster:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") != "ImageStream" or meta.get("name") != "driver-toolkit":
+            continue
+        if meta.get("namespace", "openshift") != "openshift":
+            continue
+        for tag in (obj.get("spec") or {}).get("tags") or []:
+            name, image = tag.get("name"), (tag.get("from") or {}).get("name")
+            if name and name != "latest" and image:
+                out[str(name)] = str(image)
+    return out
+
+
+def cluster_proxy(cluster: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The spec of the OpenShift Proxy ``cluster``, if the file holds it."""
+    for obj in cluster:
+        if obj.get("kind") == "Proxy" and (obj.get("metadata") or {}).get("name") == "cluster":
+            return dict(obj.get("spec") or {})
+    return None
 
 
 def cluster_policies(cluster: Iterable[Mapping[str, Any]]) -> list[ClusterPolicy]:
@@ -78,6 +105,7 @@ def render_drivers(
     policies: Sequence[ClusterPolicy] = (),
     *,
     err: TextIO | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
 ) -> list[Obj]:
     """The objects the NVIDIADriver controller would create for ``drivers`` on ``cluster``
     (the ``--nodes`` file's objects); notes and one line per NVIDIADriver on ``err``."""
@@ -91,7 +119,7 @@ def render_drivers(
                 file=err,
             )
         return []
-    facts = facts_from(cluster, environ=os.environ, err=err)
+    facts = facts_from(cluster, namespace=namespace, environ=os.environ, err=err)
     quiet = io.StringIO()  # facts_from has said which nodes are taken as labelled
     nodes = tuple(assume_labelled(o, quiet) for o in cluster if o.get("kind") == "Node")
     selectors = [
@@ -100,11 +128,16 @@ def render_drivers(
     ]
     defaults = sorted(s.name for s in selectors if s.default)
     found = conflicts(selectors, nodes)
+    owners = assign_owners(selectors, nodes)
+    blocked = [*found, *(defaults if len(defaults) > 1 else [])]
     nvd_facts = NVIDIADriverFacts(
         cluster=facts,
         nodes=nodes,
-        owners=assign_owners(selectors, nodes),
+        owners=owners,
+        shared_owner=shared_owner(owners, blocked),
         host_paths=policy.spec.host_paths if policy is not None else None,
+        dtk_images=dtk_images(cluster),
+        proxy=cluster_proxy(cluster),
     )
     contract = NVIDIADriverContract()
     out: list[Obj] = []

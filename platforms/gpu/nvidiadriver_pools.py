@@ -14,14 +14,18 @@ gpu-operator.md §3.2 and §6.1:
   while any two overlap; we report it on the ones that overlap only;
 - **pools**: an NVIDIADriver's nodes grouped by OS (``system-os_release.ID`` and
   ``VERSION_ID``) and, with precompiled drivers, by kernel
-  (``kernel-version.full``). Each pool gets one driver DaemonSet, whose
-  nodeSelector is the pool's: GPU present, the owner label, the OS labels and
-  the kernel. A node without the NFD labels its pool needs is left out (and
-  named in the status).
+  (``kernel-version.full``); on OpenShift (without precompiled drivers) by RHCOS
+  release (``system-os_release.OSTREE_VERSION``). Each pool gets one driver
+  DaemonSet, whose nodeSelector is the pool's: the NVIDIADriver's nodeSelector,
+  GPU present, the owner label, the OS ID, the OS version (its major,
+  ``VERSION_ID.major``, for ol, rocky and rhel, whose image tags carry only the
+  major) and the kernel. A node without the NFD labels its pool needs is left
+  out (and named in the status).
 
 Names (§6.1): the DaemonSet is ``nvidia-<driverType>-driver-<osTag>-<hash>``,
 the hash NVIDIA's short hash of the CR's UID (plus ``-<kernel>`` for
-precompiled pools), the prefix cut so the name fits 63 characters; the
+precompiled pools, ``-<rhcos version>`` for OpenShift pools), the prefix cut so the
+name fits 63 characters; the
 ServiceAccount and RBAC are ``nvidia-<driverType>-driver-<cr>-<osTag>``
 (``nvidia-vgpu-manager-<cr>-<osTag>`` for ``vgpu-host-manager``).
 """
@@ -45,6 +49,8 @@ from platforms.gpu.images import sanitize_kernel
 DRIVER_OWNER_LABEL: Final = "nvidia.com/gpu-operator.driver.owner"
 APP_NAME_MAX: Final = 63
 OBJECT_NAME_MAX: Final = 253
+OS_MAJOR_LABEL: Final = "feature.node.kubernetes.io/system-os_release.VERSION_ID.major"
+OSTREE_LABEL: Final = "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION"
 
 __all__ = [
     "APP_NAME_MAX",
@@ -146,6 +152,8 @@ class NodePool:
     nodes: tuple[str, ...] = ()
     first: GPUNode | None = None
     """A node of the pool (the OS-dependent parts of the render read it)."""
+    rhcos: str = ""
+    """The RHCOS (OSTree) release of an OpenShift pool ("" elsewhere)."""
 
     @property
     def os_tag(self) -> str:
@@ -154,7 +162,10 @@ class NodePool:
 
     @property
     def name(self) -> str:
-        """``<osTag>``, or ``<osTag>-<sanitized kernel>`` for a precompiled pool."""
+        """``<osTag>``, ``<osTag>-<sanitized kernel>`` for a precompiled pool, the RHCOS
+        release for an OpenShift one."""
+        if self.rhcos:
+            return self.rhcos
         if self.kernel:
             return f"{self.os_tag}-{sanitize_kernel(self.kernel)}"
         return self.os_tag
@@ -166,38 +177,60 @@ def node_pools(
     owners: Mapping[str, str | None],
     *,
     precompiled: bool,
+    selector: Mapping[str, str] | None = None,
+    openshift: bool = False,
 ) -> tuple[list[NodePool], list[str]]:
     """The pools of the GPU nodes ``owners`` (``assign_owners``) gives to ``owner``, sorted
-    by pool name, and the names of its nodes left out for missing NFD labels."""
-    grouped: dict[tuple[str, str, str], list[GPUNode]] = {}
+    by pool name, and the names of its nodes left out for missing NFD labels.
+    ``selector`` is the NVIDIADriver's own nodeSelector (part of every pool's)."""
+    grouped: dict[tuple[str, str, str, str], list[GPUNode]] = {}
     missing: list[str] = []
+    rhcos_pools = openshift and not precompiled
     for node in sorted(nodes, key=_name):
         if owners.get(_name(node)) != owner:
             continue
         gpu = GPUNode.from_node(node)
-        if not gpu.os_id or not gpu.os_version or (precompiled and not gpu.kernel):
+        rhcos = gpu.labels.get(OSTREE_LABEL, "") if rhcos_pools else ""
+        major = "" if gpu.os_tag.endswith(gpu.os_version) else gpu.labels.get(OS_MAJOR_LABEL, "")
+        if (
+            not gpu.os_id
+            or not gpu.os_version
+            or (precompiled and not gpu.kernel)
+            or (rhcos_pools and not rhcos)
+            or (not gpu.os_tag.endswith(gpu.os_version) and not major)
+        ):
             missing.append(gpu.name)
             continue
-        key = (gpu.os_id, gpu.os_version, gpu.kernel if precompiled else "")
+        # one pool per OS tag (per kernel, per RHCOS release), as NVIDIA names its pools
+        key = (gpu.os_id, gpu.os_tag, gpu.kernel if precompiled else "", rhcos)
         grouped.setdefault(key, []).append(gpu)
     pools: list[NodePool] = []
-    for (os_id, os_version, kernel), members in grouped.items():
-        selector = {
+    for (os_id, _tag, kernel, rhcos), members in grouped.items():
+        os_version = members[0].os_version
+        pool_selector = {
+            **(selector or {}),
             GPU_PRESENT_LABEL: "true",
             DRIVER_OWNER_LABEL: owner,
             OS_ID_LABEL: os_id,
-            OS_VERSION_LABEL: os_version,
         }
+        first = members[0]
+        if first.os_tag.endswith(os_version):
+            pool_selector[OS_VERSION_LABEL] = os_version
+        else:
+            pool_selector[OS_MAJOR_LABEL] = first.labels.get(OS_MAJOR_LABEL, "")
         if kernel:
-            selector[KERNEL_LABEL] = kernel
+            pool_selector[KERNEL_LABEL] = kernel
+        if rhcos:
+            pool_selector[OSTREE_LABEL] = rhcos
         pools.append(
             NodePool(
                 os_id=os_id,
                 os_version=os_version,
                 kernel=kernel,
-                node_selector=selector,
+                node_selector=pool_selector,
                 nodes=tuple(n.name for n in members),
-                first=members[0],
+                first=first,
+                rhcos=rhcos,
             )
         )
     pools.sort(key=lambda p: p.name)
@@ -207,7 +240,12 @@ def node_pools(
 def app_name(driver_type: str, uid: str, pool: NodePool) -> str:
     """The DaemonSet name: ``nvidia-<driverType>-driver-<osTag>-<hash>`` (≤ 63 characters)."""
     prefix = f"nvidia-{driver_type}-driver-{pool.os_tag}"
-    digest = short_hash(f"{uid}-{pool.kernel}" if pool.kernel else uid)
+    if pool.kernel:
+        digest = short_hash(f"{uid}-{pool.kernel}")
+    elif pool.rhcos:
+        digest = short_hash(f"{uid}-{pool.rhcos}")
+    else:
+        digest = short_hash(uid)
     name = f"{prefix}-{digest}"
     if len(name) > APP_NAME_MAX:
         name = f"{prefix[: APP_NAME_MAX - len(digest) - 1]}-{digest}"

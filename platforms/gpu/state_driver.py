@@ -16,7 +16,6 @@ from typing import Any
 
 from api.nvidia.v1.clusterpolicy import ContainerProbeSpec, DriverSpec
 from manifests import configmap
-from manifests.hashing import hash_value
 from manifests.meta import object_meta
 from platforms.gpu import transforms as t
 from platforms.gpu.common import (
@@ -33,13 +32,19 @@ from platforms.gpu.common import (
     field_env,
     host_path,
     mount,
-    policy_rule,
     rbac,
 )
 from platforms.gpu.context import StateContext
 from platforms.gpu.errors import RenderError
 from platforms.gpu.facts import KERNEL_LABEL, OS_ID_LABEL, OS_VERSION_LABEL, GPUNode
 from platforms.gpu.images import driver_image, image_path, pull_policy, sanitize_kernel
+from platforms.gpu.nvidiadriver_daemonset import (
+    STARTUP_PROBE_SCRIPT,
+    WAIT_FOR_DRIVER,
+    cluster_rules,
+    role_rules,
+)
+from platforms.gpu.nvidiadriver_digest import config_digest, from_pod_spec
 
 NAME = "nvidia-driver"
 DAEMONSET = "nvidia-driver-daemonset"
@@ -52,27 +57,6 @@ PEERMEM = "nvidia-peermem-ctr"
 GDS = "nvidia-fs-ctr"
 GDRCOPY = "nvidia-gdrcopy-ctr"
 DTK = "openshift-driver-toolkit-ctr"
-
-STARTUP_PROBE_SCRIPT = """#!/bin/sh
-# Driver container startup probe: ready once the nvidia module is loaded and
-# nvidia-smi answers. Records for the validator which extra modules this
-# driver pod loads, in /run/nvidia/validations/.driver-ctr-ready.
-if [ ! -f /sys/module/nvidia/refcnt ]; then
-  echo "nvidia kernel module is not loaded yet"
-  exit 1
-fi
-if ! nvidia-smi > /dev/null 2>&1; then
-  echo "nvidia-smi failed"
-  exit 1
-fi
-mkdir -p /run/nvidia/validations
-cat > /run/nvidia/validations/.driver-ctr-ready <<EOF
-GDRCOPY_ENABLED=${GDRCOPY_ENABLED:-false}
-GDS_ENABLED=${GDS_ENABLED:-false}
-GPU_DIRECT_RDMA_ENABLED=${GPU_DIRECT_RDMA_ENABLED:-false}
-EOF
-exit 0
-"""
 
 REPO_DIRS = {
     "ubuntu": "/etc/apt/sources.list.d",
@@ -112,27 +96,15 @@ NODE_RULES = ["get", "list", "watch", "patch", "update"]
 
 
 def driver_rbac(ctx: StateContext, name: str) -> list[dict[str, Any]]:
-    """The driver pods' ServiceAccount and RBAC, all called ``name`` (shared with NVIDIADriver)."""
-    return rbac(
-        ctx,
-        name,
-        [
-            policy_rule([""], ["pods"], ["get", "list", "watch", "delete"]),
-            policy_rule(["apps"], ["daemonsets", "controllerrevisions"], ["get", "list", "watch"]),
-            policy_rule([""], ["configmaps", "secrets"], ["get", "list", "watch"]),
-        ],
-        [
-            policy_rule([""], ["nodes"], NODE_RULES),
-            policy_rule([""], ["pods"], ["get", "list", "watch", "delete"]),
-            policy_rule([""], ["pods/eviction"], ["create"]),
-            policy_rule(["apps"], ["daemonsets"], ["get", "list", "watch"]),
-        ],
-    )
+    """The driver pods' ServiceAccount and RBAC, all called ``name``, rule for rule as NVIDIA
+    grants them (the same rules as an NVIDIADriver pool's)."""
+    return rbac(ctx, name, role_rules(), cluster_rules())
 
 
 def startup_probe_config_map(name: str = STARTUP_PROBE_CONFIGMAP) -> dict[str, Any]:
-    """The ConfigMap holding the driver container's startup probe script."""
-    return configmap.build(object_meta(name), {"startup-probe.sh": STARTUP_PROBE_SCRIPT})
+    """The ConfigMap holding the driver container's startup probe script (NVIDIA's labels)."""
+    meta = object_meta(name, labels={"app": DAEMONSET, COMPONENT_LABEL: "nvidia-driver"})
+    return configmap.build(meta, {"startup-probe.sh": STARTUP_PROBE_SCRIPT})
 
 
 def build(ctx: StateContext) -> list[dict[str, Any]]:
@@ -252,8 +224,12 @@ def _asset(ctx: StateContext) -> dict[str, Any]:
             mount("dev-log", "/dev/log", read_only=True),
             mount("run-mellanox-drivers", "/run/mellanox/drivers", propagation=HTOC),
         ],
-        startupProbe=_exec_probe(["nvidia-driver", "probe_nvidia_peermem"], 10, 10, 10, 120),
-        livenessProbe=_exec_probe(["nvidia-driver", "probe_nvidia_peermem"], 30, 30, 10, 1),
+        startupProbe=_exec_probe(
+            ["sh", "-c", "nvidia-driver probe_nvidia_peermem"], 10, 10, 10, 120
+        ),
+        livenessProbe=_exec_probe(
+            ["sh", "-c", "nvidia-driver probe_nvidia_peermem"], 30, 30, 10, 1
+        ),
     )
     sidecar_mounts = [
         mount("run-nvidia", "/run/nvidia", propagation=HTOC),
@@ -333,11 +309,9 @@ def _asset(ctx: StateContext) -> dict[str, Any]:
 
 
 def _sidecar_script(installer: str) -> str:
-    return (
-        "until [ -d /run/nvidia/driver/usr/src ] && lsmod | grep -q '^nvidia '; do "
-        "echo waiting for the nvidia driver; sleep 10; done; "
-        f"exec {installer} install"
-    )
+    """NVIDIA's wait-for-the-driver command line, word for word (a different string is a pod
+    template change on a cluster NVIDIA's operator set up)."""
+    return WAIT_FOR_DRIVER.format(installer=installer)
 
 
 def _exec_probe(
@@ -447,7 +421,7 @@ def transform_driver(
     t.remove_containers(ds, DTK)
 
     # 14. the digest the upgrade controller compares to restart instead of reinstall
-    digest = _config_digest(driver, image, ds)
+    digest = _config_digest(ds)
     for name in (MANAGER, DRIVER_CTR, DTK):
         c = t.find(ds, name)
         if c is not None:
@@ -633,14 +607,6 @@ def _subscriptions(
         ctr.setdefault("volumeMounts", []).append(mount(name, ctr_path, read_only=True))
 
 
-def _config_digest(driver: DriverSpec, image: str, ds: dict[str, Any]) -> str:
-    """A hash of what the driver installs with: the image, the driver spec (without
-    the upgrade policy and probes) and the containers as rendered so far."""
-    spec = driver.model_dump(
-        by_alias=True,
-        exclude_none=True,
-        mode="json",
-        exclude={"upgrade_policy", "startup_probe", "liveness_probe", "readiness_probe"},
-    )
-    containers = [{k: v for k, v in c.items() if k not in ("env",)} for c in t.all_containers(ds)]
-    return hash_value({"image": image, "spec": spec, "containers": containers})
+def _config_digest(ds: dict[str, Any]) -> str:
+    """NVIDIA's ``DRIVER_CONFIG_DIGEST`` of the transformed pod spec (``nvidiadriver_digest``)."""
+    return config_digest(from_pod_spec(t.pod_spec(ds)))

@@ -31,8 +31,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{- define "nimctl.image" -}}
-{{- $tag := default .Chart.AppVersion .Values.operator.image.tag -}}
-{{- printf "%s:%s" .Values.operator.image.repository $tag -}}
+{{- $image := include "nimctl.operatorImage" . | splitList "|" -}}
+{{- printf "%s:%s" (index $image 0) (index $image 1) -}}
 {{- end -}}
 
 {{- define "nimctl.webhookServiceName" -}}

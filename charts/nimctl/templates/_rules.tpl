@@ -29,13 +29,17 @@ used is missing, nothing granted goes unused (exceptions are marked
 
 {{- define "nimctl.rules.nim" -}}
 # NIMService, NIMCache, NIMPipeline, NIMBuild: reconciled from the cache, status
-# patched; NIMCache and NIMPipeline carry a finalizer.
+# patched; NIMCache, NIMPipeline and NIMBuild carry a finalizer.
 - group: apps.nvidia.com
-  resources: [nimservices, nimbuilds]
+  resources: [nimservices]
   verbs: [list, watch]
 - group: apps.nvidia.com
-  resources: [nimcaches, nimpipelines]
+  resources: [nimcaches, nimpipelines, nimbuilds]
   verbs: [list, watch, patch]
+# NIMBuild reads its NIMCache from the API server before adding the built profile.
+- group: apps.nvidia.com
+  resources: [nimcaches]
+  verbs: [get]
 - group: apps.nvidia.com
   resources: [nimservices/status, nimcaches/status, nimpipelines/status, nimbuilds/status]
   verbs: [patch]
@@ -69,6 +73,10 @@ used is missing, nothing granted goes unused (exceptions are marked
 - group: ""
   resources: [configmaps, secrets]
   verbs: [get, list, watch, create, update, delete]
+# NIMBuild adds the built engine's local manifest to its NIMCache's manifest ConfigMap.
+- group: ""
+  resources: [configmaps]
+  verbs: [patch]
 - group: batch
   resources: [jobs]
   verbs: [get, list, watch, create, update, delete]
@@ -242,7 +250,7 @@ used is missing, nothing granted goes unused (exceptions are marked
   verbs: [get, list, watch, create, update, delete]
 - group: apps
   resources: [controllerrevisions]
-  verbs: [get, list, watch]
+  verbs: [list, watch]
 - group: ""
   resources: [serviceaccounts, services, configmaps]
   verbs: [get, list, watch, create, update, delete]
@@ -296,6 +304,64 @@ used is missing, nothing granted goes unused (exceptions are marked
   resources: [servicemonitors]
   verbs: [get, list, watch, create, update, delete]
   api: monitoring.coreos.com/v1/ServiceMonitor
+# The driver ClusterRole (ClusterPolicy's state-driver and every NVIDIADriver pool)
+# grants these, as NVIDIA's does; we must hold them to write it (no escalate).
+# (resourceclaims get/list: in the GPUCluster operands' rule below.)
+- group: config.openshift.io
+  resources: [clusterversions]
+  verbs: [get, list]
+# GPUCluster: reconciled, status patched, its finalizer (dra-resourceclaim) set.
+- group: nvidia.com
+  resources: [gpuclusters]
+  verbs: [list, watch, patch]
+- group: nvidia.com
+  resources: [gpuclusters/status]
+  verbs: [patch]
+# exception: see the NIM finalizers.
+- group: nvidia.com
+  resources: [gpuclusters/finalizers]
+  verbs: [update]
+# GPUCluster's operands: the DRA driver's controller Deployment, its DeviceClasses,
+# the operands' admin-access claim templates, the ResourceSlice admission policy;
+# the admin-access label on the operator namespace.
+- group: apps
+  resources: [deployments]
+  verbs: [get, list, watch, create, update, delete]
+- group: resource.k8s.io
+  resources: [deviceclasses]
+  verbs: [get, list, watch, create, update, delete]
+- group: resource.k8s.io
+  resources: [resourceclaimtemplates]
+  verbs: [get, list, watch, create, update, delete]
+- group: admissionregistration.k8s.io
+  resources: [validatingadmissionpolicies, validatingadmissionpolicybindings]
+  verbs: [get, list, watch, create, update, delete]
+- group: ""
+  resources: [namespaces]
+  verbs: [get, patch]
+# What the DRA driver's, DCGM's and the exporter's Roles and ClusterRoles grant:
+# Kubernetes lets us write them only if we hold it ourselves (no escalate).
+- group: resource.k8s.io
+  resources: [resourceslices]
+  verbs: [get, list, watch, create, update, delete]
+- group: resource.k8s.io
+  resources: [resourceclaims]
+  verbs: [get, list, watch]
+- group: resource.nvidia.com
+  resources: [computedomains, computedomains/status]
+  verbs: [get, list, watch, update, patch]
+- group: resource.nvidia.com
+  resources: [computedomaincliques]
+  verbs: [get, list, watch, create, update, patch]
+- group: coordination.k8s.io
+  resources: [leases]
+  verbs: [get, create, update]
+- group: apps
+  resources: [daemonsets, deployments]
+  verbs: [patch]
+- group: ""
+  resources: [pods]
+  verbs: [patch]
 {{- end -}}
 
 {{/* Leader election, in the release namespace only (role.yaml). */}}

@@ -3,10 +3,12 @@
 Each pass: resolve the active ClusterPolicy; with upgrades off (no
 ``upgradePolicy``, ``autoUpgrade: false``, sandbox workloads, driver disabled)
 remove the state labels; with no ClusterPolicy or the drivers handed to
-NVIDIADriver (``useNvidiaDriverCRD``) run one plan per NVIDIADriver over the
-nodes it owns (``partition``: its own policy, slots and DaemonSets; node
-Events, and the ClusterPolicy's condition over all of them when there is
-one); otherwise read the snapshot
+NVIDIADriver (``useNvidiaDriverCRD``) first release the nodes no NVIDIADriver
+owns (a ClusterPolicy or NVIDIADriver deleted mid-upgrade: state label and
+upgrade annotations removed, nodes the upgrade cordoned uncordoned), then run
+one plan per NVIDIADriver over the nodes it owns (``partition``: its own
+policy, slots and DaemonSets; node Events, and the ClusterPolicy's condition
+over all of them when there is one); otherwise read the snapshot
 (cache, plus the pods of the few nodes that wait for jobs, delete GPU pods or
 drain, and the PodDisruptionBudgets while a node drains), ``plan`` one pass,
 ``execute`` it, report (node Events, the ClusterPolicy's ``DriverUpgrade``
@@ -27,7 +29,7 @@ from controllers.gpu.upgrade import consts as c
 from controllers.gpu.upgrade import metrics
 from controllers.gpu.upgrade.executor import Outcome, execute
 from controllers.gpu.upgrade.partition import NVIDIADRIVER_API, NVIDIADRIVER_KIND, partitions
-from controllers.gpu.upgrade.plan import NodePatch, Plan, clear_states, plan
+from controllers.gpu.upgrade.plan import NodePatch, Plan, clear_states, plan, release_nodes
 from controllers.gpu.upgrade.policy import DEFAULT_STALL_SECONDS, UpgradePolicy
 from controllers.gpu.upgrade.report import (
     NodeReport,
@@ -190,6 +192,10 @@ class UpgradeReconciler:
             drivers = []  # the NVIDIADriver CRD is not installed
         daemonsets = await self.cache.list("apps/v1", "DaemonSet", self.namespace)
         parts = partitions(drivers, nodes, daemonsets, stall_after_seconds=self.stall_after_seconds)
+        # Nodes no NVIDIADriver owns (and, here, no ClusterPolicy upgrades): an upgrade
+        # left on them by a deleted ClusterPolicy or NVIDIADriver is undone.
+        owned = {name_of(n) for p in parts for n in p.nodes}
+        await self._write_patches(release_nodes(n for n in nodes if name_of(n) not in owned))
         if not any(p.policy is not None for p in parts):
             await self._write_patches(
                 clear_states(n for p in parts if not p.error for n in p.nodes)

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from controllers.gpu.upgrade import consts as c
 from controllers.gpu.upgrade.pods import (
@@ -65,7 +65,15 @@ RETRY_SECONDS = 1.0
 BLOCKED_RETRY_SECONDS = 5.0
 """How soon an eviction a PodDisruptionBudget refused is tried again (kubectl drain's 5 s)."""
 
-__all__ = ["RETRY_SECONDS", "NodePatch", "Plan", "PodAction", "clear_states", "plan"]
+__all__ = [
+    "RETRY_SECONDS",
+    "NodePatch",
+    "Plan",
+    "PodAction",
+    "clear_states",
+    "plan",
+    "release_nodes",
+]
 
 
 @dataclass
@@ -581,4 +589,57 @@ def clear_states(nodes: Iterable[Obj]) -> dict[str, NodePatch]:
         labels = dig(node, "metadata", "labels") or {}
         if c.STATE_LABEL in labels:
             out[name_of(node)] = NodePatch(labels={c.STATE_LABEL: None})
+    return out
+
+
+#: States in which the upgrade has cordoned the node (or is about to), unless it was
+#: cordoned before the upgrade took it (``INITIAL_UNSCHEDULABLE_ANNOTATION``).
+CORDONED_STATES: Final = frozenset(
+    {
+        c.CORDON_REQUIRED,
+        c.WAIT_FOR_JOBS_REQUIRED,
+        c.POD_DELETION_REQUIRED,
+        c.DRAIN_REQUIRED,
+        c.NODE_MAINTENANCE_REQUIRED,
+        c.POST_MAINTENANCE_REQUIRED,
+        c.POD_RESTART_REQUIRED,
+        c.FAILED,
+        c.VALIDATION_REQUIRED,
+        c.UNCORDON_REQUIRED,
+    }
+)
+
+#: What the upgrade writes on a node and takes back when no policy governs it any more.
+#: Not the user's (``UPGRADE_REQUESTED``, the skip labels) nor the driver's (safe load).
+UPGRADE_ANNOTATIONS: Final = (
+    c.INITIAL_UNSCHEDULABLE_ANNOTATION,
+    c.WAIT_FOR_JOBS_START_ANNOTATION,
+    c.VALIDATION_START_ANNOTATION,
+    c.POD_DELETION_START_ANNOTATION,
+    c.DRAIN_START_ANNOTATION,
+    c.STATE_SINCE_ANNOTATION,
+    c.FAILED_REVISION_ANNOTATION,
+)
+
+
+def release_nodes(nodes: Iterable[Obj]) -> dict[str, NodePatch]:
+    """Patches that undo an upgrade no policy governs any more (its ClusterPolicy or
+    NVIDIADriver deleted mid-upgrade): the state label and the upgrade's annotations go,
+    and a node the upgrade cordoned is uncordoned (one cordoned before it stays so)."""
+    out: dict[str, NodePatch] = {}
+    for node in nodes:
+        labels = dig(node, "metadata", "labels") or {}
+        annotations = dig(node, "metadata", "annotations") or {}
+        state = labels.get(c.STATE_LABEL)
+        patch = NodePatch()
+        if c.STATE_LABEL in labels:
+            patch.labels[c.STATE_LABEL] = None
+        for key in UPGRADE_ANNOTATIONS:
+            if key in annotations:
+                patch.annotations[key] = None
+        ours = annotations.get(c.INITIAL_UNSCHEDULABLE_ANNOTATION) != "true"
+        if state in CORDONED_STATES and ours and dig(node, "spec", "unschedulable"):
+            patch.unschedulable = False
+        if patch.body():
+            out[name_of(node)] = patch
     return out

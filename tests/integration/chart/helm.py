@@ -47,14 +47,14 @@ def require_helm() -> Any:
     return helm_python
 
 
-def render(
-    values: dict[str, Any] | None = None,
+def _manifests(
+    values: dict[str, Any] | None,
     *,
-    name: str = "nimctl",
-    namespace: str = "nimctl-system",
-    api_versions: list[str] | None = None,
-) -> list[dict[str, Any]]:
-    """The chart's objects (CRDs excluded, as ``helm template`` without --include-crds)."""
+    name: str,
+    namespace: str,
+    api_versions: list[str] | None,
+) -> dict[str, str]:
+    """Helm's rendered templates by path (NOTES.txt included), after the schema check."""
     helm = require_helm()
     from helm_python import _native  # Chart.render does not take api_versions yet
 
@@ -71,6 +71,24 @@ def render(
             "helm_render", chart._raw(), json.dumps(values or {}), json.dumps(opts)
         )
     manifests: dict[str, str] = json.loads(raw)
+    return manifests
+
+
+def notes(values: dict[str, Any] | None = None, *, namespace: str = "nimctl-system") -> str:
+    """What ``helm install`` prints after installing (templates/NOTES.txt)."""
+    manifests = _manifests(values, name="nimctl", namespace=namespace, api_versions=None)
+    return next(text for path, text in manifests.items() if path.endswith("NOTES.txt"))
+
+
+def render(
+    values: dict[str, Any] | None = None,
+    *,
+    name: str = "nimctl",
+    namespace: str = "nimctl-system",
+    api_versions: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The chart's objects (CRDs excluded, as ``helm template`` without --include-crds)."""
+    manifests = _manifests(values, name=name, namespace=namespace, api_versions=api_versions)
     yaml = YAML(typ="safe", pure=True)
     objects: list[dict[str, Any]] = []
     for path in sorted(manifests):

@@ -332,7 +332,8 @@ async def exercise_nemo(admin: Client, namespace: str) -> None:
 
 async def exercise_gpu(admin: Client) -> None:
     """The default ClusterPolicy to ready, its DCGM exporter switched off (pruned), NVIDIA's
-    NVIDIADriver sample disabled beside it, deleted."""
+    NVIDIADriver sample disabled beside it, deleted; then NVIDIA's GPUCluster sample
+    deployed and deleted."""
     policy = _one(example("clusterpolicy-defaults.yaml", "unused"), "ClusterPolicy")
     await admin.create(policy)
     name = policy["metadata"]["name"]
@@ -356,6 +357,18 @@ async def exercise_gpu(admin: Client) -> None:
     await admin.delete("nvidia.com/v1alpha1", "NVIDIADriver", driver["metadata"]["name"])
     await admin.delete("nvidia.com/v1", "ClusterPolicy", name)
     await gone(admin, "nvidia.com/v1", "ClusterPolicy", name, None)
+    # The DRA stack: NVIDIA's GPUCluster sample, deployed once the ClusterPolicy is
+    # gone, then deleted (its claim consumers drained first).
+    cluster = YAML(typ="safe", pure=True).load((EXAMPLES_DIR / "gpucluster-sample.yaml").read_text())
+    await admin.create(cluster)
+
+    async def dra_deployed() -> bool:
+        items = (await admin.list("apps/v1", "DaemonSet"))["items"]
+        return any(d["metadata"]["name"] == "nvidia-dra-validator" for d in items)
+
+    await poll(dra_deployed, "the GPUCluster's DaemonSets")
+    await admin.delete("nvidia.com/v1alpha1", "GPUCluster", "gpu-cluster")
+    await gone(admin, "nvidia.com/v1alpha1", "GPUCluster", "gpu-cluster", None)
 
 
 async def exercise_pipeline(admin: Client, namespace: str) -> None:
@@ -380,6 +393,19 @@ async def exercise_pipeline(admin: Client, namespace: str) -> None:
     await poll(updated, "the pipeline's NIMService updated to 2 replicas")
     await admin.delete(API, "NIMPipeline", name, namespace)
     await gone(admin, API, "NIMPipeline", name, namespace)
+
+
+async def exercise_build(admin: Client, namespace: str) -> None:
+    """The NIMBuild example: its NIMCache Ready, the build Ready (finalizer, build pod,
+    status), then both deleted (the finalizer released)."""
+    objects = example("nimbuild-engine.yaml", namespace)
+    await create_all(admin, objects)
+    cache, build = _one(objects, "NIMCache")["metadata"], _one(objects, "NIMBuild")["metadata"]
+    await state_of(admin, API, "NIMBuild", build["name"], namespace, {"Ready"})
+    await admin.delete(API, "NIMBuild", build["name"], namespace)
+    await gone(admin, API, "NIMBuild", build["name"], namespace)
+    await admin.delete(API, "NIMCache", cache["name"], namespace)
+    await gone(admin, API, "NIMCache", cache["name"], namespace)
 
 
 async def scrape_metrics(env: Installed) -> int:
@@ -413,4 +439,5 @@ async def exercise_all(env: Installed) -> None:
         exercise_nemo(env.admin, "nemo"),
         exercise_gpu(env.admin),
         exercise_pipeline(env.admin, "pipeline"),
+        exercise_build(env.admin, "build"),
     )

@@ -44,11 +44,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 # - optional APIs (Gateway API routes, KServe, DRA claim templates, ...): granted
 #   up front so the operator can use one installed later; where served, they
 #   must be watched, writes need examples the docs do not all have;
-# - the status of a kind with no docs example yet (NIMBuild), and the
-#   PodDisruptionBudgets a driver upgrade reads only while it drains workloads;
+# - the PodDisruptionBudgets a driver upgrade reads only while it drains workloads;
 # - the Endpoints the OpenShift-only prometheus-k8s Role grants cluster monitoring.
 NO_EXAMPLE = {
-    ("apps.nvidia.com", "nimbuilds/status"),
     ("policy", "poddisruptionbudgets"),  # read only while a driver upgrade drains workloads
     ("", "endpoints"),  # granted on OpenShift only (state-operator-metrics' prometheus-k8s Role)
 }
@@ -123,11 +121,24 @@ async def controllers_of(env: Installed) -> list[Any]:
 
 
 def granted_atoms(objects: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
-    """(verb, group, resource, resourceName) for every grant of the ClusterRole and Role."""
+    """(verb, group, resource, resourceName) for every grant of the operator's ClusterRole and Role."""
+    return granted_atoms_of(
+        [
+            o
+            for o in objects
+            if not o["metadata"]["name"].endswith("-metrics-reader")  # for Prometheus
+            # a hook's own ServiceAccount (the CRD upgrade Job): test_crd_hook.py
+            and "helm.sh/hook" not in (o["metadata"].get("annotations") or {})
+        ]
+    )
+
+
+def granted_atoms_of(objects: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """(verb, group, resource, resourceName) for every grant of the ClusterRoles and Roles."""
     atoms = []
     for obj in objects:
-        if obj["kind"] not in ("ClusterRole", "Role") or obj["metadata"]["name"].endswith("-metrics-reader"):
-            continue  # the metrics reader is for Prometheus, not the operator
+        if obj["kind"] not in ("ClusterRole", "Role"):
+            continue
         for rule in obj.get("rules") or []:
             for verb in rule["verbs"]:
                 for group in rule["apiGroups"]:

@@ -247,3 +247,31 @@ def test_bad_values_are_refused_saying_which_key() -> None:
     with pytest.raises(helm.HelmValuesError) as err:
         render({"operator": {"admissionController": {"tls": {"mode": "self"}}}})
     assert "mode" in str(err.value)
+
+
+def test_two_replicas_survive_a_drain_and_a_node_failure() -> None:
+    """A PodDisruptionBudget keeps one replica up in a drain; anti-affinity spreads them."""
+    objects = render()
+    deployment = find(objects, "Deployment")
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    pdb = find(objects, "PodDisruptionBudget", "nimctl")
+    assert pdb["metadata"]["namespace"] == NS
+    assert pdb["spec"] == {"minAvailable": 1, "selector": {"matchLabels": selector}}
+    anti = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    term = anti["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == selector
+    # one replica: nothing to keep up or spread; a user's affinity replaces ours
+    single = render({"operator": {"replicas": 1}})
+    assert not [o for o in single if o["kind"] == "PodDisruptionBudget"]
+    assert "affinity" not in find(single, "Deployment")["spec"]["template"]["spec"]
+    mine = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "role", "operator": "In", "values": ["infra"]}]}]}}}  # fmt: skip
+    custom = render({"operator": {"affinity": mine}})
+    assert find(custom, "Deployment")["spec"]["template"]["spec"]["affinity"] == mine
+
+
+def test_the_operator_may_patch_nimbuilds_for_its_finalizer() -> None:
+    rules = [r for r in rules_of(render()) if "nimbuilds" in r.get("resources", [])]
+    assert any("patch" in r["verbs"] for r in rules)

@@ -3,11 +3,12 @@ one of them removed, the operator (run as the chart's pod, on the same examples)
 is refused something that rule grants, with a 403 or an escalation refusal.
 
 Documented exceptions (docs/install.md): the */finalizers rules (only the
-OwnerReferencesPermissionEnforcement admission plugin checks them), the status
-of NIMBuild (no docs example yet), the PodDisruptionBudgets a driver upgrade
-reads only while it drains workloads, the Endpoints the OpenShift-only
-``prometheus-k8s`` Role grants, and rules for optional APIs this cluster does
-not serve (granted up front for when they are installed).
+OwnerReferencesPermissionEnforcement admission plugin checks them), the
+PodDisruptionBudgets a driver upgrade reads only while it drains workloads, the
+Endpoints the OpenShift-only ``prometheus-k8s`` Role grants, rules for optional
+APIs this cluster does not serve (granted up front for when they are installed),
+and leader-election Role rules the ClusterRole also grants cluster-wide (the GPU
+group's leases).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from tests.integration.chart.scenario import (
     stop_installed,
 )
 
-EXEMPT = ("/finalizers", "nimbuilds/status", "poddisruptionbudgets", "endpoints")
+EXEMPT = ("/finalizers", "poddisruptionbudgets", "endpoints")
 ROLES = ("nimctl", "nimctl-leader-election")
 
 
@@ -41,11 +42,27 @@ def _rules(objects: list[dict[str, Any]], served: set[tuple[str, str]]) -> list[
     """The rules to remove one by one: not the exceptions, not resources this cluster
     does not serve (optional APIs granted up front)."""
     out = []
+    cluster_wide = {
+        (g, r, v)
+        for obj in objects
+        if obj["kind"] == "ClusterRole" and obj["metadata"]["name"] == ROLES[0]
+        for rule in obj["rules"]
+        for g in rule.get("apiGroups", [])
+        for r in rule.get("resources", [])
+        for v in rule.get("verbs", [])
+    }
     for obj in objects:
         if obj["kind"] in ("ClusterRole", "Role") and obj["metadata"]["name"] in ROLES:
             for i, rule in enumerate(obj["rules"]):
                 resources = rule.get("resources", [])
                 if any(r.endswith(EXEMPT) for r in resources):
+                    continue
+                grants = {(g, r, v) for g in rule.get("apiGroups", []) for r in resources
+                          for v in rule.get("verbs", [])}  # fmt: skip
+                if obj["metadata"]["name"] == ROLES[1] and grants <= cluster_wide:
+                    # The leader-election Role is redundant while the ClusterRole holds the
+                    # same grants everywhere (the GPU group does: the DRA driver's controller
+                    # ClusterRole hands on leases); it is what remains with gpu.enabled=false.
                     continue
                 base = {(g, r.split("/")[0]) for g in rule.get("apiGroups", []) for r in resources}
                 if base & OPTIONAL_RESOURCES and not base <= served:

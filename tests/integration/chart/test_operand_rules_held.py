@@ -13,11 +13,6 @@ import pytest
 from tests.integration.chart.helm import render, require_helm
 from tests.unit.platforms_gpu.helpers import facts, node, objects
 
-# Granted by the chart with the driver state's rules (the NVIDIADriver/driver part of
-# issue 23 gives the driver's ClusterRole `clusterversions` get/list, as NVIDIA's); the
-# sandbox operands need it too. Drop this once that part is merged.
-PENDING = {("config.openshift.io", "clusterversions")}
-
 VARIANTS: dict[str, dict[str, Any]] = {
     "default, every optional state": {
         "dcgm": {"enabled": True},
@@ -80,8 +75,7 @@ def test_the_operator_holds_what_each_operand_role_grants(variant: str, openshif
         {
             (group, resource, verb, name, where)
             for group, resource, verb, name, where in _granted(VARIANTS[variant], openshift)
-            if (group, resource) not in PENDING
-            and not any(_covers(r, group, resource, verb, name) for r in cluster_role["rules"])
+            if not any(_covers(r, group, resource, verb, name) for r in cluster_role["rules"])
         }
     )
     assert missing == [], f"the chart's ClusterRole lacks what these roles grant: {missing}"

@@ -32,8 +32,10 @@ def source_cm(name: str, namespace: str = "default", data: dict[str, str] | None
 
 
 class EchoReconciler:
-    def __init__(self, manager: Manager, identity: str = "") -> None:
+    def __init__(self, manager: Manager, identity: str = "", events: bool = False) -> None:
         self.manager = manager
+        # with events: a Normal "Echoed" Event on the source for every write
+        self.recorder = manager.event_recorder("echo") if events else None
         self.identity = identity
         self.writes = 0
         self.reconciles = 0
@@ -91,6 +93,7 @@ class EchoReconciler:
                 await client.create(desired)
             except AlreadyExists:
                 return Result(requeue=True)  # the cache is behind; look again
+            self._event(src, "created")
             return Result()
         if (current.get("data") or {}) != data:
             current["data"] = data
@@ -99,13 +102,23 @@ class EchoReconciler:
                 await client.update(current)
             except Conflict:
                 return Result(requeue=True)
+            self._event(src, "updated")
         return Result()
+
+    def _event(self, src: dict[str, Any], what: str) -> None:
+        if self.recorder is not None:
+            self.recorder.event(src, "Normal", "Echoed", f"copy {what}")
 
 
 def add_echo_controller(
-    manager: Manager, *, workers: int = 4, identity: str = "", name: str = "echo"
+    manager: Manager,
+    *,
+    workers: int = 4,
+    identity: str = "",
+    name: str = "echo",
+    events: bool = False,
 ) -> tuple[EchoReconciler, Controller]:
-    rec = EchoReconciler(manager, identity)
+    rec = EchoReconciler(manager, identity, events)
     ctrl = (
         Builder(manager)
         .named(name)

@@ -1,9 +1,11 @@
 """A minimal operator process for the leader-election tests: a Manager with the echo controller.
 
 Run as ``python -m tests.integration.runtime_controller.operator_proc --kubeconfig K
---identity I [--lease-duration 2 --renew-deadline 1.5 --retry-period 0.2]``.
-It installs the manager's own SIGTERM/SIGINT handling; exit status 0 after a
-graceful stop, 1 when the Lease was lost, 2 on any other failure.
+--identity I [--lease-duration 2 --renew-deadline 1.5 --retry-period 0.2] [--events]
+[--exit-on-loss]``. It installs the manager's own SIGTERM/SIGINT handling; exit
+status 0 after a graceful stop, 1 when the Lease was lost (only with
+``--exit-on-loss``: by default a lost Lease makes it a candidate again), 2 on
+any other failure.
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ async def run(args: argparse.Namespace) -> int:
         retry_period=args.retry_period,
         health_probe_bind_address=args.health,
         graceful_shutdown_timeout=5,
+        leader_election_exit_on_loss=args.exit_on_loss,
     )
     manager = Manager(client, options)
-    add_echo_controller(manager, identity=args.identity)
+    add_echo_controller(manager, identity=args.identity, events=args.events)
     try:
         await manager.start()
     except LeaderElectionLostError:
@@ -52,6 +55,8 @@ def main() -> int:
     p.add_argument("--renew-deadline", type=float, default=1.5)
     p.add_argument("--retry-period", type=float, default=0.2)
     p.add_argument("--health", default="0")
+    p.add_argument("--events", action="store_true", help="an Event for every write")
+    p.add_argument("--exit-on-loss", action="store_true", help="exit 1 when the Lease is lost")
     args = p.parse_args()
     configure_logging("console", "info")
     try:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
+import aiohttp
 
 from nimctl_runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
 
@@ -134,7 +134,7 @@ async def test_leader_that_cannot_renew_stops_writing_before_its_lease_can_expir
     env: Env,
 ) -> None:
     await create_sources(env, 3)
-    a = Member(env, "alice")
+    a = Member(env, "alice", health_probe_bind_address="127.0.0.1:0")
     await wait_holder(env, "alice", 5)
     a.rec.delay = 0.01
     b = Member(env, "bob")
@@ -155,11 +155,36 @@ async def test_leader_that_cannot_renew_stops_writing_before_its_lease_can_expir
         await asyncio.sleep(0.5)
         # alice is cut off from the Lease only; her ConfigMap writes still go through
         env.faults.inject_errors(500, resources="leases", users="alice")
-        with pytest.raises(LeaderElectionLostError):
-            async with asyncio.timeout(10):
-                await a.task
         await wait_holder(env, "bob", 2 * LEASE + 2)
-        await asyncio.sleep(0.5)
+        async with asyncio.timeout(10):
+            while a.manager.losses < 1:
+                await asyncio.sleep(0.02)
+        # alice stepped down and is a candidate again: still running, not leading,
+        # and still answering its probes (as it would its webhooks)
+        assert not a.task.done()
+        assert not a.manager.is_leader()
+        assert a.manager.health_server is not None
+        probes = f"http://127.0.0.1:{a.manager.health_server.port}"
+        async with aiohttp.ClientSession() as http:
+            for path in ("/healthz", "/readyz"):
+                async with http.get(probes + path) as resp:
+                    assert resp.status == 200, (path, await resp.text())
+        async with asyncio.timeout(10):
+            while not accepted_writes(env.audit, user="bob", resource="configmaps"):
+                await asyncio.sleep(0.02)
+        # the candidate leads again once bob goes: its controllers start a second time
+        env.faults.reset()
+        bob_stopped = env.audit.records()[-1].seq
+        b.stop.set()
+        await b.task
+        await wait_holder(env, "alice", 2 * LEASE + 2)
+        async with asyncio.timeout(10):
+            while not any(
+                r.seq > bob_stopped
+                for r in accepted_writes(env.audit, user="alice", resource="configmaps")
+            ):
+                await asyncio.sleep(0.02)
+        assert a.manager.is_leader() and not a.task.done()
     finally:
         churner.cancel()
         await asyncio.gather(churner, return_exceptions=True)
@@ -167,9 +192,12 @@ async def test_leader_that_cannot_renew_stops_writing_before_its_lease_can_expir
         await b.close()
 
     lease_writes = accepted_writes(env.audit, resource="leases")
-    alice_renewals = [r for r in lease_writes if r.user == "alice"]
     bob_acquired = next(r for r in lease_writes if r.user == "bob")
-    alice_writes = accepted_writes(env.audit, user="alice", resource="configmaps")
+    alice_renewals = [r for r in lease_writes if r.user == "alice" and r.seq < bob_acquired.seq]
+    alice_writes = [
+        r for r in accepted_writes(env.audit, user="alice", resource="configmaps")
+        if r.seq < bob_stopped
+    ]  # fmt: skip
     assert alice_writes, "alice was reconciling before the partition"
     last_alice = alice_writes[-1]
     assert at(last_alice) < at(alice_renewals[-1]) + LEASE, "wrote after its lease could expire"

@@ -28,6 +28,7 @@ KINDS: Final = (
     "NemoGuardrail",
     "ClusterPolicy",
     "NVIDIADriver",
+    "GPUCluster",
 )
 MIN_COVERAGE: Final = 0.99
 
@@ -38,6 +39,14 @@ ALLOWED_MISSING: Final[dict[str, dict[str, str]]] = {kind: {} for kind in KINDS}
 # Paths both CRDs have whose facts (type, required, default, enum) intentionally
 # differ: kind -> {path: reason}.
 ALLOWED_DIFFERENT: Final[dict[str, dict[str, str]]] = {kind: {} for kind in KINDS}
+_SHARED_TYPE = (
+    "ClusterPolicy's DCGMExporterSpec, shared as in NVIDIA's Go; NVIDIA's GPUCluster CRD "
+    "was generated with another Prometheus Operator RelabelConfig than its ClusterPolicy CRD"
+)
+ALLOWED_DIFFERENT["GPUCluster"] = {
+    "spec.dcgmExporter.serviceMonitor.relabelings[].modulus": _SHARED_TYPE,
+    "spec.dcgmExporter.serviceMonitor.relabelings[].sourceLabels[]": _SHARED_TYPE,
+}
 
 OURS: Final = {c["spec"]["names"]["kind"]: crd_facts(c) for c in generate_crds()}
 

@@ -367,12 +367,16 @@ def test_environment_variables_in_operations_md_are_read_by_the_code() -> None:
 
 
 def test_localcluster_names_in_docs_exist() -> None:
-    from localcluster.simulator import kubelet
+    from localcluster.simulator import gpu_stack, kubelet
     from localcluster.simulator.nodes import builtin_profiles
 
     text = (DOCS / "localcluster.md").read_text()
     annotations = set(re.findall(r"localcluster\.nimctl\.io/[a-z-]+", text))
-    known = {kubelet.SIMULATE_ANNOTATION, kubelet.READY_AFTER_ANNOTATION}
+    known = {
+        kubelet.SIMULATE_ANNOTATION,
+        kubelet.READY_AFTER_ANNOTATION,
+        gpu_stack.DRA_PLUGIN_ANNOTATION,
+    }
     assert annotations and annotations <= known, annotations - known
     modes_section = text.split("#### Making pods fail", 1)[1].split("\n#", 1)[0]
     modes = set(re.findall(r"^\| `([a-z-]+)` \|", modes_section, re.M))

@@ -30,6 +30,9 @@ def node(
     all_labels = {
         "feature.node.kubernetes.io/system-os_release.ID": os_id,
         "feature.node.kubernetes.io/system-os_release.VERSION_ID": version,
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID.major": version.split(
+            ".", maxsplit=1
+        )[0],
         "feature.node.kubernetes.io/kernel-version.full": kernel,
         **(labels or {}),
     }

@@ -7,12 +7,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriver
 from platforms.contract import Observed, ReconcileError
-from platforms.gpu import render as render_policy
-from platforms.gpu.facts import ClusterFacts
-from platforms.gpu.images import DEFAULT_OPERATOR_ENV
 from platforms.gpu.nvidiadriver import NVIDIADriverContract, daemonset_ready
 from tests.unit.gpu_nvidiadriver.helpers import NS, SAMPLE, driver, facts, node, sample
 
@@ -52,6 +48,7 @@ def test_two_os_pools_render_two_daemonsets_with_their_selectors_and_images() ->
         "nvidia.com/gpu-operator.driver.owner": "a",
         "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
         "feature.node.kubernetes.io/system-os_release.VERSION_ID": "24.04",
+        "pool": "a",
     }
     assert ds["spec"]["selector"] == {"matchLabels": {"app": name}}
     assert ds["spec"]["template"]["metadata"]["labels"]["app"] == name
@@ -64,50 +61,88 @@ def test_two_os_pools_render_two_daemonsets_with_their_selectors_and_images() ->
     assert (owner["kind"], owner["name"], owner["controller"]) == ("NVIDIADriver", "a", True)
 
 
-def _without_digest(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_without_digest(v) for v in value]
-    if isinstance(value, dict):
-        out = {k: _without_digest(v) for k, v in value.items()}
-        if "env" in out:
-            out["env"] = [e for e in out["env"] if e["name"] != "DRIVER_CONFIG_DIGEST"]
-        return out
-    return value
-
-
-def test_the_driver_pod_is_clusterpolicys_driver_pod() -> None:
-    """Same containers, env and volumes as ClusterPolicy's state-driver for the same spec."""
-    cr = driver("a", selector={"pool": "a"})
-    ds = next(iter(_daemonsets(CONTRACT.render(cr, facts(NODES[:1], [cr]))).values()))
-    policy = ClusterPolicy.model_validate(
-        {
-            "apiVersion": "nvidia.com/v1",
-            "kind": "ClusterPolicy",
-            "metadata": {"name": "cp", "uid": "u"},
-            "spec": {
-                "operator": {},
-                "daemonsets": {"updateStrategy": "OnDelete"},
-                "driver": {"repository": "nvcr.io/nvidia", "image": "driver",
-                           "version": "570.148.08"},
-                "toolkit": {}, "devicePlugin": {}, "dcgmExporter": {}, "dcgm": {},
-                "nodeStatusExporter": {}, "gfd": {},
-            },
-        }
+def test_the_nvidiadriver_items_nvidia_renders() -> None:
+    """args after init, tolerations added to the GPU one, nodeSelector on the pod, void
+    devices on driver and peermem, secretEnv on the GDS/GDRCopy sidecars, the vGPU-manager
+    anti-affinity, the state label and NVIDIA's driver RBAC."""
+    cr = driver(
+        "a",
+        selector={"pool": "a"},
+        args=["--foo"],
+        tolerations=[{"key": "k", "operator": "Exists", "effect": "NoSchedule"}],
+        secretEnv="creds",
+        rdma={"enabled": True},
+        gds={"enabled": True, "repository": "nvcr.io/nvidia/cloud-native", "image": "nvidia-fs",
+             "version": "2.20.5"},
+        gdrcopy={"enabled": True, "repository": "nvcr.io/nvidia/cloud-native",
+                 "image": "gdrdrv", "version": "v2.5"},
     )  # fmt: skip
-    cluster = ClusterFacts.from_nodes(
-        NODES[:1], operator_namespace=NS, operator_env=DEFAULT_OPERATOR_ENV
+    objs = CONTRACT.render(cr, facts(NODES[:1], [cr]))
+    ds = next(iter(_daemonsets(objs).values()))
+    pod = ds["spec"]["template"]["spec"]
+    assert _ctr(ds, "nvidia-driver-ctr")["args"] == ["init", "--foo"]
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "k", "operator": "Exists", "effect": "NoSchedule"},
+    ]
+    assert pod["nodeSelector"]["pool"] == "a"
+    for name in ("nvidia-driver-ctr", "nvidia-peermem-ctr"):
+        assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"} in _ctr(ds, name)["env"]
+    for name in ("nvidia-driver-ctr", "nvidia-fs-ctr", "nvidia-gdrcopy-ctr"):
+        assert _ctr(ds, name)["envFrom"] == [{"secretRef": {"name": "creds"}}]
+    assert (
+        _ctr(ds, "nvidia-fs-ctr")["image"]
+        == "nvcr.io/nvidia/cloud-native/nvidia-fs:2.20.5-ubuntu22.04"
     )
-    state = next(s for s in render_policy(policy, cluster) if s.name == "state-driver")
-    theirs = next(o for o in state.objects if o["kind"] == "DaemonSet")
-    ours_pod, theirs_pod = ds["spec"]["template"]["spec"], theirs["spec"]["template"]["spec"]
-    for key in ("containers", "initContainers", "hostPID", "affinity"):
-        assert _without_digest(ours_pod[key]) == _without_digest(theirs_pod[key]), key
-    ours_volumes = {v["name"]: v for v in ours_pod["volumes"]}
-    theirs_volumes = {v["name"]: v for v in theirs_pod["volumes"]}
-    assert ours_volumes.keys() == theirs_volumes.keys()
-    assert ours_volumes["driver-startup-probe-script"]["configMap"]["name"] == (
-        "nvidia-gpu-driver-a-startup-probe"
+    terms = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms[0]["labelSelector"]["matchExpressions"][0]["values"] == [
+        "nvidia-driver",
+        "nvidia-vgpu-manager",
+    ]
+    for obj in objs:
+        assert obj["metadata"]["labels"]["nvidia.com/gpu-operator.state"] == "state-driver"
+    role = next(o for o in objs if o["kind"] == "Role")
+    assert role["rules"] == [
+        {"apiGroups": ["security.openshift.io"], "resources": ["securitycontextconstraints"],
+         "verbs": ["use"], "resourceNames": ["privileged"]},
+    ]  # fmt: skip
+    cluster_role = next(o for o in objs if o["kind"] == "ClusterRole")
+    assert [(r["apiGroups"], r["resources"], r["verbs"]) for r in cluster_role["rules"]] == [
+        (["config.openshift.io"], ["clusterversions"], ["get", "list"]),
+        ([""], ["nodes"], ["get", "list", "patch", "update", "watch"]),
+        ([""], ["pods"], ["get", "list", "watch"]),
+        ([""], ["pods/eviction"], ["create"]),
+        (["resource.k8s.io"], ["resourceclaims"], ["get", "list"]),
+        (["apps"], ["daemonsets"], ["get"]),
+    ]
+    cm = next(o for o in objs if o["kind"] == "ConfigMap")
+    assert cm["metadata"]["name"] == "nvidia-driver-startup-probe"
+    assert pod["volumes"][-1]["configMap"]["name"] == "nvidia-driver-startup-probe"
+
+
+def test_vgpu_host_manager_is_rendered_with_its_licensing() -> None:
+    cr = driver(
+        "v",
+        selector={"pool": "a"},
+        driverType="vgpu-host-manager",
+        image="vgpu-manager",
+        licensingConfig={"secretName": "lic", "nlsEnabled": True},
     )
+    ds = next(iter(_daemonsets(CONTRACT.render(cr, facts(NODES[:1], [cr]))).values()))
+    pod = ds["spec"]["template"]["spec"]
+    assert ds["metadata"]["name"].startswith("nvidia-vgpu-host-manager-driver-ubuntu22.04-")
+    assert pod["serviceAccountName"] == "nvidia-vgpu-manager-v-ubuntu22.04"
+    assert pod["nodeSelector"]["nvidia.com/gpu.deploy.vgpu-manager"] == "true"
+    assert pod["terminationGracePeriodSeconds"] == 120
+    assert ds["metadata"]["labels"]["app.kubernetes.io/component"] == "nvidia-vgpu-host-manager"
+    ctr = _ctr(ds, "nvidia-driver-ctr")
+    assert "startupProbe" not in ctr
+    assert {m["mountPath"] for m in ctr["volumeMounts"]} >= {
+        "/sys/fs/cgroup", "/dev/vfio", "/drivers/gridd.conf",
+        "/drivers/ClientConfigToken/client_configuration_token.tok",
+    }  # fmt: skip
+    lic = next(v for v in pod["volumes"] if v["name"] == "licensing-config")
+    assert lic["secret"]["secretName"] == "lic"
 
 
 def test_precompiled_pools_pin_the_kernel_in_selector_image_and_labels() -> None:
@@ -161,7 +196,8 @@ def test_spec_pod_settings_reach_the_daemonset() -> None:
     ds = next(iter(_daemonsets(CONTRACT.render(cr, facts(NODES[:1], [cr]))).values()))
     pod = ds["spec"]["template"]["spec"]
     assert pod["tolerations"] == [
-        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"},
     ]
     assert pod["priorityClassName"] == "high"
     template_labels = ds["spec"]["template"]["metadata"]["labels"]
@@ -218,9 +254,9 @@ def test_unsupported_specs_are_refused_with_the_field() -> None:
     cr = driver("a", usePrecompiled=True, gds={"enabled": True})
     with pytest.raises(ReconcileError, match="not supported along with pre-compiled"):
         CONTRACT.render(cr, facts(NODES, [cr]))
-    host = driver("h", driverType="vgpu-host-manager")
-    with pytest.raises(ReconcileError, match="vgpu-host-manager"):
-        CONTRACT.render(host, facts(NODES, [host]))
+    digest = driver("d", usePrecompiled=True, version="sha256:" + "0" * 64)
+    with pytest.raises(ReconcileError, match=r"spec\.version: specifying image digest"):
+        CONTRACT.render(digest, facts(NODES, [digest]))
 
 
 def _ds_status(**status: int) -> dict[str, Any]:
@@ -273,3 +309,28 @@ def test_the_two_driver_example_splits_the_nodes_between_default_and_selected() 
     assert env["KERNEL_MODULE_TYPE"] == "open"
     assert env["GDS_ENABLED"] == "true"
     assert rdma_ds["spec"]["template"]["metadata"]["labels"]["team"] == "hpc"
+
+
+def test_only_the_shared_owner_renders_the_shared_startup_probe_configmap() -> None:
+    from dataclasses import replace
+
+    from platforms.gpu.nvidiadriver_render import shared_owner
+
+    a = driver("a", selector={"pool": "a"})
+    b = driver("b", selector={"pool": "b"})
+    f = facts(NODES, [a, b])
+    assert shared_owner(f.owners) == "a"
+    assert shared_owner(f.owners, blocked=["a"]) == "b"
+    f = replace(f, shared_owner=shared_owner(f.owners))
+
+    def config_maps(cr: NVIDIADriver) -> list[str]:
+        return [o["metadata"]["name"] for o in CONTRACT.render(cr, f) if o["kind"] == "ConfigMap"]
+
+    assert config_maps(a) == ["nvidia-driver-startup-probe"]
+    assert config_maps(b) == []
+    # b's pods still mount it by NVIDIA's name
+    ds = next(iter(_daemonsets(CONTRACT.render(b, f)).values()))
+    volumes = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["driver-startup-probe-script"]["configMap"]["name"] == (
+        "nvidia-driver-startup-probe"
+    )

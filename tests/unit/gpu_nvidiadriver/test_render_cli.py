@@ -138,9 +138,10 @@ def test_a_spec_the_controller_refuses_is_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = _driver("v", {"pool": "a"})
-    bad["spec"]["driverType"] = "vgpu-host-manager"
+    bad["spec"]["usePrecompiled"] = True
+    bad["spec"]["gds"] = {"enabled": True}
     code, _ = _render(tmp_path, bad)
     assert code == 1
-    assert "NVIDIADriver v: Error syncing state state-driver: spec.driverType" in (
+    assert "NVIDIADriver v: Error syncing state state-driver: node pool" in (
         capsys.readouterr().err
     )

@@ -370,3 +370,34 @@ def test_clear_states_removes_the_label() -> None:
     patches = clear_states([node("a", c.DONE), node("b")])
     assert list(patches) == ["a"]
     assert patches["a"].body() == {"metadata": {"labels": {c.STATE_LABEL: None}}}
+
+
+def test_release_nodes_undoes_an_upgrade_nothing_governs_any_more() -> None:
+    """ClusterPolicy deleted mid-upgrade (issue 26): our cordons and marks go, others' stay."""
+    from controllers.gpu.upgrade.plan import release_nodes
+
+    ours = node("cordoned-by-us", c.POD_RESTART_REQUIRED, cordoned=True,
+                annotations={c.STATE_SINCE_ANNOTATION: "1", c.DRAIN_START_ANNOTATION: "2"})
+    theirs = node("cordoned-before", c.DRAIN_REQUIRED, cordoned=True,
+                  annotations={c.INITIAL_UNSCHEDULABLE_ANNOTATION: "true"})
+    waiting = node("waiting", c.REQUIRED, annotations={c.UPGRADE_REQUESTED_ANNOTATION: "true"})
+    admin = node("cordoned-by-admin", c.DONE, cordoned=True)
+    untouched = node("untouched")
+    patches = release_nodes([ours, theirs, waiting, admin, untouched])  # fmt: skip
+    assert patches["cordoned-by-us"].body() == {
+        "metadata": {
+            "labels": {c.STATE_LABEL: None},
+            "annotations": {c.DRAIN_START_ANNOTATION: None, c.STATE_SINCE_ANNOTATION: None},
+        },
+        "spec": {"unschedulable": False},
+    }
+    assert patches["cordoned-before"].body() == {
+        "metadata": {
+            "labels": {c.STATE_LABEL: None},
+            "annotations": {c.INITIAL_UNSCHEDULABLE_ANNOTATION: None},
+        }
+    }, "cordoned before the upgrade: stays cordoned"
+    # the user's request is the user's; a DONE node was cordoned by someone else
+    assert patches["waiting"].body() == {"metadata": {"labels": {c.STATE_LABEL: None}}}
+    assert patches["cordoned-by-admin"].body() == {"metadata": {"labels": {c.STATE_LABEL: None}}}
+    assert "untouched" not in patches

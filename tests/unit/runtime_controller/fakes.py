@@ -112,6 +112,7 @@ class FakeObjectClient:
         self.rv = 0
         self.fail: Exception | None = None
         self.hang = False
+        self.delay = 0.0  # seconds every call takes (a slow API server)
         self.calls: list[tuple[str, str]] = []
 
     def _key(self, kind: str, namespace: str | None, name: str) -> tuple[str, str | None, str]:
@@ -119,6 +120,8 @@ class FakeObjectClient:
 
     async def _gate(self, verb: str, name: str) -> None:
         self.calls.append((verb, name))
+        if self.delay:
+            await asyncio.sleep(self.delay)
         if self.hang:
             await asyncio.Event().wait()
         if self.fail is not None:

@@ -352,3 +352,66 @@ async def test_a_stopped_controller_leaves_the_shared_informer() -> None:
     assert cache.informer(AV, KIND).handlers == []
     cache.informer(AV, KIND).add(obj("late"))
     assert rec.calls == []
+
+
+# -- fencing and restarts (issue 26) ------------------------------------------------------
+
+
+async def test_a_key_dequeued_while_the_fence_refuses_is_put_back_not_reconciled() -> None:
+    from nimctl_runtime.client.errors import NotLeaderError
+
+    cache, rec = FakeCache(), Recorder()
+    ctrl = make(rec, cache)
+    leading = [True]
+
+    def fence() -> None:
+        if not leading[0]:
+            raise NotLeaderError("write not sent: not the leader")
+
+    ctrl.leader_fence = fence
+    async with Running(ctrl):
+        cache.informer(AV, KIND).add(obj("a"))
+        await rec.wait_calls(1)
+        leading[0] = False  # e.g. resumed after a pause past the lease
+        cache.informer(AV, KIND).add(obj("b"))
+        async with asyncio.timeout(3):
+            while ctrl.fenced < 1:
+                await asyncio.sleep(0.001)
+        assert [c.name for c in rec.calls] == ["a"], "b was not reconciled"
+        assert len(ctrl.queue) == 1, "b is back on the queue for whoever leads next"
+    assert sample("controller_runtime_reconcile_errors_total", ctrl) == 0
+
+
+async def test_a_write_refused_by_the_fence_requeues_without_counting_an_error() -> None:
+    from nimctl_runtime.client.errors import NotLeaderError
+
+    async def refused(req: Request, attempt: int) -> Result:
+        try:
+            raise NotLeaderError("write not sent")
+        except NotLeaderError as exc:  # a reconciler wrapping it keeps it in the chain
+            raise RuntimeError("could not update status") from exc
+
+    cache, rec = FakeCache(), Recorder(refused)
+    ctrl = make(rec, cache)
+    async with Running(ctrl):
+        cache.informer(AV, KIND).add(obj("a"))
+        await rec.wait_calls(1)
+        async with asyncio.timeout(3):
+            while ctrl.fenced < 1:
+                await asyncio.sleep(0.001)
+    assert ctrl.fenced >= 1
+    assert sample("controller_runtime_reconcile_errors_total", ctrl) == 0
+
+
+async def test_a_controller_runs_again_after_it_was_stopped() -> None:
+    """Leadership lost and won back: the same controller starts again with a fresh queue."""
+    cache, rec = FakeCache(), Recorder()
+    ctrl = make(rec, cache)
+    async with Running(ctrl):
+        cache.informer(AV, KIND).add(obj("a"))
+        await rec.wait_calls(1)
+    assert not ctrl.has_synced()
+    async with Running(ctrl):
+        cache.informer(AV, KIND).add(obj("b"))
+        await rec.wait_calls(2)
+    assert [c.name for c in rec.calls][-1] == "b"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nimctl_runtime import metrics
-from nimctl_runtime.client.errors import InternalError
+from nimctl_runtime.client.errors import InternalError, NotLeaderError
 from nimctl_runtime.leaderelection import LeaderElectionConfig, LeaderElector
 
 from .fakes import FakeObjectClient
@@ -191,3 +191,88 @@ async def test_unexpected_client_exceptions_count_as_failed_renewals() -> None:
     assert a.elector.lost
     async with asyncio.timeout(2):
         await a.task  # ended cleanly, no crash
+
+
+# -- fencing (issue 26) ---------------------------------------------------------------
+
+
+async def test_the_fence_holds_until_lease_minus_margin_after_the_last_renewal_started() -> None:
+    now = [100.0]
+    client = FakeObjectClient()
+    elector = LeaderElector(client, config("a", lease_duration=10.0, renew_deadline=6.0,
+                                           retry_period=1.0), clock=lambda: now[0])  # fmt: skip
+    with pytest.raises(NotLeaderError, match="does not hold"):
+        elector.fence()  # not leading yet
+    assert await elector.try_acquire_or_renew()
+    elector._leading = True  # as run() would after acquiring
+    assert elector.config.margin == 1.0
+    now[0] += 8.9
+    elector.fence()  # 8.9 s < 10 s - 1 s
+    now[0] += 0.1
+    with pytest.raises(NotLeaderError, match="stepping down"):
+        elector.fence()
+    assert elector._expired.is_set(), "a refused write wakes the renew loop"
+    assert elector.fenced == 1
+
+
+def test_the_safety_margin_default_and_bounds() -> None:
+    assert LeaderElectionConfig("l", "ns", "me").margin == 1.5  # 10 % of 15 s
+    assert LeaderElectionConfig("l", "ns", "me", 2.0, 1.5, 0.2).margin == 0.5
+    with pytest.raises(ValueError, match="safety margin"):
+        LeaderElectionConfig("l", "ns", "me", 15, 10, 2, safety_margin=14).validate()
+
+
+async def test_renewals_slower_than_the_old_request_bound_keep_the_lease() -> None:
+    """Each renewal takes 1.3 s (the old per-request bound was 1 s): no loss while valid."""
+    client = FakeObjectClient()
+    a = Candidate(client, "a", lease_duration=4.0, renew_deadline=2.0, retry_period=0.1)
+    async with asyncio.timeout(2):
+        await a.started.wait()
+    client.delay = 1.3
+    before = len([c for c in client.calls if c[0] == "update"])
+    async with asyncio.timeout(10):
+        while len([c for c in client.calls if c[0] == "update"]) < before + 4:
+            await asyncio.sleep(0.05)
+    assert a.elector.is_leader() and not a.stopped.is_set()
+    a.elector.fence()
+    client.delay = 0.0
+    await a.shutdown()
+    assert not a.elector.lost
+
+
+class PausedDuringRenewal(FakeObjectClient):
+    """The process 'sleeps' through one renewal: its answer is read a lease later."""
+
+    def __init__(self, skew: list[float], lease: float) -> None:
+        super().__init__()
+        self.skew = skew
+        self.lease = lease
+        self.pause_next = False
+
+    async def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+        out = await super().update(obj)
+        if self.pause_next:
+            self.pause_next = False
+            self.skew[0] += self.lease  # SIGSTOP while the answer was on its way
+        return out
+
+
+async def test_a_renewal_read_after_a_pause_past_the_lease_is_not_taken_as_renewed() -> None:
+    loop = asyncio.get_running_loop()
+    skew = [0.0]
+    client = PausedDuringRenewal(skew, 1.0)
+    elector = LeaderElector(client, config("a"), clock=lambda: loop.time() + skew[0])
+    stop = asyncio.Event()
+    task = asyncio.create_task(elector.run(stop))
+    async with asyncio.timeout(2):
+        await elector.leading.wait()
+    client.pause_next = True
+    before = sum(1 for c in client.calls if c[0] == "update")
+    async with asyncio.timeout(3):
+        await task
+    assert elector.lost and not elector.is_leader()
+    with pytest.raises(NotLeaderError):
+        elector.fence()
+    # the paused renewal, then nothing: no further renewal was tried past the validity
+    assert not client.pause_next
+    assert sum(1 for c in client.calls if c[0] == "update") in (before + 1, before + 2)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
+import math
+from collections.abc import Callable
 
 import pytest
 from prometheus_client import generate_latest
@@ -10,8 +13,10 @@ from prometheus_client import generate_latest
 from nimctl_runtime import metrics
 from nimctl_runtime.workqueue import (
     BucketRateLimiter,
+    ItemBackoffBucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
+    RateLimiter,
     ShutDown,
     WorkQueue,
     default_controller_rate_limiter,
@@ -187,9 +192,9 @@ def test_bucket_allows_burst_then_10_qps() -> None:
     assert rl.when("w") > 0
 
 
-def test_default_controller_limiter_is_max_of_both() -> None:
+def test_default_controller_limiter_is_per_item_backoff_and_a_bucket() -> None:
     clock = FakeClock()
-    rl: MaxOfRateLimiter[str] = default_controller_rate_limiter(clock)
+    rl: ItemBackoffBucketRateLimiter[str] = default_controller_rate_limiter(clock)
     # per-item dominates for one key failing repeatedly
     assert rl.when("a") == pytest.approx(0.005)
     assert rl.when("a") == pytest.approx(0.010)
@@ -197,9 +202,58 @@ def test_default_controller_limiter_is_max_of_both() -> None:
     for i in range(98):
         rl.when(f"k{i}")
     assert rl.when("fresh") == pytest.approx(0.1)
+    # ... and a key the bucket held back waits at least twice that next time
+    assert rl.when("fresh") == pytest.approx(0.2)
     assert rl.num_requeues("a") == 2
     rl.forget("a")
     assert rl.num_requeues("a") == 0
+    clock.now += 100  # the bucket refilled
+    assert rl.when("a") == pytest.approx(0.005), "forget resets the backoff"
+
+
+def retries_when_failing_forever(
+    limiter: Callable[[FakeClock], RateLimiter[int]], keys: int, horizon: float
+) -> list[int]:
+    """Retries per key by ``horizon`` s when every reconcile of every key fails (instantly)."""
+    clock = FakeClock()
+    rl = limiter(clock)
+    start = clock.now
+    due = [(start, k) for k in range(keys)]
+    heapq.heapify(due)
+    retries = [0] * keys
+    while due and due[0][0] <= start + horizon:
+        at, key = heapq.heappop(due)
+        clock.now = at
+        if at > start:
+            retries[key] += 1
+        heapq.heappush(due, (at + rl.when(key), key))
+    return retries
+
+
+def client_go_default(clock: FakeClock) -> RateLimiter[int]:
+    return MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.005, 1000.0), BucketRateLimiter(10.0, 100, clock)
+    )
+
+
+def test_keys_failing_forever_cost_log_t_retries_each_not_a_10_per_second_stream() -> None:
+    """750 always-failing keys (issue 26): client-go's max-of-both keeps retrying at the bucket's
+    10/s for as long as its debt outgrows the keys' own backoff; ours doubles each key's delay."""
+    ours = {t: retries_when_failing_forever(default_controller_rate_limiter, 750, t)
+            for t in (240.0, 3600.0)}  # fmt: skip
+    theirs = {t: retries_when_failing_forever(client_go_default, 750, t) for t in (240.0, 3600.0)}
+    print({f"{name} {t:g}s": sum(r[t]) for name, r in (("ours", ours), ("client-go", theirs))
+           for t in r})  # fmt: skip
+    bound = math.log2(3600.0 / 0.005) + 1  # doubling from the 5 ms base
+    assert max(ours[3600.0]) <= bound
+    # O(log t) per key: an hour costs each key only a few retries more than 4 minutes
+    assert max(b - a for a, b in zip(ours[240.0], ours[3600.0], strict=True)) <= 5
+    assert sum(ours[240.0]) < sum(theirs[240.0])
+    # client-go: 10/s until its keys' own backoff outgrows the bucket's debt (~20 min)
+    theirs_later = sum(theirs[3600.0]) - sum(theirs[240.0])
+    ours_later = sum(ours[3600.0]) - sum(ours[240.0])
+    assert ours_later <= 5 * 750
+    assert 3 * ours_later < theirs_later
 
 
 async def test_add_rate_limited_uses_backoff_and_forget_resets_it() -> None:

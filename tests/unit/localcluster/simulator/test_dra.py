@@ -10,6 +10,7 @@ from localcluster.simulator import computedomain, dra
 from localcluster.simulator.objects import (
     Context,
     Create,
+    Delete,
     ObjectLookup,
     UpdateStatus,
 )
@@ -207,3 +208,50 @@ def test_compute_domain_template_then_nodes_join() -> None:
     st = update.obj["status"]
     assert st["status"] == "Ready"
     assert [n["name"] for n in st["nodes"]] == ["gpu-a", "gpu-b"]
+
+
+def _claim(name: str, *, admin: bool, mode: str = "All") -> Obj:
+    exactly: Obj = {"deviceClassName": "gpu.nvidia.com", "allocationMode": mode}
+    if admin:
+        exactly["adminAccess"] = True
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}},
+    }
+
+
+def test_admin_access_sees_every_device_and_takes_none() -> None:
+    view = cluster(node("gpu-a", 2))
+    p = pod("dcgm")
+    (admin,) = dra.allocate(p, "gpu-a", {"gpus": _claim("admin", admin=True)}, view)
+    results = admin.obj["status"]["allocation"]["devices"]["results"]
+    assert [(r["device"], r.get("adminAccess")) for r in results] == [("gpu-0", True),
+                                                                      ("gpu-1", True)]  # fmt: skip
+    view.put(admin.obj)
+    # A workload still gets both GPUs; an admin claim still sees them once taken.
+    workload = {"gpus": _claim("work", admin=False)}
+    assert dra.feasible_nodes(workload, ["gpu-a"], view) == ["gpu-a"]
+    (taken,) = dra.allocate(pod("llm"), "gpu-a", workload, view)
+    view.put(taken.obj)
+    again = {"gpus": _claim("admin-2", admin=True)}
+    assert dra.feasible_nodes(again, ["gpu-a"], view) == ["gpu-a"]
+
+
+def test_slices_follow_the_dra_kubelet_plugin_on_a_node_without_the_device_plugin() -> None:
+    bare = node("gpu-a", 0)
+    bare["metadata"]["annotations"] = {"localcluster.nimctl.io/gpus": "4"}
+    view = ObjectLookup()
+    assert dra.reconcile_node_slices(bare, ctx(view)) == []
+    running = {**bare, "metadata": {**bare["metadata"], "annotations": {
+        **bare["metadata"]["annotations"], dra.DRA_PLUGIN_ANNOTATION: "true"}}}  # fmt: skip
+    created = [a.obj for a in dra.reconcile_node_slices(running, ctx(view)) if isinstance(a, Create)]
+    gpu = next(o for o in created if o["metadata"]["name"] == "gpu-a-gpu.nvidia.com")
+    assert len(gpu["spec"]["devices"]) == 4
+    for obj in created:
+        view.put(obj)
+    gone = {**bare, "metadata": {**bare["metadata"], "annotations": {
+        **bare["metadata"]["annotations"], dra.DRA_PLUGIN_ANNOTATION: "false"}}}  # fmt: skip
+    deleted = {a.name for a in dra.reconcile_node_slices(gone, ctx(view)) if isinstance(a, Delete)}
+    assert deleted == {"gpu-a-gpu.nvidia.com", "gpu-a-compute-domain.nvidia.com"}

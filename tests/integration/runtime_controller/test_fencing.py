@@ -1,0 +1,179 @@
+"""Fenced writes: a leader paused past its Lease sends nothing when it resumes (issue 26).
+
+Three operator processes (the echo controller, with an Event per write) run
+against localcluster while a churner keeps changing the sources, so the leader
+is writing all the time. Each round SIGSTOPs the current leader for a random
+time around the lease duration, then SIGCONTs it: the events buffered during
+the pause reach its informers at once, and without the fence it would act on
+them as a second leader. Every other round the pause lands while a renewal is
+in flight (slowed a little with injected latency): the renewal's success is
+read after the pause, which client-go takes as "renewed" and writes on for a
+retry period. The audit log is the judge: in arrival order, the
+holder is whoever last wrote the Lease, and every other write (ConfigMaps,
+Events) must come from that holder. A last round kills the leader with
+SIGKILL. Short timings (lease 2 s) keep the test under a minute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from localcluster.audit import AuditLog, AuditRecord
+
+from .conftest import WRITE_VERBS, Env, accepted_writes
+from .test_leader_election import create_sources, holder
+
+LEASE, RENEW, RETRY = 2.0, 1.5, 0.2
+ROUNDS = 8
+SOURCES = 12
+REPLICAS = ("r0", "r1", "r2")
+REPO = Path(__file__).resolve().parents[3]
+
+
+def writes_by_non_holders(audit: AuditLog, users: set[str]) -> list[AuditRecord]:
+    """Write requests (any answer) from a replica that was not the Lease holder when they arrived."""
+    current = ""
+    bad: list[AuditRecord] = []
+    for r in sorted(audit.records(), key=lambda r: r.seq):
+        if r.user not in users or r.verb not in WRITE_VERBS:
+            continue
+        if r.resource == "leases":
+            if r.code is not None and r.code < 300:
+                current = r.user
+            continue
+        if r.user != current:
+            bad.append(r)
+    return bad
+
+
+async def spawn(env: Env, identity: str) -> asyncio.subprocess.Process:
+    with open(env.tmp / f"{identity}.log", "wb") as log:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tests.integration.runtime_controller.operator_proc",
+            "--kubeconfig",
+            env.kubeconfig(identity),
+            "--identity",
+            identity,
+            "--lease-duration",
+            str(LEASE),
+            "--renew-deadline",
+            str(RENEW),
+            "--retry-period",
+            str(RETRY),
+            "--events",
+            cwd=str(REPO),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=log,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+
+
+def last_seq(env: Env) -> int:
+    records = env.audit.records()
+    return records[-1].seq if records else 0
+
+
+async def wait_for(predicate: Callable[[], bool], timeout: float) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.02)
+
+
+def wrote_since(env: Env, user: str, seq: int) -> bool:
+    return any(r.seq > seq for r in accepted_writes(env.audit, user=user, resource="configmaps"))
+
+
+def renewing(env: Env, user: str, seq: int) -> bool:
+    """A Lease update by ``user`` has arrived and is not answered yet."""
+    return any(
+        r.seq > seq and r.code is None
+        for r in env.audit.records(user=user, resource="leases", verb="update")
+    )
+
+
+def polled_since(env: Env, user: str, seq: int) -> bool:
+    return any(r.seq > seq for r in env.audit.records(user=user, resource="leases"))
+
+
+async def test_a_leader_paused_past_its_lease_sends_no_write_as_a_second_leader(env: Env) -> None:
+    await create_sources(env, SOURCES)
+    procs: dict[str, asyncio.subprocess.Process] = {}
+    rng = random.Random(26)
+    takeovers = 0
+
+    async def churn() -> None:
+        async with env.client() as c:
+            i = 0
+            while True:
+                i += 1
+                await c.patch("v1", "ConfigMap", f"s{i % SOURCES}", {"data": {"n": str(i)}},
+                              namespace="default")  # fmt: skip
+                await asyncio.sleep(0.01)
+
+    churner: asyncio.Task[None] | None = None
+    try:
+        for name in REPLICAS:
+            procs[name] = await spawn(env, name)
+        await wait_for(lambda: holder(env) in procs, 60)
+        await wait_for(lambda: all(polled_since(env, n, 0) for n in REPLICAS), 60)
+        churner = asyncio.create_task(churn())
+        for rnd in range(ROUNDS):
+            leader, start = holder(env), last_seq(env)
+            await wait_for(lambda who=leader, s=start: wrote_since(env, who, s), 10)
+            pause = rng.uniform(0.75 * LEASE, 2.0 * LEASE)
+            if rnd % 2:
+                slow = env.faults.add_latency(0.1, verbs="update", resources="leases", users=leader)
+                await wait_for(lambda who=leader, s=start: renewing(env, who, s), 10)
+                env.faults.remove(slow.id)
+            procs[leader].send_signal(signal.SIGSTOP)
+            await asyncio.sleep(pause)  # the scenario: a pause of this length
+            resumed = last_seq(env)
+            procs[leader].send_signal(signal.SIGCONT)
+            # settled: the resumed replica talked to the Lease again, and the holder writes
+            await wait_for(lambda who=leader, s=resumed: polled_since(env, who, s), 10)
+            await wait_for(lambda s=resumed: wrote_since(env, holder(env), s), 10)
+            if holder(env) != leader:
+                takeovers += 1
+        # kill -9: the next replica waits out the lease, then writes
+        leader = holder(env)
+        procs[leader].send_signal(signal.SIGKILL)
+        await procs[leader].wait()
+        await wait_for(lambda: holder(env) not in ("", leader), 3 * LEASE)
+        killed = last_seq(env)
+        await wait_for(lambda: wrote_since(env, holder(env), killed), 10)
+    finally:
+        if churner is not None:
+            churner.cancel()
+            await asyncio.gather(churner, return_exceptions=True)
+        for p in procs.values():
+            if p.returncode is None:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+                await p.wait()
+
+    users = set(REPLICAS)
+    bad = writes_by_non_holders(env.audit, users)
+    writes = [
+        r for r in env.audit.records() if r.user in users and r.verb in WRITE_VERBS
+        and r.resource != "leases"
+    ]  # fmt: skip
+    fenced = sum(
+        (env.tmp / f"{n}.log").read_text().count("not the leader now") for n in REPLICAS
+    )
+    print(
+        f"rounds={ROUNDS} takeovers={takeovers} writes={len(writes)} "
+        f"by-non-holder={len(bad)} controller-put-backs-logged={fenced}"
+    )
+    assert writes, "the replicas were writing"
+    assert takeovers >= ROUNDS // 2, "most pauses outlast the lease: another replica must lead"
+    assert not bad, "writes by a replica that did not hold the Lease:\n" + "\n".join(
+        f"  #{r.seq} {r.user} {r.verb} {r.resource}/{r.name} -> {r.code}" for r in bad[:20]
+    )

@@ -1,0 +1,104 @@
+"""The client's write fence: a refused write is never sent, reads and reviews are not fenced."""
+
+from __future__ import annotations
+
+import pytest
+
+from nimctl_runtime.client import NotLeaderError, unfenced
+
+from .fakeapi import FakeAPI, serve
+
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}}
+REVIEW = "/apis/authentication.k8s.io/v1/tokenreviews"
+
+
+def refuse() -> None:
+    raise NotLeaderError("write not sent: not the leader")
+
+
+def sent(api: FakeAPI, method: str) -> int:
+    return sum(1 for r in api.requests if r.method == method and r.path != "/api/v1")
+
+
+async def test_a_refused_write_is_not_sent_and_is_counted() -> None:
+    api = FakeAPI()
+    api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
+    api.route("PUT", "/api/v1/namespaces/ns/configmaps/a", lambda r: CM)
+    api.route("PATCH", "/api/v1/namespaces/ns/configmaps/a", lambda r: CM)
+    api.route("DELETE", "/api/v1/namespaces/ns/configmaps/a", lambda r: {})
+    api.route("GET", "/api/v1/namespaces/ns/configmaps/a", lambda r: CM)
+    async with serve(api) as client:
+        client.fence = refuse
+        with pytest.raises(NotLeaderError):
+            await client.create(CM)
+        with pytest.raises(NotLeaderError):
+            await client.update(CM)
+        with pytest.raises(NotLeaderError):
+            await client.update_status(CM)
+        with pytest.raises(NotLeaderError):
+            await client.patch("v1", "ConfigMap", "a", {"data": {}}, namespace="ns")
+        with pytest.raises(NotLeaderError):
+            await client.delete("v1", "ConfigMap", "a", "ns")
+        assert await client.get("v1", "ConfigMap", "a", "ns") == CM  # reads are not fenced
+        assert client.fenced_writes == 5
+    assert [sent(api, m) for m in ("POST", "PUT", "PATCH", "DELETE", "GET")] == [0, 0, 0, 0, 1]
+
+
+async def test_the_lease_renewal_and_review_requests_pass_the_fence() -> None:
+    api = FakeAPI()
+    api.route("PUT", "/api/v1/namespaces/ns/configmaps/a", lambda r: CM)
+    api.route("POST", REVIEW, lambda r: {"status": {"authenticated": True}})
+    async with serve(api) as client:
+        client.fence = refuse
+        with unfenced():
+            assert await client.update(CM) == CM
+        review = await client.request("POST", REVIEW, body={"kind": "TokenReview"})
+        assert review["status"]["authenticated"]
+        with pytest.raises(NotLeaderError):
+            await client.update(CM)  # outside the block: fenced again
+    assert sent(api, "PUT") == 1 and sent(api, "POST") == 1
+
+
+async def test_the_fence_is_asked_again_for_every_retry() -> None:
+    """A write retried after a 429 is checked again: the Lease may have run out meanwhile."""
+    from .fakeapi import status
+
+    api = FakeAPI()
+    leading = [True]
+
+    def throttled(_: object) -> object:
+        leading[0] = False  # the Lease runs out while the server says "slow down"
+        resp = status(429, "TooManyRequests", "slow down")
+        resp.headers["Retry-After"] = "0"
+        return resp
+
+    def fence() -> None:
+        if not leading[0]:
+            refuse()
+
+    api.route("POST", "/api/v1/namespaces/ns/configmaps", throttled)
+    async with serve(api) as client:
+        client.fence = fence
+        with pytest.raises(NotLeaderError):
+            await client.create(CM)
+    assert sent(api, "POST") == 1
+
+
+async def test_the_fence_is_asked_again_once_the_connection_is_held() -> None:
+    """Checked before a pause, sent after it: opening the connection takes awaits, so the
+    fence runs again when aiohttp holds the connection, right before the bytes go out."""
+    api = FakeAPI()
+    api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
+    calls = [0]
+
+    def fence() -> None:
+        calls[0] += 1
+        if calls[0] > 1:  # valid at the first check only (the process 'slept' after it)
+            refuse()
+
+    async with serve(api) as client:
+        client.fence = fence
+        with pytest.raises(NotLeaderError):
+            await client.create(CM)
+        assert calls[0] == 2
+    assert sent(api, "POST") == 0
