@@ -210,10 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-format",
         choices=["json", "console"],
-        default="json",
-        help="log lines as JSON or text",
+        default=None,
+        help="log lines as JSON or text (default: json)",
     )
-    parser.add_argument("--log-level", default="info", help="debug, info, warning or error")
+    parser.add_argument(
+        "--log-level", default=None, help="debug, info, warning or error (default: info)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     lc = sub.add_parser(
@@ -245,6 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     local.add_argument(
         "--exit-when-ready", action="store_true", help="with --demo: stop once both are Ready"
+    )
+    local.add_argument(
+        "--profile",
+        default=None,
+        help="node profile: a built-in name (e.g. gpu-rdma) or a YAML file "
+        "(default: 2 GPU + 1 CPU; gpu-bare with --gpu-operator, "
+        "gpu-host-driver with --gpu-cluster)",
     )
     local.add_argument(
         "--gpu-operator",
@@ -318,6 +327,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nimctl`` console script."""
     args = build_parser().parse_args(argv)
+    # `nimctl local` sends its log to a file unless the flags ask for stderr
+    args.log_explicit = args.log_format is not None or args.log_level is not None
+    args.log_format = args.log_format or "json"
+    args.log_level = args.log_level or "info"
     configure_logging(args.log_format, args.log_level)
     handler: Handler = args.handler
     try:

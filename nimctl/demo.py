@@ -93,11 +93,16 @@ async def watch_demo(
     name: str = DEMO_NAME,
     interval: float = 0.5,
 ) -> None:
-    """Show the demo objects' progress until both are Ready."""
+    """Show the demo objects' progress until both are Ready.
+
+    While the NIMService is blocked, the line ``nimctl why`` ends with (the
+    blocker and what to do) is shown below the table.
+    """
     from nimctl_runtime.client import NotFound
     from nimctl_runtime.statustable import LiveTable, row_for
 
     table = LiveTable(out)
+    footer: list[str] = []
     while True:
         rows = []
         states = []
@@ -112,7 +117,23 @@ async def watch_demo(
                     workload = await client.get("apps/v1", "Deployment", name, namespace)
             rows.append(row_for(obj, workload))
             states.append((obj.get("status") or {}).get("state"))
-        table.update(rows)
+        if states[1] != "Ready":
+            footer = await why_lines(client, namespace, name)
+        table.update(rows, footer if states[1] != "Ready" else [])
         if states == ["Ready", "Ready"]:
             return
         await asyncio.sleep(interval)
+
+
+async def why_lines(client: Client, namespace: str, name: str) -> list[str]:
+    """``nimctl why nimservice/NAME``'s blocker lines, or none while nothing blocks."""
+    from nimctl.why import explain
+    from nimctl_runtime.client.errors import ApiError
+
+    try:
+        report = await explain(client, "NIMService", name, namespace)
+    except ApiError:  # a read that failed now is retried at the next refresh
+        return []
+    if report.blocker is None:
+        return []
+    return [f"nimctl why nimservice/{name} -n {namespace}:", *(f"  {x}" for x in report.ending())]

@@ -25,10 +25,11 @@ if TYPE_CHECKING:
     from nimctl_runtime.client import Client
 
 
+OPERATOR_LOG = "operator.log"
+"""The operator's log, beside the kubeconfig, unless ``--log-level``/``--log-format`` is given."""
+
+
 def cmd_local(args: argparse.Namespace) -> int:
-    if args.demo and args.log_level == "info":
-        # Keep the live table readable: only warnings and errors unless asked otherwise.
-        configure_logging(args.log_format, "warning")
     from localcluster import StateDirBusy, claim_state_dir
 
     kubeconfig = Path(args.kubeconfig).absolute()
@@ -39,6 +40,19 @@ def cmd_local(args: argparse.Namespace) -> int:
     except StateDirBusy as exc:
         print(exc, file=sys.stderr)
         return 1
+    if getattr(args, "profile", None):
+        from localcluster import load_profile
+
+        try:  # a wrong name or file: one line, before anything starts
+            load_profile(args.profile)
+        except ValueError as exc:
+            print(f"nimctl local: --profile: {exc}", file=sys.stderr)
+            lock.close()
+            return 2
+    if not getattr(args, "log_explicit", False):
+        # The terminal is for the banner, progress and the demo's tables; the
+        # operator's JSON lines go to a file (the flags bring them back to stderr).
+        configure_logging("json", "info", file=kubeconfig.parent / OPERATOR_LOG)
     try:
         webhook: LocalWebhook | None = None
         if args.enable_webhooks:
@@ -133,9 +147,14 @@ def talk_to_the_nim(kubeconfig: Path) -> str:
     )
 
 
-def usage(kubeconfig: Path, demo: str | None) -> str:
+def usage(kubeconfig: Path, demo: str | None, log_file: Path | None = None) -> str:
     lines = [
         f"nimctl local: cluster is up; kubeconfig written to {kubeconfig}",
+        *(
+            [f"Operator log: {log_file} (--log-level or --log-format print it here instead)"]
+            if log_file
+            else []
+        ),
         "",
         "Look around with kubectl:",
         f"  export KUBECONFIG={kubeconfig}",
@@ -183,7 +202,8 @@ async def run_local(
     os.environ.setdefault("OPERATOR_NAMESPACE", "gpu-operator")
     async with LocalCluster(
         port=args.port,
-        profile="gpu-bare" if gpu_operator else "gpu-host-driver" if gpu_cluster else None,
+        profile=getattr(args, "profile", None)
+        or ("gpu-bare" if gpu_operator else "gpu-host-driver" if gpu_cluster else None),
         kubernetes_version=getattr(args, "kubernetes_version", None),
     ) as cluster:
         cluster.write_kubeconfig(kubeconfig)
@@ -221,7 +241,10 @@ async def run_local(
                 await register_local_webhook(
                     client, webhook, defaulting=not getattr(args, "disable_defaulting", False)
                 )
-            sys.stdout.write(usage(kubeconfig, args.demo))
+            log_file = (
+                None if getattr(args, "log_explicit", False) else kubeconfig.parent / OPERATOR_LOG
+            )
+            sys.stdout.write(usage(kubeconfig, args.demo, log_file))
             sys.stdout.flush()
             demo_task: asyncio.Task[None] | None = None
             ready_text = f"NIMCache and NIMService {DEMO_NAME} are Ready"

@@ -2,6 +2,8 @@
 
 JSON lines on stderr by default (what log collectors expect from an operator);
 ``--log-format console`` gives coloured key-value lines for people at a terminal.
+``file=`` sends the lines to a file instead (``nimctl local`` keeps its terminal
+for the demo's tables and writes the operator's log beside its kubeconfig).
 Every logger is a structlog BoundLogger; callers bind ``namespace``/``name``.
 
 Libraries log through the standard ``logging`` module (aiohttp, asyncio); their
@@ -17,7 +19,9 @@ import contextlib
 import logging
 import sys
 import traceback
-from typing import Any, Literal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, TextIO
 
 import structlog
 
@@ -85,14 +89,50 @@ def _stderr_logger_factory(*_args: object) -> _StderrLogger:
     return _StderrLogger()
 
 
-def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
-    """Configure structlog and the stdlib root logger (idempotent per process)."""
+class _FileLogger:
+    """Appends each line to an open text file, flushed per line (``tail -f`` works)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def msg(self, message: str) -> None:
+        with contextlib.suppress(ValueError, OSError):
+            self.stream.write(message + "\n")
+            self.stream.flush()
+
+    log = debug = info = warn = warning = err = error = critical = exception = fatal = msg
+
+    def __call__(self, *_args: object) -> _FileLogger:
+        """structlog's logger factory: every logger writes to this one file."""
+        return self
+
+
+_log_file: TextIO | None = None
+
+
+def configure_logging(
+    fmt: LogFormat = "json", level: str = "info", *, file: Path | None = None
+) -> None:
+    """Configure structlog and the stdlib root logger (idempotent per process).
+
+    With ``file``, log lines go to that file (created, truncated) instead of stderr.
+    """
+    global _log_file  # noqa: PLW0603 - one log destination per process
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         raise ValueError(f"unknown log level {level!r}: use debug, info, warning or error")
+    factory: Callable[..., Any] = _stderr_logger_factory
+    if file is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        stream = file.open("w", encoding="utf-8")
+        if _log_file is not None:
+            _log_file.close()
+        _log_file = stream
+        factory = _FileLogger(stream)
+
     renderer: structlog.typing.Processor
     if fmt == "console":
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        renderer = structlog.dev.ConsoleRenderer(colors=file is None and sys.stderr.isatty())
     elif fmt == "json":
         renderer = structlog.processors.JSONRenderer()
     else:
@@ -108,7 +148,7 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info") -> None:
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=_stderr_logger_factory,
+        logger_factory=factory,
         cache_logger_on_first_use=False,
     )
     root = logging.getLogger()

@@ -82,10 +82,14 @@ class LiveTable:
         self._lines = 0
         self._rows: dict[tuple[str, str], Row] = {}
         self._widths = [len(h) for h in HEADERS]
+        self._footer: tuple[str, ...] = ()
 
-    def update(self, rows: Sequence[Row]) -> bool:
-        """Show ``rows``; returns True when the text changed."""
-        text = render_table(rows)
+    def update(self, rows: Sequence[Row], footer: Sequence[str] = ()) -> bool:
+        """Show ``rows`` and, below them, ``footer`` lines; returns True when the text changed.
+
+        Off a terminal a footer is printed when it changes (and not again while it stays).
+        """
+        text = render_table(rows) + "".join(f"{line}\n" for line in footer)
         if text == self._last:
             return False
         if self.out.isatty():
@@ -94,6 +98,9 @@ class LiveTable:
             self.out.write(text)
         else:
             self._write_changes(rows)
+            if tuple(footer) != self._footer:
+                self.out.writelines(f"{line}\n" for line in footer)
+                self._footer = tuple(footer)
         self.out.flush()
         self._last = text
         self._lines = text.count("\n")

@@ -608,11 +608,15 @@ def find_blocker(
     for workload in workloads:
         if not workload:
             continue
-        found = workload_blocker(workload)
-        if found is not None:
-            return found
+        own = workload_blocker(workload)
+        if own is not None and own.reason != "ProgressDeadlineExceeded":
+            return own
+        # A missed progress deadline is a consequence: the pod's cause (unschedulable,
+        # a missing secret...) is the answer when there is one.
         for pod in newest_pods(workload, pods):
             found = pod_blocker(pod, events)
             if found is not None:
                 return gpu_blocker(found, nodes) if nodes is not None else found
+        if own is not None:
+            return own
     return None

@@ -7,7 +7,8 @@ GPU nodes carry the labels Node Feature Discovery writes
 labels) and advertise ``nvidia.com/gpu`` in capacity and allocatable, as the
 device plugin would. Built-in profiles live in ``localcluster/profiles/``:
 ``default`` (2 GPU + 1 CPU), ``gpu-operator`` (the same with GPU feature
-discovery's labels), ``no-gpu``, ``mig``, ``many-nodes``.
+discovery's labels), ``gpu-rdma`` (the same with an RDMA device), ``no-gpu``,
+``mig``, ``many-nodes``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class NodePool:
     annotations: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Mapping[str, Any], ...] = ()
     unschedulable: bool = False
+    extended_resources: Mapping[str, str] = field(default_factory=dict)
+    """Other device plugins' resources (``rdma/rdma_shared_device_a: "1000"``), in
+    capacity and allocatable."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def _pool(data: Mapping[str, Any]) -> NodePool:
         "architecture": "architecture",
         "unschedulable": "unschedulable",
     }
-    unknown = set(data) - set(known) - {"labels", "annotations", "taints"}
+    unknown = set(data) - set(known) - {"labels", "annotations", "taints", "extendedResources"}
     if unknown:
         raise ValueError(f"node profile pool: unknown field(s) {sorted(unknown)}")
     if "namePrefix" not in data:
@@ -100,7 +104,22 @@ def _pool(data: Mapping[str, Any]) -> NodePool:
         labels={str(k): str(v) for k, v in (data.get("labels") or {}).items()},
         annotations={str(k): str(v) for k, v in (data.get("annotations") or {}).items()},
         taints=tuple(dict(t) for t in data.get("taints") or []),
+        extended_resources=_extended_resources(data.get("extendedResources") or {}),
     )
+
+
+def _extended_resources(data: Any) -> dict[str, str]:
+    """``extendedResources``: domain-prefixed names (``vendor/device``) to quantities."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"node profile pool: extendedResources must be a mapping, got {data!r}")
+    out = {str(k): str(v) for k, v in data.items()}
+    for name in out:
+        if "/" not in name or name.startswith("kubernetes.io/"):
+            raise ValueError(
+                f"node profile pool: extendedResources: {name!r} is not an extended resource "
+                "name (domain/name, e.g. rdma/rdma_shared_device_a)"
+            )
+    return out
 
 
 def profile_from_data(name: str, data: Mapping[str, Any]) -> NodeProfile:
@@ -181,6 +200,7 @@ def build_node(pool: NodePool, index: int, ordinal: int) -> dict[str, Any]:
     if pool.gpus:
         labels["feature.node.kubernetes.io/pci-10de.present"] = "true"
         capacity["nvidia.com/gpu"] = str(pool.gpus)
+    capacity.update(pool.extended_resources)
     labels.update(pool.labels)
     spec: dict[str, Any] = {
         "podCIDR": f"10.244.{ordinal}.0/24",

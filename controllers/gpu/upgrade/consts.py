@@ -3,8 +3,9 @@
 The keys are NVIDIA's (k8s-operator-libs with driver name ``gpu``), so a node
 upgraded by NVIDIA's operator and one upgraded by nimctl look the same to
 users and tooling. Keys under ``nimctl.io/`` are ours: timers NVIDIA keeps in
-memory (drain, pod deletion) and the time a node entered its state, so a
-restart of the operator does not reset them and a stalled node can be named.
+memory (drain, pod deletion), the time a node entered its state and why it
+failed, so a restart of the operator does not reset them, a stalled node can
+be named and a failed one says what blocked it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ POD_DELETION_START_ANNOTATION: Final = "nimctl.io/gpu-driver-upgrade-pod-deletio
 DRAIN_START_ANNOTATION: Final = "nimctl.io/gpu-driver-upgrade-drain-start-time"
 STATE_SINCE_ANNOTATION: Final = "nimctl.io/gpu-driver-upgrade-state-since"
 FAILED_REVISION_ANNOTATION: Final = "nimctl.io/gpu-driver-upgrade-failed-revision"
+FAILED_CAUSE_ANNOTATION: Final = "nimctl.io/gpu-driver-upgrade-failed-cause"
+"""Why the node entered upgrade-failed (the drain's blocking pod and PDB, the driver pod),
+kept so the node's report and the ``DriverUpgrade`` condition still name it afterwards."""
+MAX_FAILED_CAUSE: Final = 1000
 
 DRIVER_POD_LABEL: Final = "app=nvidia-driver-daemonset"
 DRIVER_COMPONENT_LABEL: Final = "app.kubernetes.io/component=nvidia-driver"

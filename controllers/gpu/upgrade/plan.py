@@ -183,6 +183,7 @@ class _Pass:
             p.annotations[c.FAILED_REVISION_ANNOTATION] = m.current_revision
         elif m.state == c.FAILED:
             self.annotate(m, c.FAILED_REVISION_ANNOTATION, None)
+            self.annotate(m, c.FAILED_CAUSE_ANNOTATION, None)
         self.out.transitions.append((m.name, m.state, new))
         self.out.states[m.name] = new
 
@@ -192,6 +193,9 @@ class _Pass:
 
     def wait(self, m: ManagedNode, message: str, retry: float | None = None) -> None:
         self.out.waiting[m.name] = message
+        if m.state != c.FAILED and self.out.states.get(m.name) == c.FAILED:
+            # the cause (the pod or PDB that held the drain...) outlives this pass
+            self.annotate(m, c.FAILED_CAUSE_ANNOTATION, message[: c.MAX_FAILED_CAUSE])
         if retry is not None:
             self.requeue(retry)
 
@@ -442,6 +446,9 @@ class _Pass:
             why = f"driver pod {pod_key(pod)} runs an old revision"
         else:
             why = f"driver pod {pod_key(pod)} is not ready ({restart_count(pod)} restarts)"
+        cause = m.annotations.get(c.FAILED_CAUSE_ANNOTATION)
+        if cause:
+            why = f"{cause}; now {why}"
         self.wait(
             m,
             f"upgrade failed: {why}; the node recovers when its driver pod is ready on the "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -14,9 +15,11 @@ import pytest
 KUBECTL = "/usr/bin/kubectl"
 
 
-def _nimctl(*args: str, cwd: Path) -> subprocess.Popen[str]:
+def _nimctl(
+    *args: str, cwd: Path, log_flags: tuple[str, ...] = ("--log-level", "warning")
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "nimctl", "--log-level", "warning", *args],
+        [sys.executable, "-m", "nimctl", *log_flags, *args],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -25,8 +28,13 @@ def _nimctl(*args: str, cwd: Path) -> subprocess.Popen[str]:
     )
 
 
+def _log_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.lstrip().startswith('{"')]
+
+
 def test_local_demo_reaches_ready_and_prints_kubectl_commands(tmp_path: Path) -> None:
-    proc = _nimctl("local", "--demo", "--exit-when-ready", cwd=tmp_path)
+    """Without log flags the terminal shows the banner and tables only; the log is a file."""
+    proc = _nimctl("local", "--demo", "--exit-when-ready", cwd=tmp_path, log_flags=())
     try:
         out, err = proc.communicate(timeout=100)
     except subprocess.TimeoutExpired:
@@ -40,6 +48,13 @@ def test_local_demo_reaches_ready_and_prints_kubectl_commands(tmp_path: Path) ->
     assert "kubectl get nimcaches,nimservices -A" in out
     assert "Demo ready" in out
     assert "NIMService" in out and "Ready" in out
+    assert not _log_lines(out), "operator log lines on the terminal"
+    assert not _log_lines(err), "operator log lines on the terminal"
+    log = tmp_path / ".nimctl" / "operator.log"
+    assert f"Operator log: {log}" in out
+    lines = _log_lines(log.read_text())
+    assert lines and all(json.loads(line)["level"] for line in lines)
+    assert any('"component"' in line for line in lines)
 
 
 @pytest.mark.kubectl

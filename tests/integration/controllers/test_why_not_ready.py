@@ -461,3 +461,41 @@ async def test_multinode_examples_reach_what_the_readme_promises(tmp_path: Path)
             assert "Insufficient rdma/rdma_shared_device_a" in cond["message"]
         finally:
             await operator.shutdown()
+
+
+async def test_the_mpi_example_is_ready_on_the_rdma_profile(tmp_path: Path) -> None:
+    """On ``gpu-rdma`` (``nimctl local --profile gpu-rdma``) the GPU nodes offer the
+    RDMA device the MPI example asks for: both LWS pods run, one per node, and the
+    service is Ready."""
+    import yaml
+
+    from localcluster.addons import install_ecosystem
+
+    async with cluster_with_crds(tmp_path, profile="gpu-rdma") as (cluster, admin):
+        await install_ecosystem(admin)
+        operator = await start_operator(cluster.kubeconfig_path)
+        try:
+            secrets = [
+                o for o in demo_objects("nim-service") if o["kind"] in ("Namespace", "Secret")
+            ]
+            text = (EXAMPLES / "nimservice-multinode-mpi.yaml").read_text()
+            await apply_objects(admin, secrets + [d for d in yaml.safe_load_all(text) if d])
+
+            async def mpi_ready() -> bool:
+                obj = await admin.get(API, "NIMService", "deepseek-r1", "nim-service")
+                return bool(obj.get("status", {}).get("state") == "Ready")
+
+            try:
+                await wait_for(mpi_ready, timeout=90)
+            except TimeoutError:
+                report = await explain(admin, "NIMService", "deepseek-r1", "nim-service")
+                raise AssertionError("\n".join(report.lines + report.ending())) from None
+            pods = await admin.list("v1", "Pod", "nim-service")
+            nodes = {
+                p["spec"].get("nodeName")
+                for p in pods["items"]
+                if p["metadata"]["name"].startswith("deepseek-r1-lws-0")
+            }
+            assert nodes == {"gpu-node-0", "gpu-node-1"}, nodes
+        finally:
+            await operator.shutdown()

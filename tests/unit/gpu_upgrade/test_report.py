@@ -14,8 +14,10 @@ from tests.unit.gpu_upgrade.builders import (
     daemonset,
     driver_pod,
     node,
+    pdb,
     revisions,
     validator_pod,
+    workload,
 )
 
 NOW = 1_000_000.0
@@ -78,3 +80,46 @@ def test_trimmed_node_and_pod_keep_what_the_plan_reads() -> None:
     same = plan([raw], [pod], [daemonset()], UpgradePolicy(), NOW, revisions=revisions())
     slimmed = plan([trimmed], [slim], [daemonset()], UpgradePolicy(), NOW, revisions=revisions())
     assert same.patches == slimmed.patches and same.waiting == slimmed.waiting
+
+
+def test_a_drain_a_pdb_held_past_its_timeout_is_named_after_the_node_failed() -> None:
+    """The pass that fails the node names the pod and PDB; so do the passes after it
+    (the condition then shows the node's state and the cause, not only the follow-up)."""
+    policy = UpgradePolicy(max_parallel_upgrades=1, max_unavailable="100%",
+                           drain_enabled=True, drain_timeout=300)  # fmt: skip
+    pods = [driver_pod("a", OLD), workload("db-0", "a", labels={"app": "db"})]
+    budgets = [pdb("db", {"app": "db"}, 0)]
+    started = {c.DRAIN_START_ANNOTATION: str(int(NOW - 301))}
+    nodes = [node("a", c.DRAIN_REQUIRED, cordoned=True, annotations=started), node("b", c.DONE)]
+    first = plan(nodes, pods, [daemonset()], policy, NOW, revisions=revisions(), pdbs=budgets)
+    assert first.states["a"] == c.FAILED
+    blocker = "eviction of default/db-0 blocked by PodDisruptionBudget default/db"
+    cause = first.patches["a"].annotations[c.FAILED_CAUSE_ANNOTATION]
+    assert cause is not None and blocker in cause and "drain timed out after 300s" in cause
+
+    # the next pass: the node is upgrade-failed, its driver pod still on the old revision
+    failed = node("a", c.FAILED, cordoned=True, annotations={
+        c.FAILED_CAUSE_ANNOTATION: cause, c.FAILED_REVISION_ANNOTATION: NEW})  # fmt: skip
+    later = plan([failed, node("b", c.DONE)], pods, [daemonset()], policy, NOW + 60,
+                 revisions=revisions(), pdbs=budgets)  # fmt: skip
+    report = node_reports(later, Outcome())["a"]
+    assert report.reason == "DriverUpgradeFailed"
+    assert blocker in report.message
+    cond = condition(later, node_reports(later, Outcome()))
+    assert cond["reason"] == "UpgradeFailed"
+    assert (
+        f"a upgrade-failed: upgrade failed: drain timed out after 300s: {blocker}"
+        in (cond["message"])
+    )
+    assert (
+        "now driver pod gpu-operator/nvidia-driver-daemonset-a runs an old revision"
+        in (cond["message"])
+    )
+
+    # a retry clears the cause with the state
+    retried = node("a", c.FAILED, cordoned=True, annotations={
+        c.FAILED_CAUSE_ANNOTATION: cause, c.UPGRADE_REQUESTED_ANNOTATION: "true"})  # fmt: skip
+    again = plan([retried], pods, [daemonset()], policy, NOW + 120, revisions=revisions(),
+                 pdbs=budgets)  # fmt: skip
+    assert again.states["a"] == c.CORDON_REQUIRED
+    assert again.patches["a"].annotations[c.FAILED_CAUSE_ANNOTATION] is None

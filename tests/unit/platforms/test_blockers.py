@@ -517,3 +517,23 @@ def test_cordoned_nodes_name_the_driver_upgrade() -> None:
     assert out.reason == "NodeDriverUpgrading" and out.hop == "node/gpu-1"
     plain = node("gpu-2", gpus=8, unschedulable=True)
     assert gpu_blocker(found, [plain]).reason == "NodeCordoned"
+
+
+def test_a_missed_progress_deadline_yields_to_the_pods_cause() -> None:
+    """The deadline is a consequence: the unschedulable pod is the answer; with
+    nothing wrong in a pod, the deadline itself is."""
+    deadline = {
+        "type": "Progressing",
+        "status": "False",
+        "reason": "ProgressDeadlineExceeded",
+        "message": 'ReplicaSet "llm-7f9c6d5b8" has timed out progressing.',
+    }
+    stuck = unschedulable(
+        "0/3 nodes are available: 3 Insufficient nvidia.com/pgpu. preemption: 0/3 nodes "
+        "are available: 3 No preemption victims found for incoming pod."
+    )
+    found = find_blocker([deployment([deadline])], [stuck])
+    assert found is not None and found.reason == "Unschedulable"
+    assert "Insufficient nvidia.com/pgpu" in found.message
+    found = find_blocker([deployment([deadline])], [pod(phase="Running")])
+    assert found is not None and found.reason == "ProgressDeadlineExceeded"
