@@ -50,7 +50,9 @@ async def test_deleting_the_policy_mid_upgrade_uncordons_what_it_cordoned(tmp_pa
             held = [n["metadata"]["name"] for n in nodes
                     if n["metadata"].get("labels", {}).get(c.STATE_LABEL) == c.DRAIN_REQUIRED
                     and n["spec"].get("unschedulable")]  # fmt: skip
-            return held if len(held) >= 2 else None
+            # the pre-cordoned gpu-node-3 counts as unavailable, so how many other
+            # nodes drain at once depends on where the scheduler put the PDB's pods
+            return held if [n for n in held if n != "gpu-node-3"] else None
 
         held = await wait_for(stuck, timeout=120, interval=0.25)
         await admin.delete("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
