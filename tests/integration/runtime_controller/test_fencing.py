@@ -17,17 +17,14 @@ SIGKILL. Short timings (lease 4 s) keep the test near a minute.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import signal
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from localcluster.audit import AuditLog, AuditRecord
 
 from .conftest import WRITE_VERBS, Env, accepted_writes
-from .test_leader_election import create_sources, holder
+from .test_leader_election import create_sources, holder, spawn
 
 # A 4 s lease gives a 1 s safety margin: room for the event-loop lag of a loaded
 # 2-core machine between a write's fence check and its bytes reaching the server
@@ -37,7 +34,6 @@ LEASE, RENEW, RETRY = 4.0, 3.0, 0.4
 ROUNDS = 8
 SOURCES = 12
 REPLICAS = ("r0", "r1", "r2")
-REPO = Path(__file__).resolve().parents[3]
 
 
 def writes_by_non_holders(audit: AuditLog, users: set[str]) -> list[AuditRecord]:
@@ -54,30 +50,6 @@ def writes_by_non_holders(audit: AuditLog, users: set[str]) -> list[AuditRecord]
         if r.user != current:
             bad.append(r)
     return bad
-
-
-async def spawn(env: Env, identity: str) -> asyncio.subprocess.Process:
-    with open(env.tmp / f"{identity}.log", "wb") as log:
-        return await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "tests.integration.runtime_controller.operator_proc",
-            "--kubeconfig",
-            env.kubeconfig(identity),
-            "--identity",
-            identity,
-            "--lease-duration",
-            str(LEASE),
-            "--renew-deadline",
-            str(RENEW),
-            "--retry-period",
-            str(RETRY),
-            "--events",
-            cwd=str(REPO),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=log,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
 
 
 def last_seq(env: Env) -> int:
@@ -125,7 +97,7 @@ async def test_a_leader_paused_past_its_lease_sends_no_write_as_a_second_leader(
     churner: asyncio.Task[None] | None = None
     try:
         for name in REPLICAS:
-            procs[name] = await spawn(env, name)
+            procs[name] = await spawn(env, name, "--events", timings=(LEASE, RENEW, RETRY))
         await wait_for(lambda: holder(env) in procs, 60)
         await wait_for(lambda: all(polled_since(env, n, 0) for n in REPLICAS), 60)
         churner = asyncio.create_task(churn())

@@ -213,8 +213,15 @@ async def wait_standby(env: Env, identity: str, timeout: float = 60) -> None:
             await asyncio.sleep(0.02)
 
 
-async def spawn(env: Env, identity: str) -> asyncio.subprocess.Process:
-    """Start operator_proc as ``identity``; its log goes to ``<tmp>/<identity>.log``."""
+async def spawn(
+    env: Env,
+    identity: str,
+    *extra: str,
+    timings: tuple[float, float, float] = (LEASE, RENEW, RETRY),
+) -> asyncio.subprocess.Process:
+    """Start operator_proc as ``identity`` with (lease, renew, retry) ``timings`` and
+    ``extra`` arguments; its log goes to ``<tmp>/<identity>.log``."""
+    lease, renew, retry = timings
     with open(env.tmp / f"{identity}.log", "wb") as log:
         return await asyncio.create_subprocess_exec(
             sys.executable,
@@ -225,11 +232,12 @@ async def spawn(env: Env, identity: str) -> asyncio.subprocess.Process:
             "--identity",
             identity,
             "--lease-duration",
-            str(LEASE),
+            str(lease),
             "--renew-deadline",
-            str(RENEW),
+            str(renew),
             "--retry-period",
-            str(RETRY),
+            str(retry),
+            *extra,
             cwd=str(REPO),
             stdout=asyncio.subprocess.DEVNULL,
             stderr=log,
