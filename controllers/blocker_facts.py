@@ -44,7 +44,8 @@ __all__ = [
     "warning_event_cache",
 ]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
+
 PodFacts = tuple[tuple[Obj, ...], tuple[Obj, ...], tuple[Obj, ...] | None]
 """``(pods, warning events about them, nodes)``; nodes None when no pod waits for a GPU."""
 

@@ -83,7 +83,8 @@ __all__ = [
     "setup_nemo",
 ]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
+
 PVC = ("v1", "PersistentVolumeClaim")
 CONFIG_MAP = ("v1", "ConfigMap")
 REQUIREMENTS_INDEX = "nemo.requirements"

@@ -80,7 +80,8 @@ __all__ = [
     "setup_nimbuild",
 ]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
+
 PodLogs = Callable[[str, str, str], Awaitable[str]]
 """``(namespace, pod, container) -> log text``."""
 

@@ -38,7 +38,7 @@ from nimctl_runtime.client.interfaces import (
     Writer,
     get_or_none,
 )
-from nimctl_runtime.meta import dig, name_of, namespace_of
+from nimctl_runtime.meta import Obj, dig, name_of, namespace_of
 from platforms.contract import Observed, Readiness, ReconcileError
 from platforms.nimcache import (
     API_VERSION,
@@ -52,8 +52,6 @@ from platforms.nimcache import (
 from platforms.parsing import InvalidResource, parse
 from platforms.standalone import nimcache as builders
 from platforms.standalone import nimcache_profiles as profiles
-
-Obj = dict[str, Any]
 
 FINALIZER = api_nc.FINALIZER
 RECORDER_NAME = "nimcache-controller"

@@ -51,7 +51,7 @@ __all__ = [
     "setup_nimpipeline",
 ]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 
 def go_map(states: Mapping[str, str]) -> str:

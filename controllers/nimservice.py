@@ -54,6 +54,7 @@ from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, W
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.meta import (
     OWNER_UID_INDEX,
+    Obj,
     controller_of,
     dig,
     name_of,
@@ -83,8 +84,6 @@ from platforms.parsing import InvalidResource, parse
 from platforms.standalone import multinode
 from platforms.standalone.context import RenderContext
 from platforms.standalone.inputs import given
-
-Obj = dict[str, Any]
 
 NIMCACHE_KIND = "NIMCache"
 FINALIZER = api_ns.FINALIZER

@@ -15,11 +15,11 @@ readiness whose message names the field paths.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
 from api.apps.v1alpha1.common import STATE_FAILED
-from nimctl_runtime.meta import name_of, namespace_of
+from nimctl_runtime.meta import ObjView, name_of, namespace_of
 from platforms.contract import Blocked, Readiness
 from platforms.parsing import InvalidResource
 
@@ -33,10 +33,9 @@ __all__ = [
 ]
 
 M = TypeVar("M")
-Obj = Mapping[str, Any]
 
 
-def identity_and_spec(obj: Obj) -> dict[str, Any]:
+def identity_and_spec(obj: ObjView) -> dict[str, Any]:
     """The parts of a stored object a spec-only contract reads: kind, identity and spec."""
     meta = obj.get("metadata") or {}
     return {
@@ -47,14 +46,14 @@ def identity_and_spec(obj: Obj) -> dict[str, Any]:
     }
 
 
-def by_generation(obj: Obj) -> tuple[Hashable, ...] | None:
+def by_generation(obj: ObjView) -> tuple[Hashable, ...] | None:
     """``(uid, generation)``: changes with the spec only (None: not known, parse every time)."""
     meta = obj.get("metadata") or {}
     generation = meta.get("generation")
     return None if generation is None else (meta.get("uid"), generation)
 
 
-def by_resource_version(obj: Obj) -> tuple[Hashable, ...] | None:
+def by_resource_version(obj: ObjView) -> tuple[Hashable, ...] | None:
     """``(uid, resourceVersion)``: changes with any write (None: not known)."""
     meta = obj.get("metadata") or {}
     rv = meta.get("resourceVersion")
@@ -65,13 +64,13 @@ class ParseMemo(Generic[M]):
     """The model of each stored object by namespace/name, parsed again when ``key`` changes."""
 
     def __init__(
-        self, parse: Callable[[Obj], M], key: Callable[[Obj], tuple[Hashable, ...] | None]
+        self, parse: Callable[[ObjView], M], key: Callable[[ObjView], tuple[Hashable, ...] | None]
     ) -> None:
         self._parse = parse
         self._key = key
         self._models: dict[tuple[str, str], tuple[tuple[Hashable, ...], M]] = {}
 
-    def get(self, obj: Obj) -> M:
+    def get(self, obj: ObjView) -> M:
         """The model of ``obj``; ``InvalidResource`` when it does not fit (not remembered)."""
         key = self._key(obj)
         if key is None:

@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from controllers.sync import ensure_hash, hpa_owned, needs_write
-from nimctl_runtime.meta import dig, is_controlled_by, name_of
+from nimctl_runtime.meta import Obj, dig, is_controlled_by, name_of
 
-Obj = dict[str, Any]
 Key = tuple[str, str, str]
 
 CREATE_ONLY_KINDS: frozenset[str] = frozenset({"PersistentVolumeClaim"})

@@ -42,12 +42,11 @@ from nimctl_runtime.client import codec
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
 from nimctl_runtime.logsetup import get_logger
-from nimctl_runtime.meta import OWNER_UID_INDEX, controller_of, name_of, namespace_of, uid_of
+from nimctl_runtime.meta import OWNER_UID_INDEX, Obj, controller_of, name_of, namespace_of, uid_of
 from nimctl_runtime.reconcile import Request, Result
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, KindContract, Observed, Readiness, ReconcileError
 
-Obj = dict[str, Any]
 CR = TypeVar("CR")
 Facts = TypeVar("Facts")
 Event = tuple[str, str, str]

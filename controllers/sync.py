@@ -18,8 +18,7 @@ from typing import Any
 from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION, desired_hash, stamp_hash
 from nimctl_runtime.client.errors import AlreadyExists, ApiError, Conflict, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Writer
-
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 # Fields the API server allocates on create that an update must carry over.
 _SERVICE_ALLOCATED = (

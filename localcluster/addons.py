@@ -27,8 +27,7 @@ from typing import Any
 from localcluster.addons_schemas import route_schema
 from localcluster.simulator.kserve import kserve_objects
 from nimctl_runtime.client import AlreadyExists, ApiError, Client
-
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 __all__ = ["ecosystem_crds", "ecosystem_objects", "install_ecosystem"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 HOSTNAME_PATTERN = r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 _PATH_TYPES = ["Exact", "PathPrefix", "RegularExpression"]

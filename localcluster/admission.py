@@ -43,8 +43,7 @@ from localcluster.errors import StatusError
 from localcluster.hooks import AdmissionAttributes, Handler, RequestInfo
 from nimctl_runtime.labels import Selector
 from nimctl_runtime.logsetup import get_logger
-
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 CLUSTER_IP_NETWORK = ipaddress.ip_network("10.96.0.0/12")
 KUBERNETES_SERVICE_IP = "10.96.0.1"

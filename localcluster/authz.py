@@ -44,13 +44,13 @@ from typing import Any
 from aiohttp import web
 
 from nimctl_runtime.labels import Selector, SelectorParseError
+from nimctl_runtime.meta import Obj
 
 from . import errors
 from .codec import APPLY_PATCH, decode_body, json_response
 from .errors import StatusError
 from .hooks import AdmissionAttributes, Handler, RequestInfo
 
-Obj = dict[str, Any]
 RBAC_GROUP = "rbac.authorization.k8s.io"
 RBAC_API = f"{RBAC_GROUP}/v1"
 MASTERS_GROUP = "system:masters"

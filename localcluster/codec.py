@@ -22,11 +22,12 @@ from aiohttp import web
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from nimctl_runtime.meta import Obj
+
 from . import errors, protobuf
 from .errors import StatusError
 from .store import encode
 
-Obj = dict[str, Any]
 MAX_BODY = 3 * 1024 * 1024
 
 JSON = "application/json"

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from nimctl_runtime.meta import Obj
 from nimctl_runtime.quantity import parse_quantity
 
 from .storage import Storage
 
-Obj = dict[str, Any]
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 GPU_RESOURCE = "nvidia.com/gpu"
 DRIVER_VERSION = "570.124.06"

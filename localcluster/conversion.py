@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 EVENTS_V1 = ("events.k8s.io", "events")
 CORE_EVENTS = ("", "v1", "events")

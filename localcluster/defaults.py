@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 
 def _d(obj: Obj, key: str) -> Obj:

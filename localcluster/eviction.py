@@ -36,7 +36,7 @@ from .codec import json_response
 if TYPE_CHECKING:
     from .handlers import RequestContext, ResourceHandlers
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 EVICTION_VERSIONS: Final = ("policy/v1", "policy/v1beta1")
 VIOLATION: Final = "Cannot evict pod as it would violate the pod's disruption budget."

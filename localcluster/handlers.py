@@ -70,7 +70,7 @@ __all__ = [
     "json_response",
 ]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 
 @dataclass

@@ -22,6 +22,8 @@ from typing import Any
 
 from aiohttp import web
 
+from nimctl_runtime.meta import Obj
+
 from . import containershell, errors, upgrade
 from .hooks import RequestInfo
 from .host import APIServerHost
@@ -32,7 +34,6 @@ SPDY_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDOUT, STDERR, ERROR = 1, 2, 3
 STREAM_WAIT = 30.0
 
-Obj = dict[str, Any]
 
 
 def exit_status(result: containershell.Result, argv: list[str]) -> Obj:

@@ -26,6 +26,8 @@ from typing import Any
 
 from aiohttp import web
 
+from nimctl_runtime.meta import Obj
+
 from . import errors, proxy, upgrade
 from .host import APIServerHost
 from .simulator.kubelet import is_pod_ready, served_model_of
@@ -35,7 +37,6 @@ PROTOCOL = "portforward.k8s.io"
 NIM_DEFAULT_PORT = 8000
 MAX_REQUEST = 1 << 20
 
-Obj = dict[str, Any]
 
 
 def nim_ports(pod: Mapping[str, Any]) -> dict[int, str]:

@@ -30,13 +30,12 @@ from typing import Any
 from aiohttp import web
 
 from nimctl_runtime.labels import Selector
+from nimctl_runtime.meta import Obj
 
 from . import errors
 from .codec import json_response
 from .host import APIServerHost
 from .simulator.kubelet import is_pod_ready, served_model_of
-
-Obj = dict[str, Any]
 
 
 def nim_model(pod: Mapping[str, Any]) -> str:

@@ -30,11 +30,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nimctl_runtime.labels import FieldSelector, Selector
+from nimctl_runtime.meta import Obj
 
 from . import errors, strategy
 from .errors import StatusError
 from .registry import Registry, ResourceInfo
-from .store import Entry, Key, Obj, ObjectStore, encode
+from .store import Entry, Key, ObjectStore, encode
 from .watchcache import ADDED, DELETED, MODIFIED, StoredEvent, WatchCache, Watcher
 
 

@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nimctl_runtime.labels import FieldSelector, Selector
+from nimctl_runtime.meta import Obj
 
 Key = tuple[str, str, str, str]  # group, resource, namespace, name
-Obj = dict[str, Any]
+
 GroupResource = tuple[str, str]
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode

@@ -31,11 +31,10 @@ from typing import Any
 
 from nimctl_runtime import field
 from nimctl_runtime.labels import SelectorParseError, validate_label_key, validate_label_value
+from nimctl_runtime.meta import Obj
 
 from . import errors
 from .registry import ResourceInfo
-
-Obj = dict[str, Any]
 
 FOREGROUND_FINALIZER = "foregroundDeletion"
 ORPHAN_FINALIZER = "orphan"

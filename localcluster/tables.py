@@ -14,8 +14,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-Obj = Mapping[str, Any]
-Column = tuple[str, str, str, int, Callable[[Obj], Any]]  # name, type, format, priority, cell
+from nimctl_runtime.meta import ObjView
+
+Column = tuple[str, str, str, int, Callable[[ObjView], Any]]  # name, type, format, priority, cell
 
 _NAME_DESC = (
     "Name must be unique within a namespace. Is required when creating resources, although "
@@ -106,35 +107,35 @@ def jsonpath(obj: Any, path: str) -> Any:
     return cur
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
+def _meta(obj: ObjView) -> Mapping[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, Mapping) else {}
 
 
-def _name(obj: Obj) -> str:
+def _name(obj: ObjView) -> str:
     return str(_meta(obj).get("name", ""))
 
 
-def _age(obj: Obj) -> str:
+def _age(obj: ObjView) -> str:
     return age(_meta(obj).get("creationTimestamp"))
 
 
-def _get(path: str, default: Any = "<none>") -> Callable[[Obj], Any]:
-    def cell(obj: Obj) -> Any:
+def _get(path: str, default: Any = "<none>") -> Callable[[ObjView], Any]:
+    def cell(obj: ObjView) -> Any:
         v = jsonpath(obj, path)
         return default if v is None else v
 
     return cell
 
 
-def _pod_ready(obj: Obj) -> str:
+def _pod_ready(obj: ObjView) -> str:
     containers = (obj.get("spec") or {}).get("containers") or []
     statuses = (obj.get("status") or {}).get("containerStatuses") or []
     ready = sum(1 for s in statuses if s.get("ready"))
     return f"{ready}/{len(containers)}"
 
 
-def _pod_status(obj: Obj) -> str:
+def _pod_status(obj: ObjView) -> str:
     if _meta(obj).get("deletionTimestamp"):
         return "Terminating"
     status = obj.get("status") or {}
@@ -148,13 +149,13 @@ def _pod_status(obj: Obj) -> str:
     return str(status.get("reason") or status.get("phase") or "Unknown")
 
 
-def _pod_restarts(obj: Obj) -> int:
+def _pod_restarts(obj: ObjView) -> int:
     statuses = (obj.get("status") or {}).get("containerStatuses") or []
     return sum(int(s.get("restartCount", 0)) for s in statuses)
 
 
-def _ready_of(spec_path: str, ready_path: str) -> Callable[[Obj], str]:
-    def cell(obj: Obj) -> str:
+def _ready_of(spec_path: str, ready_path: str) -> Callable[[ObjView], str]:
+    def cell(obj: ObjView) -> str:
         want = jsonpath(obj, spec_path)
         have = jsonpath(obj, ready_path) or 0
         return f"{have}/{want if want is not None else 1}"
@@ -162,7 +163,7 @@ def _ready_of(spec_path: str, ready_path: str) -> Callable[[Obj], str]:
     return cell
 
 
-def _node_status(obj: Obj) -> str:
+def _node_status(obj: ObjView) -> str:
     conds = (obj.get("status") or {}).get("conditions") or []
     status = "Unknown"
     for c in conds:
@@ -173,20 +174,20 @@ def _node_status(obj: Obj) -> str:
     return status
 
 
-def _node_roles(obj: Obj) -> str:
+def _node_roles(obj: ObjView) -> str:
     prefix = "node-role.kubernetes.io/"
     labels = _meta(obj).get("labels") or {}
     roles = sorted(k[len(prefix) :] for k in labels if k.startswith(prefix) and k[len(prefix) :])
     return ",".join(roles) or "<none>"
 
 
-def _containers(obj: Obj, key: str) -> str:
+def _containers(obj: ObjView, key: str) -> str:
     spec = obj.get("spec") or {}
     tmpl = ((spec.get("template") or {}).get("spec") or {}) if "template" in spec else spec
     return ",".join(str(c.get(key, "")) for c in tmpl.get("containers") or []) or "<none>"
 
 
-def _selector(obj: Obj) -> str:
+def _selector(obj: ObjView) -> str:
     sel = (obj.get("spec") or {}).get("selector") or {}
     labels = sel.get("matchLabels") if "matchLabels" in sel else sel
     if not isinstance(labels, Mapping) or not labels:
@@ -194,34 +195,34 @@ def _selector(obj: Obj) -> str:
     return ",".join(f"{k}={v}" for k, v in labels.items())
 
 
-def _ports(obj: Obj) -> str:
+def _ports(obj: ObjView) -> str:
     ports = (obj.get("spec") or {}).get("ports") or []
     return ",".join(f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in ports) or "<none>"
 
 
-def _data_count(obj: Obj) -> int:
+def _data_count(obj: ObjView) -> int:
     return len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
 
 
-def _event_object(obj: Obj) -> str:
+def _event_object(obj: ObjView) -> str:
     io = obj.get("involvedObject") or obj.get("regarding") or {}
     return f"{str(io.get('kind', '')).lower()}/{io.get('name', '')}"
 
 
-def _event_last_seen(obj: Obj) -> str:
+def _event_last_seen(obj: ObjView) -> str:
     for key in ("lastTimestamp", "eventTime", "deprecatedLastTimestamp"):
         if obj.get(key):
             return age(obj.get(key))
     return _age(obj)
 
 
-def _completions(obj: Obj) -> str:
+def _completions(obj: ObjView) -> str:
     want = (obj.get("spec") or {}).get("completions", 1)
     have = (obj.get("status") or {}).get("succeeded", 0)
     return f"{have}/{want}"
 
 
-def _job_status(obj: Obj) -> str:
+def _job_status(obj: ObjView) -> str:
     for c in (obj.get("status") or {}).get("conditions") or []:
         if c.get("status") == "True" and c.get("type") in ("Complete", "Failed", "Suspended"):
             return str(c["type"])
@@ -236,34 +237,34 @@ _ACCESS_MODES = {
 }
 
 
-def _access_modes(path: str) -> Callable[[Obj], str]:
-    def cell(obj: Obj) -> str:
+def _access_modes(path: str) -> Callable[[ObjView], str]:
+    def cell(obj: ObjView) -> str:
         modes = jsonpath(obj, path) or []
         return ",".join(_ACCESS_MODES.get(str(m), str(m)) for m in modes)
 
     return cell
 
 
-def _pv_claim(obj: Obj) -> str:
+def _pv_claim(obj: ObjView) -> str:
     ref = (obj.get("spec") or {}).get("claimRef") or {}
     return f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref.get("name") else ""
 
 
-def _ingress_hosts(obj: Obj) -> str:
+def _ingress_hosts(obj: ObjView) -> str:
     hosts = [r.get("host") for r in (obj.get("spec") or {}).get("rules") or [] if r.get("host")]
     return ",".join(hosts) if hosts else "*"
 
 
-def _ingress_address(obj: Obj) -> str:
+def _ingress_address(obj: ObjView) -> str:
     ingress = (((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress")) or []
     return ",".join(str(i.get("ip") or i.get("hostname") or "") for i in ingress)
 
 
-def _ingress_ports(obj: Obj) -> str:
+def _ingress_ports(obj: ObjView) -> str:
     return "80, 443" if (obj.get("spec") or {}).get("tls") else "80"
 
 
-def _last_schedule(obj: Obj) -> str:
+def _last_schedule(obj: ObjView) -> str:
     stamp = (obj.get("status") or {}).get("lastScheduleTime")
     return age(stamp) if stamp else "<none>"
 
@@ -394,7 +395,7 @@ def _printer_column(col: Mapping[str, Any]) -> Column:
     typ = str(col.get("type", "string"))
     path = str(col.get("jsonPath", ""))
 
-    def cell(obj: Obj) -> Any:
+    def cell(obj: ObjView) -> Any:
         v = jsonpath(obj, path)
         if typ == "date":
             return age(v) if v is not None else "<unknown>"
@@ -424,7 +425,7 @@ def columns_for(
     return _BUILTIN_COLUMNS.get((group, resource), [("Age", _S, "", 0, _age)])
 
 
-def _partial_metadata(obj: Obj) -> dict[str, Any]:
+def _partial_metadata(obj: ObjView) -> dict[str, Any]:
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",
@@ -433,7 +434,7 @@ def _partial_metadata(obj: Obj) -> dict[str, Any]:
 
 
 def build_table(
-    objs: Sequence[Obj],
+    objs: Sequence[ObjView],
     columns: list[Column],
     *,
     include_object: str = "Metadata",

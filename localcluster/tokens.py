@@ -45,11 +45,10 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 )
 
 from nimctl_runtime import field
+from nimctl_runtime.meta import Obj
 
 from . import errors
 from .storage import Storage
-
-Obj = dict[str, Any]
 
 ISSUER: Final = "https://kubernetes.default.svc.cluster.local"
 API_AUDIENCES: Final = (ISSUER,)

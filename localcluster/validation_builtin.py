@@ -21,6 +21,7 @@ from typing import Any
 
 from nimctl_runtime.field import Cause
 from nimctl_runtime.labels import Selector, SelectorParseError
+from nimctl_runtime.meta import ObjView
 
 from .validation_autoscaling import validate_hpa
 from .validation_field import (
@@ -34,8 +35,7 @@ from .validation_field import (
 from .validation_networking import ingress
 from .validation_pod import PROTOCOLS, validate_pod_spec
 
-Obj = Mapping[str, Any]
-Validator = Callable[[Obj, "Obj | None", Errors], None]
+Validator = Callable[[ObjView, "ObjView | None", Errors], None]
 
 SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 SESSION_AFFINITIES = ("ClientIP", "None")
@@ -68,7 +68,7 @@ _STATEFULSET_MUTABLE = (
 _REDACTED = "<secret contents redacted>"
 
 
-def validate(group: str, kind: str, obj: Obj, old: Obj | None) -> list[Cause]:
+def validate(group: str, kind: str, obj: ObjView, old: ObjView | None) -> list[Cause]:
     """The causes kube-apiserver would refuse *obj* for (empty when it is valid)."""
     validator = VALIDATORS.get((group, kind))
     if validator is None:
@@ -81,7 +81,7 @@ def validate(group: str, kind: str, obj: Obj, old: Obj | None) -> list[Cause]:
 # --------------------------------------------------------------------------- helpers
 
 
-def _spec(obj: Obj | None) -> Mapping[str, Any]:
+def _spec(obj: ObjView | None) -> Mapping[str, Any]:
     return as_dict((obj or {}).get("spec"))
 
 
@@ -173,7 +173,7 @@ def _rolling_amount(errs: Errors, path: str, value: Any) -> int | None:
 # --------------------------------------------------------------------------- apps
 
 
-def deployment(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def deployment(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     spec = _spec(obj)
     errs.non_negative("spec.replicas", spec.get("replicas"))
     _selector_and_template(spec, errs, kind="deployment")
@@ -206,7 +206,7 @@ def deployment(obj: Obj, old: Obj | None, errs: Errors) -> None:
         _immutable(errs, "spec.selector", spec.get("selector"), _spec(old).get("selector"))
 
 
-def replicaset(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def replicaset(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     spec = _spec(obj)
     errs.non_negative("spec.replicas", spec.get("replicas"))
     _selector_and_template(spec, errs, kind="replicaset")
@@ -214,7 +214,7 @@ def replicaset(obj: Obj, old: Obj | None, errs: Errors) -> None:
         _immutable(errs, "spec.selector", spec.get("selector"), _spec(old).get("selector"))
 
 
-def statefulset(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def statefulset(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     spec = _spec(obj)
     errs.non_negative("spec.replicas", spec.get("replicas"))
     _selector_and_template(spec, errs, kind="statefulset")
@@ -236,7 +236,7 @@ def statefulset(obj: Obj, old: Obj | None, errs: Errors) -> None:
             )
 
 
-def daemonset(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def daemonset(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     spec = _spec(obj)
     _selector_and_template(spec, errs, kind="daemonset")
     strategy = as_dict(spec.get("updateStrategy"))
@@ -296,7 +296,7 @@ def _job_spec(spec: Mapping[str, Any], path: str, errs: Errors) -> None:
     )
 
 
-def job(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def job(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     spec = _spec(obj)
     _job_spec(spec, "spec", errs)
     if old is not None:
@@ -350,7 +350,7 @@ def _cron_problem(schedule: str) -> str | None:
     return None
 
 
-def cronjob(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def cronjob(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     name = str(as_dict(obj.get("metadata")).get("name", ""))
     if len(name) > 52:
         errs.invalid("metadata.name", name, "must be no more than 52 characters")
@@ -375,7 +375,7 @@ def cronjob(obj: Obj, old: Obj | None, errs: Errors) -> None:
 # --------------------------------------------------------------------------- core
 
 
-def service(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def service(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     spec = _spec(obj)
     kind = spec.get("type") or "ClusterIP"
     errs.enum("spec.type", spec.get("type"), SERVICE_TYPES)
@@ -445,7 +445,7 @@ def service(obj: Obj, old: Obj | None, errs: Errors) -> None:
             errs.invalid("spec.clusterIP", new_ip, "field is immutable")
 
 
-def _config_keys(obj: Obj, errs: Errors, sections: tuple[str, ...]) -> None:
+def _config_keys(obj: ObjView, errs: Errors, sections: tuple[str, ...]) -> None:
     seen: dict[str, str] = {}
     size = 0
     for section in sections:
@@ -460,7 +460,9 @@ def _config_keys(obj: Obj, errs: Errors, sections: tuple[str, ...]) -> None:
         errs.too_long("", _MAX_CONFIG_BYTES)
 
 
-def _immutable_data(obj: Obj, old: Obj | None, errs: Errors, sections: tuple[str, ...]) -> None:
+def _immutable_data(
+    obj: ObjView, old: ObjView | None, errs: Errors, sections: tuple[str, ...]
+) -> None:
     if old is None or not old.get("immutable"):
         return
     if not obj.get("immutable"):
@@ -470,7 +472,7 @@ def _immutable_data(obj: Obj, old: Obj | None, errs: Errors, sections: tuple[str
             errs.forbidden(section, "field is immutable when `immutable` is set")
 
 
-def configmap(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def configmap(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     _config_keys(obj, errs, ("data", "binaryData"))
     _immutable_data(obj, old, errs, ("data", "binaryData"))
 
@@ -483,7 +485,7 @@ _SECRET_REQUIRED_KEYS = {
 }
 
 
-def secret(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def secret(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     _config_keys(obj, errs, ("data", "stringData"))
     kind = obj.get("type") or "Opaque"
     # stringData is merged into data before validation (the v1 conversion)
@@ -520,7 +522,7 @@ def _json_problem(value: Any, *, encoded: bool) -> str | None:
     return None
 
 
-def persistentvolumeclaim(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def persistentvolumeclaim(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     spec = _spec(obj)
     modes = as_list(spec.get("accessModes"))
     if not modes and not spec.get("dataSourceRef"):
@@ -568,11 +570,11 @@ def _pvc_fixed(spec: Mapping[str, Any], bound: bool) -> dict[str, Any]:
 # --------------------------------------------------------------------------- autoscaling, policy
 
 
-def horizontalpodautoscaler(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def horizontalpodautoscaler(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     validate_hpa(_spec(obj), errs)
 
 
-def poddisruptionbudget(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def poddisruptionbudget(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     spec = _spec(obj)
     if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
         errs.invalid("spec", dict(spec), "minAvailable and maxUnavailable cannot be both set")
@@ -582,11 +584,11 @@ def poddisruptionbudget(obj: Obj, old: Obj | None, errs: Errors) -> None:
     errs.enum("spec.unhealthyPodEvictionPolicy", policy, ("AlwaysAllow", "IfHealthyBudget"))
 
 
-def pod(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def pod(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     validate_pod_spec(_spec(obj), "spec", errs)
 
 
-def podtemplate(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def podtemplate(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     _template_metadata(as_dict(obj.get("template")), "template", errs)
     validate_pod_spec(as_dict(as_dict(obj.get("template")).get("spec")), "template.spec", errs)
 
@@ -610,7 +612,7 @@ VALIDATORS: Mapping[tuple[str, str], Validator] = {
 }
 
 
-def check(group: str, kind: str, obj: Obj, old: Obj | None) -> None:
+def check(group: str, kind: str, obj: ObjView, old: ObjView | None) -> None:
     """Raise kube-apiserver's 422 ``Invalid`` when :func:`validate` finds causes."""
     from . import errors
 

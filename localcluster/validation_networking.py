@@ -12,17 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nimctl_runtime.meta import ObjView
+
 from .validation_field import DNS1123_SUBDOMAIN, Errors, as_dict, as_list
 
-Obj = Mapping[str, Any]
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
 
 
-def _spec(obj: Obj | None) -> Mapping[str, Any]:
+def _spec(obj: ObjView | None) -> Mapping[str, Any]:
     return as_dict((obj or {}).get("spec"))
 
 
-def ingress(obj: Obj, old: Obj | None, errs: Errors) -> None:
+def ingress(obj: ObjView, old: ObjView | None, errs: Errors) -> None:
     spec = _spec(obj)
     rules = as_list(spec.get("rules"))
     default = spec.get("defaultBackend")

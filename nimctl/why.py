@@ -39,7 +39,8 @@ from platforms.blockers import (
 
 __all__ = ["KINDS", "Report", "explain", "main", "parse_target"]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
+
 API = "apps.nvidia.com/v1alpha1"
 LWS = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
 ISVC = ("serving.kserve.io/v1beta1", "InferenceService")

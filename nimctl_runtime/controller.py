@@ -83,7 +83,7 @@ __all__ = [
     "Watch",
 ]
 
-Obj = dict[str, Any]
+
 Event = CreateEvent | UpdateEvent | DeleteEvent | GenericEvent
 
 #: Exceptions that mean a bug in the reconciler rather than a failed call:

@@ -53,7 +53,7 @@ __all__ = [
     "unwrap_object",
 ]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ from typing import Any
 
 __all__ = [
     "OWNER_UID_INDEX",
+    "Obj",
+    "ObjView",
     "ObjectKey",
     "controller_of",
     "dig",
@@ -34,6 +36,12 @@ __all__ = [
     "set_condition",
     "uid_of",
 ]
+
+Obj = dict[str, Any]
+"""A Kubernetes object, or any part of one, as decoded JSON: the one alias the tree uses."""
+
+ObjView = Mapping[str, Any]
+"""The same, for code that only reads it (and so also takes frozen or proxied mappings)."""
 
 ObjectKey = tuple[str, str, str, str]
 """``(apiVersion, kind, namespace, name)``; namespace is ``""`` for cluster-scoped objects."""

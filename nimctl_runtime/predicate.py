@@ -29,7 +29,7 @@ __all__ = [
     "or_",
 ]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 
 class Predicate(Protocol):

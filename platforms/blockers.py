@@ -57,7 +57,7 @@ __all__ = [
     "workload_blocker",
 ]
 
-Obj = Mapping[str, Any]
+from nimctl_runtime.meta import ObjView
 
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
@@ -143,20 +143,20 @@ class Blocker:
 _REVISION_LABELS = ("pod-template-hash", "controller-revision-hash")
 
 
-def _name(obj: Obj | None) -> str:
+def _name(obj: ObjView | None) -> str:
     return str(dig(obj, "metadata", "name", default="") or "")
 
 
-def _created(obj: Obj) -> str:
+def _created(obj: ObjView) -> str:
     return str(dig(obj, "metadata", "creationTimestamp", default="") or "")
 
 
-def _labels(obj: Obj) -> Mapping[str, str]:
+def _labels(obj: ObjView) -> Mapping[str, str]:
     labels: Mapping[str, str] = dig(obj, "metadata", "labels", default={}) or {}
     return labels
 
 
-def _selector_matches(selector: Obj | None, labels: Mapping[str, str]) -> bool:
+def _selector_matches(selector: ObjView | None, labels: Mapping[str, str]) -> bool:
     """A label selector (``matchLabels`` and ``matchExpressions``) against labels."""
     if not selector:
         return False
@@ -176,7 +176,7 @@ def _selector_matches(selector: Obj | None, labels: Mapping[str, str]) -> bool:
     return True
 
 
-def _member(workload: Obj, pod: Obj) -> bool:
+def _member(workload: ObjView, pod: ObjView) -> bool:
     kind, name = workload.get("kind"), _name(workload)
     labels = _labels(pod)
     if kind == "Job":
@@ -188,7 +188,7 @@ def _member(workload: Obj, pod: Obj) -> bool:
     return _selector_matches(dig(workload, "spec", "selector"), labels)
 
 
-def newest_pods(workload: Obj, pods: Iterable[Obj]) -> list[Obj]:
+def newest_pods(workload: ObjView, pods: Iterable[ObjView]) -> list[ObjView]:
     """The workload's pods of its newest revision, not being deleted, newest first.
 
     A Deployment's pods are grouped by ``pod-template-hash``; the group of the
@@ -210,7 +210,7 @@ def newest_pods(workload: Obj, pods: Iterable[Obj]) -> list[Obj]:
     return mine
 
 
-def workload_blocker(workload: Obj | None) -> Blocker | None:
+def workload_blocker(workload: ObjView | None) -> Blocker | None:
     """What the workload's own status says blocks it (before looking at any pod)."""
     if not workload:
         return None
@@ -256,7 +256,7 @@ _INSUFFICIENT = re.compile(r"Insufficient (\S+?)[,.]?(?:\s|$)")
 _PULL_SECRETS = re.compile(r"image pull secrets \(([^)]*)\)")
 
 
-def events_about(obj: Obj, events: Iterable[Obj]) -> list[Obj]:
+def events_about(obj: ObjView, events: Iterable[ObjView]) -> list[ObjView]:
     """The Warning Events about ``obj`` (by UID, else by name), oldest first."""
     uid = dig(obj, "metadata", "uid")
     name, kind = _name(obj), obj.get("kind", "Pod")
@@ -275,7 +275,7 @@ def events_about(obj: Obj, events: Iterable[Obj]) -> list[Obj]:
     return out
 
 
-def _event_time(ev: Obj) -> str:
+def _event_time(ev: ObjView) -> str:
     return str(
         ev.get("lastTimestamp")
         or dig(ev, "series", "lastObservedTime")
@@ -309,7 +309,9 @@ def _config_error(pod: str, container: str, message: str, hop: str) -> Blocker:
     )
 
 
-def _pull_error(pod: str, status: Obj, missing_pull_secrets: Sequence[str], hop: str) -> Blocker:
+def _pull_error(
+    pod: str, status: ObjView, missing_pull_secrets: Sequence[str], hop: str
+) -> Blocker:
     """``ErrImagePull``/``ImagePullBackOff``/``InvalidImageName``, named by its cause."""
     waiting = dig(status, "state", "waiting") or {}
     reason, message = str(waiting.get("reason") or ""), str(waiting.get("message") or "")
@@ -333,7 +335,7 @@ def _pull_error(pod: str, status: Obj, missing_pull_secrets: Sequence[str], hop:
     return Blocker("ImagePullFailed", f"{said}: {detail}", hop)
 
 
-def _last_exit(status: Obj) -> str:
+def _last_exit(status: ObjView) -> str:
     term = dig(status, "lastState", "terminated") or dig(status, "state", "terminated") or {}
     if not term:
         return ""
@@ -345,7 +347,7 @@ def _last_exit(status: Obj) -> str:
 
 
 def _container_blocker(
-    pod: Obj, status: Obj, *, init: bool, missing_pull_secrets: Sequence[str], hop: str
+    pod: ObjView, status: ObjView, *, init: bool, missing_pull_secrets: Sequence[str], hop: str
 ) -> Blocker | None:
     name = _name(pod)
     container = str(status.get("name", ""))
@@ -399,7 +401,7 @@ def _scheduling_blocker(name: str, message: str, hop: str) -> Blocker:
     return Blocker("Unschedulable", f"pod {name} cannot be scheduled: {first}", hop)
 
 
-def _event_blocker(name: str, ev: Obj, hop: str) -> Blocker | None:
+def _event_blocker(name: str, ev: ObjView, hop: str) -> Blocker | None:
     reason, message = str(ev.get("reason") or ""), str(ev.get("message") or "")
     if reason == "FailedMount":
         secret = _SECRET_MISSING.search(message)
@@ -426,7 +428,7 @@ def _event_blocker(name: str, ev: Obj, hop: str) -> Blocker | None:
     return None
 
 
-def _missing_pull_secrets(events: Sequence[Obj]) -> list[str]:
+def _missing_pull_secrets(events: Sequence[ObjView]) -> list[str]:
     for ev in reversed(events):
         if ev.get("reason") == "FailedToRetrieveImagePullSecret":
             found = _PULL_SECRETS.search(str(ev.get("message") or ""))
@@ -435,7 +437,7 @@ def _missing_pull_secrets(events: Sequence[Obj]) -> list[str]:
     return []
 
 
-def pod_blocker(pod: Obj, events: Iterable[Obj] = ()) -> Blocker | None:
+def pod_blocker(pod: ObjView, events: Iterable[ObjView] = ()) -> Blocker | None:
     """The pod's first blocking cause, or None when it is running or simply progressing.
 
     ``events`` may be any Warning Events; those about other objects are ignored.
@@ -472,7 +474,7 @@ def pod_blocker(pod: Obj, events: Iterable[Obj] = ()) -> Blocker | None:
     return None
 
 
-def _all_ready(pod: Obj) -> bool:
+def _all_ready(pod: ObjView) -> bool:
     ready = find_condition(dig(pod, "status", "conditions"), "Ready")
     return ready is not None and ready.get("status") == "True"
 
@@ -487,7 +489,7 @@ def _quantity(value: Any) -> int:
         return 0
 
 
-def node_blocker(node: Obj) -> Blocker | None:
+def node_blocker(node: ObjView) -> Blocker | None:
     """The GPU side of one node: driver upgrade, GPU operands not ready, cordoned."""
     name = _name(node)
     hop = f"node/{name}"
@@ -516,7 +518,7 @@ def node_blocker(node: Obj) -> Blocker | None:
     return None
 
 
-def _is_gpu_node(node: Obj) -> bool:
+def _is_gpu_node(node: ObjView) -> bool:
     if _labels(node).get(GPU_PRESENT_LABEL) == "true":
         return True
     return _quantity(dig(node, "status", "capacity", GPU_RESOURCE, default=0) or 0) > 0
@@ -527,7 +529,7 @@ def needs_nodes(message: str) -> bool:
     return GPU_RESOURCE in message or "were unschedulable" in message
 
 
-def gpu_blocker(found: Blocker, nodes: Iterable[Obj]) -> Blocker:
+def gpu_blocker(found: Blocker, nodes: Iterable[ObjView]) -> Blocker:
     """Refine "no free GPU" (or "the nodes are cordoned") to its cause on the nodes:
     a driver upgrade, GPU operands not ready, or no GPU nodes at all."""
     cordoned = found.reason == "Unschedulable" and "were unschedulable" in found.message
@@ -553,7 +555,7 @@ def gpu_blocker(found: Blocker, nodes: Iterable[Obj]) -> Blocker:
     return found
 
 
-def last_failure(pods: Iterable[Obj]) -> str:
+def last_failure(pods: Iterable[ObjView]) -> str:
     """How the newest failed pod's container ended (``exit code 1 (Error): <last line>``), or ""."""
     failed = [p for p in pods if dig(p, "status", "phase") == "Failed"]
     failed.sort(key=lambda p: (_created(p), _name(p)), reverse=True)
@@ -570,10 +572,10 @@ def last_failure(pods: Iterable[Obj]) -> str:
 
 
 def cache_job_blocker(
-    job: Obj | None,
-    pods: Iterable[Obj],
-    events: Iterable[Obj] = (),
-    nodes: Iterable[Obj] | None = None,
+    job: ObjView | None,
+    pods: Iterable[ObjView],
+    events: Iterable[ObjView] = (),
+    nodes: Iterable[ObjView] | None = None,
 ) -> Blocker | None:
     """A NIMCache's caching Job: failed for good (``CacheJobFailed``, terminal, naming the
     last pod's exit), or waiting on what blocks its newest pod."""
@@ -593,10 +595,10 @@ def cache_job_blocker(
 
 
 def find_blocker(
-    workloads: Iterable[Obj | None],
-    pods: Iterable[Obj],
-    events: Iterable[Obj] = (),
-    nodes: Iterable[Obj] | None = None,
+    workloads: Iterable[ObjView | None],
+    pods: Iterable[ObjView],
+    events: Iterable[ObjView] = (),
+    nodes: Iterable[ObjView] | None = None,
 ) -> Blocker | None:
     """The first blocker down the chain workload -> newest pods -> node -> GPU.
 

@@ -22,14 +22,13 @@ of type, status, reason, message) and ``inputProfile`` / ``outputProfile``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from api.apps.v1alpha1 import nimbuild as api_nb
 from api.apps.v1alpha1.nimbuild import NIMBuild
 from api.apps.v1alpha1.nimcache import NIMCache
-from nimctl_runtime.meta import dig, is_true
+from nimctl_runtime.meta import ObjView, dig, is_true
 from platforms.blockers import pod_blocker
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness
@@ -58,10 +57,9 @@ MANIFEST_POLL = 2.0
 """Seconds between looks at a running manifest pod that has not printed the manifest yet."""
 
 Condition = tuple[str, str, str, str]
-Obj = Mapping[str, Any]
 
 
-def phase_of(build: Obj) -> str:
+def phase_of(build: ObjView) -> str:
     """The build's phase, from the status conditions of the stored NIMBuild."""
     conditions = dig(build, "status", "conditions", default=[]) or []
     if is_true(conditions, api_nb.CONDITION_MODEL_MANIFEST_POD_COMPLETED):
@@ -83,17 +81,17 @@ class NIMBuildFacts:
 
     nimcache: NIMCache
     phase: str
-    profile: Obj
+    profile: ObjView
     profile_found: Condition | None = None
     orchestrator: str = "Kubernetes"
     manifest_logs: str | None = None
 
 
-def _pod_failed(pod: Obj) -> bool:
+def _pod_failed(pod: ObjView) -> bool:
     return bool(dig(pod, "status", "phase") == "Failed")
 
 
-def _pod_ready(pod: Obj) -> bool:
+def _pod_ready(pod: ObjView) -> bool:
     return is_true(dig(pod, "status", "conditions", default=[]) or [], "Ready")
 
 

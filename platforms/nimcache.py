@@ -19,7 +19,7 @@ from typing import Any
 
 from api.apps.v1alpha1.nimcache import STATE_NOT_READY, STATE_READY, NIMCache
 from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION, stamped_copy
-from nimctl_runtime.meta import dig
+from nimctl_runtime.meta import ObjView, dig
 from platforms import blockers
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError
@@ -50,7 +50,6 @@ OWNED: tuple[GVK, ...] = (
     ("batch/v1", "Job"),
 )
 
-Obj = Mapping[str, Any]
 
 
 def is_optimized_ngc(nimcache: NIMCache) -> bool:
@@ -114,7 +113,7 @@ class NIMCacheContract:
     api_version = API_VERSION
     kind = KIND
 
-    def parse(self, obj: NIMCache | Obj) -> NIMCache:
+    def parse(self, obj: NIMCache | ObjView) -> NIMCache:
         """The typed NIMCache; ``InvalidResource`` names the fields that do not fit.
 
         ``render``, ``readiness`` and ``selected_profiles`` take the model; a
@@ -125,7 +124,7 @@ class NIMCacheContract:
     def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
         return OWNED
 
-    def selected_profiles(self, cr: NIMCache | Obj, facts: NIMCacheFacts) -> list[str]:
+    def selected_profiles(self, cr: NIMCache | ObjView, facts: NIMCacheFacts) -> list[str]:
         cr = self.parse(cr)
         if not is_optimized_ngc(cr):
             return []
@@ -133,7 +132,7 @@ class NIMCacheContract:
         gpus = list(facts.gpu_products) if not spec.gpus and not spec.profiles else []
         return profiles.select_profiles(facts.manifest, spec, gpus)
 
-    def render(self, cr: NIMCache | Obj, facts: NIMCacheFacts) -> list[dict[str, Any]]:
+    def render(self, cr: NIMCache | ObjView, facts: NIMCacheFacts) -> list[dict[str, Any]]:
         cr = self.parse(cr)
         namespace = cr.metadata.namespace or ""
         try:
@@ -163,12 +162,12 @@ class NIMCacheContract:
         return [_stamped(o) for o in out]
 
     def blocker(
-        self, cr: NIMCache | Obj, facts: NIMCacheFacts, job: Mapping[str, Any] | None
+        self, cr: NIMCache | ObjView, facts: NIMCacheFacts, job: Mapping[str, Any] | None
     ) -> blockers.Blocker | None:
         return _blocker(self.parse(cr), facts, job)
 
     def readiness(
-        self, cr: NIMCache | Obj, facts: NIMCacheFacts, observed: Observed
+        self, cr: NIMCache | ObjView, facts: NIMCacheFacts, observed: Observed
     ) -> NIMCacheProgress:
         cr = self.parse(cr)
         name = cr.metadata.name or ""

@@ -26,7 +26,7 @@ receives. ``nimctl render`` renders the same NIMServices as models
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY, STATE_READY
@@ -42,7 +42,7 @@ from api.apps.v1alpha1.nimservice import NIMService, NIMServiceSpec
 from api.base import ObjectMeta
 from manifests.hashing import stamp_hash
 from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from nimctl_runtime.meta import dig, find_condition, is_controlled_by
+from nimctl_runtime.meta import ObjView, dig, find_condition, is_controlled_by
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness
 from platforms.parsing import parse, spec_json
@@ -65,12 +65,12 @@ API_VERSION = "apps.nvidia.com/v1alpha1"
 KIND = "NIMPipeline"
 NIMSERVICE: GVK = (API_VERSION, "NIMService")
 
-Obj = Mapping[str, Any]
-PipelineInput = NIMPipeline | Obj
+
+PipelineInput = NIMPipeline | ObjView
 """A NIMPipeline model, or a stored NIMPipeline (parsed once on the way in)."""
 
 
-def merge_env(base: Sequence[Obj], extra: Sequence[Obj]) -> list[dict[str, Any]]:
+def merge_env(base: Sequence[ObjView], extra: Sequence[ObjView]) -> list[dict[str, Any]]:
     """NVIDIA's ``MergeEnvVars(base, extra)``: all of ``extra``, then ``base`` minus its names."""
     names = {e.get("name") for e in extra}
     return [dict(e) for e in extra] + [dict(e) for e in base if e.get("name") not in names]

@@ -19,7 +19,6 @@ DRA claims' states (``draResourceStatuses``) and the ComputeDomain's status
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY, STATE_READY
@@ -29,7 +28,7 @@ from api.apps.v1alpha1.nimservice import (
     REASON_READY,
     NIMService,
 )
-from nimctl_runtime.meta import dig, find_condition
+from nimctl_runtime.meta import ObjView, dig, find_condition
 from platforms import kserve, standalone
 from platforms.blockers import Blocker, find_blocker
 from platforms.capabilities import (
@@ -97,7 +96,7 @@ OPTIONAL_OWNED: tuple[GVK, ...] = (
 )
 """CRD-provided kinds a NIMService may own, where the cluster serves them."""
 
-Obj = Mapping[str, Any]
+
 KSERVE_EARLY_KINDS = ("ServiceAccount", "Role", "RoleBinding")
 
 
@@ -105,7 +104,7 @@ def platform_of(nimservice: NIMService) -> str:
     return nimservice.spec.inference_platform
 
 
-def deployment_readiness(deployment: Obj | None) -> tuple[str, bool]:
+def deployment_readiness(deployment: ObjView | None) -> tuple[str, bool]:
     """``kubectl rollout status`` words and whether the Deployment is rolled out (§2.10)."""
     if not deployment:
         return "", False
@@ -134,7 +133,7 @@ def deployment_readiness(deployment: Obj | None) -> tuple[str, bool]:
     return f'deployment "{name}" successfully rolled out\n', True
 
 
-def leader_worker_set_readiness(lws: Obj | None, name: str) -> tuple[str, bool]:
+def leader_worker_set_readiness(lws: ObjView | None, name: str) -> tuple[str, bool]:
     """NVIDIA's LeaderWorkerSet words (§2.8): scaled down, ready (``Available``), not ready."""
     if not lws:
         return f'leaderworkerset "{name}" is not ready', False
@@ -146,7 +145,7 @@ def leader_worker_set_readiness(lws: Obj | None, name: str) -> tuple[str, bool]:
     return f'leaderworkerset "{name}" is not ready', False
 
 
-def inference_service_readiness(isvc: Obj | None, name: str) -> tuple[str, bool]:
+def inference_service_readiness(isvc: ObjView | None, name: str) -> tuple[str, bool]:
     """The InferenceService's ``PredictorReady`` condition (§2.12)."""
     if not isvc:
         return f'Waiting for InferenceService "{name}" creation', False
@@ -180,7 +179,7 @@ DRA_UNSUPPORTED = (
 """NVIDIA's message when the cluster does not serve resource.k8s.io/v1 (Kubernetes < 1.34)."""
 
 
-def dra_details(cr: NIMService | Obj, facts: RenderContext) -> dict[str, Any]:
+def dra_details(cr: NIMService | ObjView, facts: RenderContext) -> dict[str, Any]:
     """``draResourceStatuses`` and ``computeDomainStatus`` where the spec uses them."""
     cr = as_nimservice(cr)
     spec = cr.spec
@@ -201,7 +200,7 @@ def dra_details(cr: NIMService | Obj, facts: RenderContext) -> dict[str, Any]:
     return out
 
 
-def _workloads(cr: NIMService, observed: Observed) -> list[Obj]:
+def _workloads(cr: NIMService, observed: Observed) -> list[ObjView]:
     """The workloads whose pods run the NIM: the LeaderWorkerSet or Deployment, or the
     InferenceService on KServe."""
     name = cr.metadata.name or ""
@@ -226,7 +225,7 @@ class NIMServiceContract:
     api_version = API_VERSION
     kind = KIND
 
-    def parse(self, obj: NIMService | Obj) -> NIMService:
+    def parse(self, obj: NIMService | ObjView) -> NIMService:
         """The typed NIMService; ``InvalidResource`` names the fields that do not fit.
 
         ``render`` and ``readiness`` take the model; a dict given to them (a
@@ -237,7 +236,7 @@ class NIMServiceContract:
     def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
         return BUILTIN_OWNED + tuple(g for g in OPTIONAL_OWNED if capabilities.has(g))
 
-    def render(self, cr: NIMService | Obj, facts: RenderContext) -> list[dict[str, Any]]:
+    def render(self, cr: NIMService | ObjView, facts: RenderContext) -> list[dict[str, Any]]:
         cr = as_nimservice(cr)
         if cr.spec.dra_resources:
             # NVIDIA's step 0: DRA needs Kubernetes 1.34 (resource.k8s.io/v1), no claim
@@ -278,7 +277,7 @@ class NIMServiceContract:
         return standalone.render(cr, facts)
 
     def readiness(
-        self, cr: NIMService | Obj, facts: RenderContext, observed: Observed
+        self, cr: NIMService | ObjView, facts: RenderContext, observed: Observed
     ) -> Readiness:
         cr = as_nimservice(cr)
         name = cr.metadata.name or ""

@@ -34,10 +34,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nimctl_runtime.meta import Obj
 from nimctl_runtime.webhook import AdmissionRequest, AdmissionResponse, allowed
 from nimctl_runtime.webhook.admission import errored, patched
 
-Obj = dict[str, Any]
 GPU_NODE_SELECTOR = {"feature.node.kubernetes.io/pci-10de.present": "true"}
 
 __all__ = [

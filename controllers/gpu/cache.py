@@ -20,11 +20,12 @@ and node-labelling controllers read:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Final
 
 from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from nimctl_runtime.cache.cache import ByObject, Cache
 from nimctl_runtime.client.client import Client
+from nimctl_runtime.meta import Obj
 from platforms.gpu.facts import (
     KERNEL_LABEL,
     NFD_GPU_LABELS,
@@ -32,8 +33,6 @@ from platforms.gpu.facts import (
     OS_ID_LABEL,
     OS_VERSION_LABEL,
 )
-
-Obj = dict[str, Any]
 
 DRIVER_COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 DRIVER_COMPONENT: Final = "nvidia-driver"

@@ -46,7 +46,7 @@ from controllers.plan import Action, key
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
-from nimctl_runtime.meta import dig, name_of, namespace_of, set_condition
+from nimctl_runtime.meta import Obj, dig, name_of, namespace_of, set_condition
 from nimctl_runtime.reconcile import Request, Result
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
@@ -68,8 +68,6 @@ from platforms.gpu.gpucluster import API_VERSION as GC_API
 from platforms.gpu.gpucluster import KIND as GC_KIND
 from platforms.gpu.gpucluster import gpucluster_conflict_readiness
 from platforms.parsing import parse_or_fail
-
-Obj = dict[str, Any]
 
 RECORDER_NAME = "clusterpolicy-controller"
 PSA_LABELS: Mapping[str, str] = {

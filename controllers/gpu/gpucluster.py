@@ -36,7 +36,7 @@ from controllers.gpu.config import GPUConfig
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import NotFound
 from nimctl_runtime.client.interfaces import Reader
-from nimctl_runtime.meta import OWNER_UID_INDEX, dig, name_of, set_condition, uid_of
+from nimctl_runtime.meta import OWNER_UID_INDEX, Obj, dig, name_of, set_condition, uid_of
 from nimctl_runtime.reconcile import Request, Result
 from platforms.capabilities import SERVICE_MONITOR, Capabilities
 from platforms.contract import Blocked, Observed, Readiness
@@ -50,8 +50,6 @@ from platforms.gpu.gpucluster import (
 )
 from platforms.gpu.gpucluster_common import GPUClusterFacts
 from platforms.parsing import parse_or_fail
-
-Obj = dict[str, Any]
 
 RECORDER_NAME: Final = "gpucluster-controller"
 FINALIZER: Final = "gpucluster.nvidia.com/dra-resourceclaim"

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from nimctl_runtime.client.client import Client
     from nimctl_runtime.manager import Manager
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 GPUCLUSTER_CONTROLLER: Final = "gpucluster-controller"
 

@@ -17,7 +17,6 @@ twice.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from controllers.gpu.clusterpolicy import active_policy
@@ -33,8 +32,6 @@ from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.meta import dig, name_of
 from nimctl_runtime.reconcile import Request, Result
 from platforms.gpu.contract import API_VERSION, KIND
-
-Obj = dict[str, Any]
 
 ND_API = "nvidia.com/v1alpha1"
 ND_KIND = "NVIDIADriver"

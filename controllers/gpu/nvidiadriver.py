@@ -49,7 +49,7 @@ from controllers.gpu.config import GPUConfig
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
-from nimctl_runtime.meta import dig, name_of, set_condition
+from nimctl_runtime.meta import Obj, dig, name_of, set_condition
 from nimctl_runtime.reconcile import Request, Result
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.gpu.facts import ClusterFacts
@@ -71,8 +71,6 @@ from platforms.gpu.nvidiadriver_pools import (
 )
 from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, shared_owner
 from platforms.parsing import parse_or_fail
-
-Obj = dict[str, Any]
 
 RECORDER_NAME = "nvidia-driver-controller"
 CP_API = "nvidia.com/v1"

@@ -23,7 +23,7 @@ and the ClusterPolicies and NVIDIADrivers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
 from controllers.gpu.nvidiadriver import (
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from nimctl_runtime.client.client import Client
     from nimctl_runtime.manager import Manager
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 NVIDIADRIVER_CONTROLLER: Final = "nvidia-driver-controller"
 

@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from nimctl_runtime.client.client import Client
     from nimctl_runtime.manager import Manager
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 CLUSTERPOLICY_CONTROLLER = "clusterpolicy-controller"
 NODE_LABELING_CONTROLLER = "nodelabeling-controller"

@@ -36,7 +36,6 @@ from localcluster.simulator.objects import (
     Action,
     Context,
     Create,
-    Obj,
     UpdateStatus,
     is_deleting,
     name_of,
@@ -46,6 +45,7 @@ from localcluster.simulator.objects import (
     uid_of,
     with_status,
 )
+from nimctl_runtime.meta import Obj
 
 DOMAIN_LABEL = "resource.nvidia.com/computeDomain"
 CHANNEL_CLASS = "compute-domain-default-channel.nvidia.com"

@@ -40,7 +40,6 @@ from localcluster.simulator.kubelet import is_pod_ready
 from localcluster.simulator.objects import (
     Action,
     Create,
-    Obj,
     ObjectLookup,
     Update,
     labels_of,
@@ -49,6 +48,7 @@ from localcluster.simulator.objects import (
     owner_reference,
     uid_of,
 )
+from nimctl_runtime.meta import Obj
 
 CONTROLLER_DEPLOYMENT = "nvidia-dra-driver-controller"
 DOMAIN_LABEL = "resource.nvidia.com/computeDomain"

@@ -20,7 +20,6 @@ from localcluster.simulator.objects import (
     Context,
     Create,
     Delete,
-    Obj,
     Requeue,
     UpdateStatus,
     generation_of,
@@ -39,6 +38,7 @@ from localcluster.simulator.scheduling import (
     node_selector_matches,
     untolerated_taint,
 )
+from nimctl_runtime.meta import Obj
 
 DAEMON_TOLERATIONS: tuple[Obj, ...] = (
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},

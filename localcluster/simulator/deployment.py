@@ -19,7 +19,6 @@ from localcluster.simulator.objects import (
     Create,
     Delete,
     Emit,
-    Obj,
     Requeue,
     Update,
     UpdateStatus,
@@ -37,6 +36,7 @@ from localcluster.simulator.objects import (
     template_hash,
     with_status,
 )
+from nimctl_runtime.meta import Obj
 
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"

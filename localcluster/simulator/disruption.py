@@ -21,7 +21,6 @@ from typing import Any, Final
 from localcluster.simulator.objects import (
     Action,
     Context,
-    Obj,
     Requeue,
     UpdateStatus,
     generation_of,
@@ -35,6 +34,7 @@ from localcluster.simulator.objects import (
     with_status,
 )
 from nimctl_runtime.labels import Selector
+from nimctl_runtime.meta import Obj
 
 DISRUPTED_POD_TIMEOUT: Final = 120.0
 

@@ -49,7 +49,6 @@ from localcluster.simulator.objects import (
     Context,
     Create,
     Delete,
-    Obj,
     ObjectLookup,
     Update,
     UpdateStatus,
@@ -61,6 +60,7 @@ from localcluster.simulator.objects import (
     uid_of,
     with_status,
 )
+from nimctl_runtime.meta import Obj
 from nimctl_runtime.quantity import QuantityError, parse_quantity
 
 API_VERSION = "resource.k8s.io/v1"

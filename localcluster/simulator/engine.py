@@ -71,7 +71,6 @@ from localcluster.simulator.objects import (
     Create,
     Delete,
     Emit,
-    Obj,
     ObjectLookup,
     Requeue,
     Update,
@@ -112,6 +111,7 @@ from localcluster.simulator.statefulset import reconcile_statefulset
 from localcluster.simulator.tcpwait import POLL_SECONDS as TCP_WAIT_POLL_SECONDS
 from localcluster.simulator.tcpwait import tcp_wait_problem
 from nimctl_runtime.logsetup import get_logger
+from nimctl_runtime.meta import Obj
 
 # (group, resource) -> kind for everything the simulator watches.
 WATCHED: dict[tuple[str, str], str] = {

@@ -34,6 +34,8 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from nimctl_runtime.meta import ObjView
+
 __all__ = [
     "BUILD_SECONDS",
     "LOCAL_MANIFEST",
@@ -52,7 +54,6 @@ LOCAL_MANIFEST = "local_cache/local_manifest.yaml"
 READY_AFTER_ANNOTATION = "localcluster.nimctl.io/ready-after"
 GPU = "nvidia.com/gpu"
 
-Obj = Mapping[str, Any]
 
 
 def _load(text: str) -> dict[str, Any]:
@@ -68,11 +69,11 @@ def _dump(data: Mapping[str, Any]) -> str:
     return out.getvalue()
 
 
-def _env(container: Obj) -> dict[str, str]:
+def _env(container: ObjView) -> dict[str, str]:
     return {str(e.get("name")): str(e.get("value") or "") for e in container.get("env") or []}
 
 
-def build_container(pod: Obj) -> Obj | None:
+def build_container(pod: ObjView) -> ObjView | None:
     """The pod's NIM engine build container (env ``NIM_CUSTOM_MODEL_NAME``, image entrypoint)."""
     for c in (pod.get("spec") or {}).get("containers") or []:
         if MODEL_NAME_ENV in _env(c) and not c.get("command") and not c.get("args"):
@@ -80,7 +81,7 @@ def build_container(pod: Obj) -> Obj | None:
     return None
 
 
-def simulated(pod: Obj) -> Obj:
+def simulated(pod: ObjView) -> ObjView:
     """The pod as the kubelet should play it: an engine build takes ``BUILD_SECONDS``."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     if build_container(pod) is None or READY_AFTER_ANNOTATION in annotations:
@@ -97,7 +98,7 @@ def built_profile_id(model_name: str, input_profile: str) -> str:
     return hashlib.sha256(f"local/{model_name}/{input_profile}".encode()).hexdigest()
 
 
-def _gpus(container: Obj) -> str:
+def _gpus(container: ObjView) -> str:
     resources = container.get("resources") or {}
     for part in ("limits", "requests"):
         value = (resources.get(part) or {}).get(GPU)
@@ -136,7 +137,7 @@ class VolumeFiles:
         self.files[(namespace, claim, posixpath.normpath(path))] = text
 
 
-def _claim_path(pod: Obj, container: Obj, path: str) -> tuple[str, str] | None:
+def _claim_path(pod: ObjView, container: ObjView, path: str) -> tuple[str, str] | None:
     """The PVC and the path inside it that ``path`` of ``container`` is, if on a PVC."""
     claims = {
         v.get("name"): (v.get("persistentVolumeClaim") or {}).get("claimName")
@@ -154,17 +155,17 @@ def _claim_path(pod: Obj, container: Obj, path: str) -> tuple[str, str] | None:
     return None
 
 
-def _namespace(pod: Obj) -> str:
+def _namespace(pod: ObjView) -> str:
     return str((pod.get("metadata") or {}).get("namespace") or "")
 
 
-def _container_ready(status: Obj, name: str) -> bool:
+def _container_ready(status: ObjView, name: str) -> bool:
     return any(
         s.get("name") == name and s.get("ready") for s in status.get("containerStatuses") or []
     )
 
 
-def observe(pod: Obj, status: Obj, volumes: VolumeFiles) -> None:
+def observe(pod: ObjView, status: ObjView, volumes: VolumeFiles) -> None:
     """Once an engine build is Ready, record its profile in the PVC's local manifest."""
     container = build_container(pod)
     if container is None or not _container_ready(status, str(container.get("name"))):
@@ -196,7 +197,7 @@ def observe(pod: Obj, status: Obj, volumes: VolumeFiles) -> None:
     volumes.write(_namespace(pod), claim, path, _dump(current))
 
 
-def _cat_target(container: Obj) -> str | None:
+def _cat_target(container: ObjView) -> str | None:
     """The file a ``sh -c "cat FILE; ..."`` container prints, if it is one."""
     words = [*(container.get("command") or []), *(container.get("args") or [])]
     script = " ".join(str(w) for w in words)
@@ -212,7 +213,7 @@ def _cat_target(container: Obj) -> str | None:
     return None
 
 
-def logs(pod: Obj, container_name: str, volumes: VolumeFiles, *, started: bool) -> str | None:
+def logs(pod: ObjView, container_name: str, volumes: VolumeFiles, *, started: bool) -> str | None:
     """What an engine build or a ``cat`` of a PVC file prints (None: not such a container)."""
     containers = (pod.get("spec") or {}).get("containers") or []
     container = next((c for c in containers if c.get("name") == container_name), None)

@@ -53,7 +53,6 @@ from localcluster.simulator.kubelet import (
 from localcluster.simulator.objects import (
     Action,
     Context,
-    Obj,
     ObjectLookup,
     Update,
     UpdateStatus,
@@ -62,6 +61,7 @@ from localcluster.simulator.objects import (
     name_of,
     namespace_of,
 )
+from nimctl_runtime.meta import Obj
 
 NODE_KEY: Final = "GPUNode"
 """The engine key kind under which a node's GPU side is synced."""

@@ -34,7 +34,6 @@ from typing import Any, Final
 
 from nimctl_runtime.labels import Requirement, Selector, SelectorParseError
 
-Obj = dict[str, Any]
 NamespaceLabels = Mapping[str, Mapping[str, str]]
 """Namespace name -> its labels (only read by terms with a ``namespaceSelector``)."""
 

@@ -21,7 +21,6 @@ from localcluster.simulator.objects import (
     Create,
     Delete,
     Emit,
-    Obj,
     Requeue,
     Update,
     UpdateStatus,
@@ -35,6 +34,7 @@ from localcluster.simulator.objects import (
     uid_of,
     with_status,
 )
+from nimctl_runtime.meta import Obj
 
 
 def job_pod_labels(job: Obj) -> dict[str, str]:

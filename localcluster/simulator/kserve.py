@@ -38,7 +38,6 @@ from localcluster.simulator.objects import (
     Action,
     Context,
     Create,
-    Obj,
     Update,
     UpdateStatus,
     annotations_of,
@@ -50,6 +49,7 @@ from localcluster.simulator.objects import (
     status_changed,
     with_status,
 )
+from nimctl_runtime.meta import Obj
 
 GROUP = "serving.kserve.io"
 VERSION = "v1beta1"

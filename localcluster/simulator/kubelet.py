@@ -33,6 +33,7 @@ from localcluster.catalog import (
     ImageCatalog,
     render_logs,
 )
+from nimctl_runtime.meta import Obj
 from nimctl_runtime.quantity import parse_quantity
 
 SIMULATE_ANNOTATION = "localcluster.nimctl.io/simulate"
@@ -44,7 +45,7 @@ PULL_SECONDS = 0.5
 PRE_STOP_SECONDS = 0.5  # a preStop hook runs this long before SIGTERM
 CONFIG_RESYNC = 10.0
 
-Obj = dict[str, Any]
+
 WallAt = Callable[[float], str]
 
 

@@ -16,7 +16,6 @@ from localcluster.simulator.objects import (
     Action,
     Context,
     Create,
-    Obj,
     Update,
     UpdateStatus,
     generation_of,
@@ -27,6 +26,7 @@ from localcluster.simulator.objects import (
     status_changed,
     with_status,
 )
+from nimctl_runtime.meta import Obj
 
 NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nimctl_runtime.labels import Selector
-
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable
 
-Obj = Mapping[str, Any]
-Lookup = Callable[[str, str], Obj | None]  # (kind, name) -> object in the pod's namespace
+from nimctl_runtime.meta import ObjView
+
+Lookup = Callable[[str, str], ObjView | None]  # (kind, name) -> object in the pod's namespace
 
 DOCKER_CONFIG_TYPES = {
     "kubernetes.io/dockerconfigjson": ".dockerconfigjson",
@@ -31,7 +31,7 @@ DOCKER_CONFIG_TYPES = {
 }
 
 
-def pull_secret_names(pod: Obj, service_account: Obj | None) -> list[str]:
+def pull_secret_names(pod: ObjView, service_account: ObjView | None) -> list[str]:
     names: list[str] = []
     for source in ((pod.get("spec") or {}), (service_account or {})):
         for ref in source.get("imagePullSecrets") or []:
@@ -47,7 +47,7 @@ def _host(key: str) -> str:
     return "docker.io" if host in ("index.docker.io", "registry-1.docker.io") else host
 
 
-def credential_hosts(secrets: Iterable[Obj]) -> set[str]:
+def credential_hosts(secrets: Iterable[ObjView]) -> set[str]:
     """Registry hosts the pull secrets hold credentials for."""
     hosts: set[str] = set()
     for secret in secrets:
@@ -67,7 +67,7 @@ def credential_hosts(secrets: Iterable[Obj]) -> set[str]:
     return hosts
 
 
-def mount_problem(pod: Obj, lookup: Lookup) -> str | None:
+def mount_problem(pod: ObjView, lookup: Lookup) -> str | None:
     """The kubelet's FailedMount message for a volume whose Secret or ConfigMap is missing."""
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         for source, key, kind, label in (
@@ -86,11 +86,11 @@ def mount_problem(pod: Obj, lookup: Lookup) -> str | None:
     return None
 
 
-def _decoded_keys(obj: Obj) -> set[str]:
+def _decoded_keys(obj: ObjView) -> set[str]:
     return {*(obj.get("data") or {}), *(obj.get("binaryData") or {})}
 
 
-def config_problem(container: Obj, namespace: str, lookup: Lookup) -> str | None:
+def config_problem(container: ObjView, namespace: str, lookup: Lookup) -> str | None:
     """The kubelet's CreateContainerConfigError message for *container*, or None."""
     for source in container.get("envFrom") or []:
         for ref_key, kind, label in (

@@ -15,7 +15,6 @@ from localcluster.simulator.objects import (
     Context,
     Create,
     Delete,
-    Obj,
     Update,
     labels_of,
     name_of,
@@ -23,6 +22,7 @@ from localcluster.simulator.objects import (
     owner_reference,
     template_hash,
 )
+from nimctl_runtime.meta import Obj
 
 REVISION_HASH = "controller-revision-hash"
 

@@ -30,8 +30,6 @@ from localcluster.simulator.interpod import (
 )
 from nimctl_runtime.quantity import parse_milli
 
-Obj = dict[str, Any]
-
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_TOO_MANY_PODS = "Too many pods"

@@ -23,7 +23,6 @@ from localcluster.simulator.objects import (
     Create,
     Delete,
     Emit,
-    Obj,
     Update,
     UpdateStatus,
     annotations_of,
@@ -36,6 +35,7 @@ from localcluster.simulator.objects import (
     uid_of,
     with_status,
 )
+from nimctl_runtime.meta import Obj
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 PROVISIONER = "localcluster.nimctl.io/hostpath"

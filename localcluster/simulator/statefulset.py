@@ -19,7 +19,6 @@ from localcluster.simulator.objects import (
     Context,
     Create,
     Delete,
-    Obj,
     Requeue,
     UpdateStatus,
     generation_of,
@@ -33,6 +32,7 @@ from localcluster.simulator.objects import (
     with_status,
 )
 from localcluster.simulator.revisions import REVISION_HASH, sync_revisions
+from nimctl_runtime.meta import Obj
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 
 from nimctl_runtime.cache.informer import SharedInformer
 from nimctl_runtime.cache.reflector import ClientListerWatcher
-from nimctl_runtime.cache.store import Obj, Transform, strip_managed_fields
+from nimctl_runtime.cache.store import Transform, strip_managed_fields
 from nimctl_runtime.client.client import Client, selector_text
 from nimctl_runtime.client.errors import NotFound
 from nimctl_runtime.client.mapper import RESTMapping
 from nimctl_runtime.labels import Selector
+from nimctl_runtime.meta import Obj
 
 GVK = tuple[str, str]
 IndexFn = Callable[[Obj], "Iterable[str] | str | None"]

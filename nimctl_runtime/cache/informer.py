@@ -23,7 +23,6 @@ from nimctl_runtime.cache.reflector import ListerWatcher, Reflector
 from nimctl_runtime.cache.store import (
     DeletedFinalStateUnknown,
     IndexFunc,
-    Obj,
     PreparedObject,
     Store,
     Transform,
@@ -33,6 +32,7 @@ from nimctl_runtime.cache.store import (
 )
 from nimctl_runtime.client.client import gc_paused
 from nimctl_runtime.logsetup import get_logger
+from nimctl_runtime.meta import Obj
 
 OnAdd = Callable[..., Any]
 OnUpdate = Callable[[Obj, Obj], Any]

@@ -47,8 +47,7 @@ from nimctl_runtime.client.errors import (
 from nimctl_runtime.client.ratelimit import Backoff
 from nimctl_runtime.labels import Selector
 from nimctl_runtime.logsetup import get_logger
-
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 PAGE_SIZE = 500
 MIN_WATCH_TIMEOUT = 300.0

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nimctl_runtime.labels import Selector
+from nimctl_runtime.meta import Obj
 
-Obj = dict[str, Any]
 #: The keys under one index value: the key itself while it is the only one.
 Members = str | set[str]
 IndexFunc = Callable[[Obj], "Iterable[str] | str | None"]

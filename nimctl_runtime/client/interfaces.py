@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
+
 PatchType = Literal["merge", "json", "strategic", "apply"]
 
 __all__ = [

@@ -47,6 +47,7 @@ from api.nvidia.v1.clusterpolicy import (
     STATE_READY,
     ClusterPolicy,
 )
+from nimctl_runtime.meta import Obj
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError, observed_key
 from platforms.gpu import ClusterFacts, RenderError, StateRender
@@ -77,7 +78,6 @@ UNLABELLED_MESSAGE: Final = (
     "(nvidia.com/gpu.present=true)"
 )
 
-Obj = dict[str, Any]
 
 __all__ = [
     "API_VERSION",

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriver
+from nimctl_runtime.meta import Obj
 from platforms.contract import Observed, ReconcileError
 from platforms.gpu.cli import DEFAULT_NAMESPACE, assume_labelled, facts_from
 from platforms.gpu.errors import RenderError
@@ -42,8 +43,6 @@ from platforms.gpu.nvidiadriver import (
 )
 from platforms.gpu.nvidiadriver_pools import DriverSelector, assign_owners, conflicts
 from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of, shared_owner
-
-Obj = dict[str, Any]
 
 __all__ = ["cluster_policies", "cluster_proxy", "dtk_images", "render_drivers"]
 

@@ -44,6 +44,7 @@ from manifests.labels import (
     standard_labels,
 )
 from manifests.meta import object_meta, owner_reference
+from nimctl_runtime.meta import Obj
 from platforms.capabilities import HTTP_ROUTE, SERVICE_MONITOR
 from platforms.contract import ReconcileError
 from platforms.nemo.facts import NemoFacts
@@ -71,7 +72,6 @@ DEFAULT_GROUP_ID = 2000
 """The pod's runAsGroup and fsGroup when ``spec.groupID`` is unset."""
 
 CR = TypeVar("CR", bound=BaseModel)
-Obj = dict[str, Any]
 
 
 class RenderFailed(ReconcileError):

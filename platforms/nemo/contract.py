@@ -28,7 +28,7 @@ from api.apps.v1alpha1 import (
 from api.apps.v1alpha1.common import STATE_NOT_READY, STATE_READY
 from api.apps.v1alpha1.nemo_common import REASON_NOT_READY, REASON_READY, DatabaseConfig
 from api.base import CustomResource
-from nimctl_runtime.meta import dig
+from nimctl_runtime.meta import ObjView, dig
 from platforms.capabilities import GVK, HTTP_ROUTE, SERVICE_MONITOR, Capabilities
 from platforms.contract import Observed, Readiness
 from platforms.nemo.common import NemoRenderer, pvc_name
@@ -68,7 +68,6 @@ BUILTIN_OWNED: tuple[GVK, ...] = (
 """Built-in kinds a NeMo CR may own (the same list for all five: pruning stays simple)."""
 OPTIONAL_OWNED: tuple[GVK, ...] = (HTTP_ROUTE, SERVICE_MONITOR)
 
-Obj = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -136,7 +135,7 @@ def requirements(cr: CustomResource) -> Requirements:
     raise TypeError(f"not a NeMo kind: {type(cr).__name__}")
 
 
-def deployment_readiness(deployment: Obj | None, name: str) -> tuple[str, bool]:
+def deployment_readiness(deployment: ObjView | None, name: str) -> tuple[str, bool]:
     """``kubectl rollout status`` words for the Deployment, and whether it rolled out."""
     if not deployment:
         return f'Waiting for deployment "{name}" to be created', False
@@ -185,7 +184,7 @@ class NemoContract:
     def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
         return BUILTIN_OWNED + tuple(g for g in OPTIONAL_OWNED if capabilities.has(g))
 
-    def parse(self, obj: Obj) -> CustomResource:
+    def parse(self, obj: ObjView) -> CustomResource:
         return self.info.model.model_validate(obj)
 
     def render(self, cr: CustomResource, facts: NemoFacts) -> list[dict[str, Any]]:

@@ -48,7 +48,7 @@ __all__ = [
     "referenced_config_maps",
 ]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 CONFIG_HASH_ANNOTATION = "apps.nvidia.com/training-config-hash"
 CONFIG_KEY = "config.yaml"

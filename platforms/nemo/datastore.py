@@ -12,7 +12,7 @@ the Gitea env carries the database password and the LFS secrets by
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from api.apps.v1alpha1 import nemo_datastore as api
 from manifests import pod
@@ -21,7 +21,7 @@ from platforms.nemo.common import NemoRenderer, pvc_name
 
 __all__ = ["DatastoreRenderer"]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 GITEA_PATHS = (
     ("GITEA_APP_INI", "/data/gitea/conf/app.ini"),

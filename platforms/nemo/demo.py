@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from api.apps.v1alpha1 import nemo_customizer, nemo_datastore, nemo_guardrail
 from api.base import CustomResource
 from api.serialize import load_all
+from nimctl_runtime.meta import Obj
 
 __all__ = [
     "DEMO_NAMESPACE",
@@ -73,7 +74,6 @@ container_defaults:
   imagePullPolicy: IfNotPresent
 """
 
-Obj = dict[str, Any]
 
 
 def sample_crs(directory: Path = EXAMPLES_DIR) -> list[CustomResource]:

@@ -7,7 +7,7 @@ containers wait for the Postgres host, then run the schema migration.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from api.apps.v1alpha1 import nemo_entitystore as api
 from manifests import pod
@@ -21,7 +21,7 @@ from platforms.nemo.common import (
 
 __all__ = ["EntitystoreRenderer"]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 
 class EntitystoreRenderer(NemoRenderer[api.NemoEntitystore]):

@@ -26,7 +26,7 @@ from platforms.nemo.common import (
 
 __all__ = ["EVALUATION_IMAGE_ENV", "EvaluatorRenderer", "uri_secret"]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 EVALUATION_IMAGE_ENV = (
     ("BIGCODE_EVALUATION_HARNESS", "bigcode_eval_harness"),

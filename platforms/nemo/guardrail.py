@@ -10,7 +10,7 @@ exist already.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from api.apps.v1alpha1 import nemo_guardrail as api
 from manifests import pod
@@ -28,7 +28,7 @@ from platforms.nemo.evaluator import uri_secret
 
 __all__ = ["CONFIG_STORE_MOUNT", "DEFAULT_CONFIG_STORE_SUB_PATH", "GuardrailRenderer"]
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 CONFIG_STORE_MOUNT = "/config-store"
 DEFAULT_CONFIG_STORE_SUB_PATH = "guardrails-config-store"

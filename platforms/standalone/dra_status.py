@@ -14,10 +14,10 @@ its nodes (name, clique, status).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
-from nimctl_runtime.meta import dig, name_of
+from nimctl_runtime.meta import ObjView, dig, name_of
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 
@@ -28,10 +28,9 @@ __all__ = [
     "dra_resource_statuses",
 ]
 
-Obj = Mapping[str, Any]
 
 
-def claim_state(claim: Obj) -> str:
+def claim_state(claim: ObjView) -> str:
     """NVIDIA's state words for one ResourceClaim, comma-joined."""
     deleting = bool(dig(claim, "metadata", "deletionTimestamp"))
     states = ["deleted"] if deleting else []
@@ -45,12 +44,12 @@ def claim_state(claim: Obj) -> str:
     return ",".join(states)
 
 
-def _claim_status(claim: Obj) -> dict[str, Any]:
+def _claim_status(claim: ObjView) -> dict[str, Any]:
     return {"name": name_of(claim), "state": claim_state(claim)}
 
 
 def dra_resource_statuses(
-    pod_claims: Iterable[Obj], claims: Iterable[Obj]
+    pod_claims: Iterable[ObjView], claims: Iterable[ObjView]
 ) -> list[dict[str, Any]]:
     """One status per pod claim (``{name, resourceClaimName|resourceClaimTemplateName}``)."""
     claims = list(claims)
@@ -81,7 +80,7 @@ def dra_resource_statuses(
     return out
 
 
-def compute_domain_status(compute_domain: Obj | None) -> dict[str, Any] | None:
+def compute_domain_status(compute_domain: ObjView | None) -> dict[str, Any] | None:
     """``{name, status, nodes}`` copied from a ComputeDomain (None: there is none yet)."""
     if not compute_domain:
         return None

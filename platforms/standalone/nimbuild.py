@@ -23,7 +23,7 @@ and the rendered pods are dicts. ``controllers.nimbuild`` does the I/O.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from api.apps.v1alpha1.nimcache import NIMCache
 from manifests.hashing import stamp_hash
 from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from manifests.meta import owner_reference
+from nimctl_runtime.meta import ObjView
 from platforms.parsing import parse, spec_json
 from platforms.standalone import sources
 from platforms.standalone.context import ORCHESTRATOR_OPENSHIFT, ORCHESTRATOR_TKGS
@@ -68,10 +69,10 @@ DEFAULT_USER_ID = 1000
 DEFAULT_GROUP_ID = 2000
 """The NIMCache's ``userID``/``groupID`` CRD defaults (a stored NIMCache has them set)."""
 
-Obj = Mapping[str, Any]
-BuildInput = NIMBuild | Obj
+
+BuildInput = NIMBuild | ObjView
 """A NIMBuild model, or a stored NIMBuild (parsed once on the way in)."""
-CacheInput = NIMCache | Obj
+CacheInput = NIMCache | ObjView
 """A NIMCache model, or a stored NIMCache (parsed once on the way in)."""
 
 
@@ -245,7 +246,7 @@ def _pod(
     )
 
 
-def _gpu_resources(build: NIMBuild, profile: Obj) -> dict[str, Any]:
+def _gpu_resources(build: NIMBuild, profile: ObjView) -> dict[str, Any]:
     """``spec.resources`` with ``nvidia.com/gpu`` = the profile's tensor parallelism."""
     res = build.spec.resources
     requests: dict[str, Any] = dict((res.requests if res is not None else None) or {})
@@ -284,13 +285,13 @@ def _probe(path: str, initial_delay: int, failure_threshold: int) -> dict[str, A
     }
 
 
-def _merge_env(base: Sequence[Obj], extra: Sequence[Obj]) -> list[dict[str, Any]]:
+def _merge_env(base: Sequence[ObjView], extra: Sequence[ObjView]) -> list[dict[str, Any]]:
     names = {e.get("name") for e in extra}
     return [dict(e) for e in extra] + [dict(e) for e in base if e.get("name") not in names]
 
 
 def engine_build_pod(
-    build: BuildInput, nimcache: CacheInput, profile: Obj, *, orchestrator: str = "Kubernetes"
+    build: BuildInput, nimcache: CacheInput, profile: ObjView, *, orchestrator: str = "Kubernetes"
 ) -> dict[str, Any]:
     """The pod that builds the engine: the NIM image, pointed at the input profile."""
     cr, cache = parse(NIMBuild, build), parse(NIMCache, nimcache)

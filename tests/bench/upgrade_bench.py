@@ -28,15 +28,14 @@ import itertools
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from controllers.gpu.upgrade import consts as c
 from controllers.gpu.upgrade.plan import Plan, plan
 from controllers.gpu.upgrade.policy import UpgradePolicy
+from nimctl_runtime.meta import Obj
 
 NS = "gpu-operator"
 DS_UID = "driver-ds"
-Obj = dict[str, Any]
 
 
 def _pod(name: str, node: str, ns: str, labels: dict[str, str], *, owner: str = "ReplicaSet",

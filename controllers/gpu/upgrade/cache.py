@@ -16,13 +16,10 @@ for those nodes alone (with a field selector), as NVIDIA's pod manager does.
 
 from __future__ import annotations
 
-from typing import Any
-
 from controllers.gpu.upgrade import consts as c
 from nimctl_runtime.cache.cache import ByObject, Cache
 from nimctl_runtime.client.client import Client
-
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 KEPT_LABEL_PREFIXES = ("nvidia.com/",)
 KEPT_ANNOTATION_PREFIXES = ("nvidia.com/gpu-driver-upgrade", "nimctl.io/gpu-driver-upgrade")

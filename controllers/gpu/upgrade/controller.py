@@ -44,10 +44,8 @@ from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
 from nimctl_runtime.events import EventRecorder
 from nimctl_runtime.labels import Selector
 from nimctl_runtime.logsetup import get_logger
-from nimctl_runtime.meta import dig, name_of, uid_of
+from nimctl_runtime.meta import Obj, dig, name_of, uid_of
 from nimctl_runtime.reconcile import Request, Result
-
-Obj = dict[str, Any]
 
 REQUEST: Final = Request(None, "driver-upgrade")
 CP_API: Final = "nvidia.com/v1"

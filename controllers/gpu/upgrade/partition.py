@@ -17,18 +17,16 @@ Pure: ``partitions`` reads the cached NVIDIADrivers, Nodes and DaemonSets.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from pydantic import ValidationError
 
 from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriverUpgradePolicySpec
 from controllers.gpu.upgrade import consts as c
 from controllers.gpu.upgrade.policy import DEFAULT_STALL_SECONDS, UpgradePolicy
-from nimctl_runtime.meta import controller_of, dig, name_of
-
-Obj = Mapping[str, Any]
+from nimctl_runtime.meta import ObjView, controller_of, dig, name_of
 
 NVIDIADRIVER_API: Final = "nvidia.com/v1alpha1"
 NVIDIADRIVER_KIND: Final = "NVIDIADriver"
@@ -41,15 +39,15 @@ class DriverPartition:
     """The nodes one NVIDIADriver owns, its driver DaemonSets and its upgrade policy."""
 
     owner: str
-    nodes: list[Obj] = field(default_factory=list)
-    daemonsets: list[Obj] = field(default_factory=list)
+    nodes: list[ObjView] = field(default_factory=list)
+    daemonsets: list[ObjView] = field(default_factory=list)
     policy: UpgradePolicy | None = None
     """None: auto upgrade is off for this NVIDIADriver (its nodes' states are removed)."""
     error: str = ""
     """Why the policy could not be read (the partition is then left alone)."""
 
 
-def _policy(driver: Obj, stall_after_seconds: float) -> tuple[UpgradePolicy | None, str]:
+def _policy(driver: ObjView, stall_after_seconds: float) -> tuple[UpgradePolicy | None, str]:
     raw = dig(driver, "spec", "upgradePolicy")
     try:
         spec = NVIDIADriverUpgradePolicySpec.model_validate(raw or {})
@@ -66,9 +64,9 @@ def _policy(driver: Obj, stall_after_seconds: float) -> tuple[UpgradePolicy | No
 
 
 def partitions(
-    drivers: Iterable[Obj],
-    nodes: Iterable[Obj],
-    daemonsets: Iterable[Obj],
+    drivers: Iterable[ObjView],
+    nodes: Iterable[ObjView],
+    daemonsets: Iterable[ObjView],
     *,
     stall_after_seconds: float = DEFAULT_STALL_SECONDS,
 ) -> list[DriverPartition]:

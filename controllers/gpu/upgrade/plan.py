@@ -56,9 +56,7 @@ from controllers.gpu.upgrade.snapshot import (
     restart_count,
 )
 from nimctl_runtime.labels import Selector
-from nimctl_runtime.meta import dig, name_of, namespace_of
-
-Obj = Mapping[str, Any]
+from nimctl_runtime.meta import ObjView, dig, name_of, namespace_of
 
 RETRY_SECONDS = 1.0
 """How soon a node that waits for pods to go (deletion, eviction) is looked at again."""
@@ -137,13 +135,13 @@ def _timer(annotations: Mapping[str, str], key: str) -> float | None:
         return None
 
 
-def _names(pods: Iterable[Obj], limit: int = 5) -> str:
+def _names(pods: Iterable[ObjView], limit: int = 5) -> str:
     keys = sorted(pod_key(p) for p in pods)
     shown = ", ".join(keys[:limit])
     return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
-def _pdb_of(pod: Obj, pdbs: Iterable[Obj]) -> Obj | None:
+def _pdb_of(pod: ObjView, pdbs: Iterable[ObjView]) -> ObjView | None:
     """The PodDisruptionBudget of the pod's namespace that selects it, if any."""
     labels = dig(pod, "metadata", "labels") or {}
     for pdb in pdbs:
@@ -157,7 +155,7 @@ def _pdb_of(pod: Obj, pdbs: Iterable[Obj]) -> Obj | None:
 class _Pass:
     """One pass over the snapshot; builds the Plan."""
 
-    def __init__(self, policy: UpgradePolicy, now: float, pdbs: Collection[Obj],
+    def __init__(self, policy: UpgradePolicy, now: float, pdbs: Collection[ObjView],
                  gpu_claims: Collection[tuple[str, str]]) -> None:  # fmt: skip
         self.policy = policy
         self.now = now
@@ -199,7 +197,7 @@ class _Pass:
         if retry is not None:
             self.requeue(retry)
 
-    def pod_action(self, verb: str, pod: Obj, m: ManagedNode) -> None:
+    def pod_action(self, verb: str, pod: ObjView, m: ManagedNode) -> None:
         self.out.pod_actions.append(PodAction(verb, namespace_of(pod), name_of(pod), m.name))
 
     def requeue(self, seconds: float) -> None:
@@ -357,7 +355,7 @@ class _Pass:
         start = self.start_timer(m, c.DRAIN_START_ANNOTATION)
         timeout = policy.drain_timeout
         blocked: dict[str, str] = {}
-        evict: list[Obj] = []
+        evict: list[ObjView] = []
         for p in candidates:
             if dig(p, "metadata", "deletionTimestamp"):
                 continue
@@ -384,7 +382,7 @@ class _Pass:
         self.wait(m, message, BLOCKED_RETRY_SECONDS if blocked else RETRY_SECONDS)
 
     @staticmethod
-    def _drain_detail(candidates: list[Obj], blocked: Mapping[str, str]) -> str:
+    def _drain_detail(candidates: list[ObjView], blocked: Mapping[str, str]) -> str:
         parts = [
             f"eviction of {pod} blocked by PodDisruptionBudget {pdb} (0 disruptions allowed)"
             for pod, pdb in sorted(blocked.items())
@@ -503,14 +501,14 @@ def _counts(managed: list[ManagedNode]) -> SlotCounts:
 
 
 def plan(
-    nodes: Iterable[Obj],
-    pods: Iterable[Obj],
-    daemonsets: Iterable[Obj],
+    nodes: Iterable[ObjView],
+    pods: Iterable[ObjView],
+    daemonsets: Iterable[ObjView],
     policy: UpgradePolicy,
     now: float,
     *,
-    revisions: Iterable[Obj] = (),
-    pdbs: Collection[Obj] = (),
+    revisions: Iterable[ObjView] = (),
+    pdbs: Collection[ObjView] = (),
     gpu_claims: Collection[tuple[str, str]] = (),
 ) -> Plan:
     """One pass of the upgrade state machine (see the module docstring).
@@ -582,7 +580,7 @@ def _stalls(managed: list[ManagedNode], policy: UpgradePolicy, now: float, out: 
         out.rollout_stalled = now - last_move
 
 
-def clear_states(nodes: Iterable[Obj]) -> dict[str, NodePatch]:
+def clear_states(nodes: Iterable[ObjView]) -> dict[str, NodePatch]:
     """Patches that remove the upgrade state from every node carrying one (upgrades off)."""
     out: dict[str, NodePatch] = {}
     for node in nodes:
@@ -622,7 +620,7 @@ UPGRADE_ANNOTATIONS: Final = (
 )
 
 
-def release_nodes(nodes: Iterable[Obj]) -> dict[str, NodePatch]:
+def release_nodes(nodes: Iterable[ObjView]) -> dict[str, NodePatch]:
     """Patches that undo an upgrade no policy governs any more (its ClusterPolicy or
     NVIDIADriver deleted mid-upgrade): the state label and the upgrade's annotations go,
     and a node the upgrade cordoned is uncordoned (one cordoned before it stays so)."""

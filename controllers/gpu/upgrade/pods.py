@@ -18,9 +18,7 @@ from typing import Any, Final
 
 from controllers.gpu.upgrade.consts import DRAIN_SKIP_LABEL
 from nimctl_runtime.labels import Selector
-from nimctl_runtime.meta import controller_of, dig, name_of, namespace_of
-
-Obj = Mapping[str, Any]
+from nimctl_runtime.meta import ObjView, controller_of, dig, name_of, namespace_of
 
 GPU_RESOURCE_PREFIXES: Final = ("nvidia.com/gpu", "nvidia.com/mig-")
 MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
@@ -42,17 +40,17 @@ __all__ = [
 ]
 
 
-def pod_key(pod: Obj) -> str:
+def pod_key(pod: ObjView) -> str:
     """``namespace/name``, as kubectl prints a pod."""
     return f"{namespace_of(pod)}/{name_of(pod)}"
 
 
-def finished(pod: Obj) -> bool:
+def finished(pod: ObjView) -> bool:
     """The pod ran to completion (Succeeded or Failed)."""
     return dig(pod, "status", "phase") in ("Succeeded", "Failed")
 
 
-def claim_names(pod: Obj) -> list[str]:
+def claim_names(pod: ObjView) -> list[str]:
     """The names of the ResourceClaims the pod holds (spec names resolved through status)."""
     names: list[str] = []
     for claim in dig(pod, "spec", "resourceClaims") or []:
@@ -72,7 +70,7 @@ def _gpu_resources(resources: Mapping[str, Any] | None) -> bool:
     return False
 
 
-def is_gpu_pod(pod: Obj, gpu_claims: Collection[tuple[str, str]] = ()) -> bool:
+def is_gpu_pod(pod: ObjView, gpu_claims: Collection[tuple[str, str]] = ()) -> bool:
     """NVIDIA's GPU pod filter: GPU resources, or a ``gpu.nvidia.com`` claim (``gpu_claims``
     holds the ``(namespace, name)`` of such claims); Running or Pending pods only."""
     if dig(pod, "status", "phase") not in ("Running", "Pending"):
@@ -98,7 +96,7 @@ def drain_selector(pod_selector: str | None) -> Selector:
         raise ValueError(f"upgradePolicy.drain.podSelector {text!r}: {err}") from err
 
 
-def selectable_for_drain(pod: Obj, selector: Selector) -> bool:
+def selectable_for_drain(pod: ObjView, selector: Selector) -> bool:
     """Drain takes the pod: not a DaemonSet or mirror pod, and selected."""
     owner = controller_of(pod)
     if owner is not None and owner.get("kind") == "DaemonSet":
@@ -108,7 +106,7 @@ def selectable_for_drain(pod: Obj, selector: Selector) -> bool:
     return selector.matches(dig(pod, "metadata", "labels") or {})
 
 
-def refusal(pod: Obj, *, force: bool, delete_empty_dir: bool) -> str | None:
+def refusal(pod: ObjView, *, force: bool, delete_empty_dir: bool) -> str | None:
     """Why the pod may not be removed with these options, or None when it may."""
     if finished(pod):
         return None

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from controllers.gpu.upgrade.consts import (
     CONFIG_DIGEST_ENV,
@@ -26,10 +25,8 @@ from controllers.gpu.upgrade.consts import (
     STATE_LABEL,
 )
 from nimctl_runtime.labels import Selector
-from nimctl_runtime.meta import controller_of, dig, name_of, uid_of
+from nimctl_runtime.meta import ObjView, controller_of, dig, name_of, uid_of
 from platforms.gpu.readiness import newest_revision_hash
-
-Obj = Mapping[str, Any]
 
 __all__ = [
     "ManagedNode",
@@ -42,7 +39,7 @@ __all__ = [
 ]
 
 
-def node_ready(node: Obj) -> bool:
+def node_ready(node: ObjView) -> bool:
     """The node's Ready condition is True."""
     for cond in dig(node, "status", "conditions") or []:
         if cond.get("type") == "Ready":
@@ -50,7 +47,7 @@ def node_ready(node: Obj) -> bool:
     return False
 
 
-def pod_ready(pod: Obj | None) -> bool:
+def pod_ready(pod: ObjView | None) -> bool:
     """Running, not terminating, every container ready."""
     if pod is None or dig(pod, "metadata", "deletionTimestamp"):
         return False
@@ -60,7 +57,7 @@ def pod_ready(pod: Obj | None) -> bool:
     return bool(statuses) and all(bool(s.get("ready")) for s in statuses)
 
 
-def restart_count(pod: Obj) -> int:
+def restart_count(pod: ObjView) -> int:
     """The highest restart count of the pod's containers (init containers included)."""
     counts = [
         int(s.get("restartCount") or 0)
@@ -70,7 +67,7 @@ def restart_count(pod: Obj) -> int:
     return max(counts, default=0)
 
 
-def config_digest(template_or_pod: Obj) -> str | None:
+def config_digest(template_or_pod: ObjView) -> str | None:
     """``DRIVER_CONFIG_DIGEST`` of the first container that sets it (pod or pod template)."""
     spec = dig(template_or_pod, "spec", "template", "spec") or dig(template_or_pod, "spec") or {}
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
@@ -80,9 +77,9 @@ def config_digest(template_or_pod: Obj) -> str | None:
     return None
 
 
-def pods_by_node(pods: Iterable[Obj]) -> dict[str, list[Obj]]:
+def pods_by_node(pods: Iterable[ObjView]) -> dict[str, list[ObjView]]:
     """Pods grouped by ``spec.nodeName`` (unscheduled pods left out)."""
-    out: dict[str, list[Obj]] = {}
+    out: dict[str, list[ObjView]] = {}
     for pod in pods:
         node = dig(pod, "spec", "nodeName")
         if node:
@@ -94,12 +91,12 @@ def pods_by_node(pods: Iterable[Obj]) -> dict[str, list[Obj]]:
 class ManagedNode:
     """One node under the upgrade controller."""
 
-    node: Obj
+    node: ObjView
     state: str
-    driver_pod: Obj | None = None
-    daemonset: Obj | None = None
+    driver_pod: ObjView | None = None
+    daemonset: ObjView | None = None
     in_sync: bool | None = None
-    pods: Sequence[Obj] = field(default_factory=tuple)
+    pods: Sequence[ObjView] = field(default_factory=tuple)
     current_revision: str | None = None
     """The hash of the driver DaemonSet's newest revision."""
 
@@ -128,16 +125,16 @@ class ManagedNode:
         return running is not None and running == config_digest(self.daemonset)
 
 
-def _owned(pod: Obj, daemonsets: Mapping[str, Obj]) -> bool:
+def _owned(pod: ObjView, daemonsets: Mapping[str, ObjView]) -> bool:
     owner = controller_of(pod)
     return owner is not None and str(owner.get("uid")) in daemonsets
 
 
 def build_nodes(
-    nodes: Iterable[Obj],
-    pods: Iterable[Obj],
-    daemonsets: Iterable[Obj],
-    revisions: Iterable[Obj],
+    nodes: Iterable[ObjView],
+    pods: Iterable[ObjView],
+    daemonsets: Iterable[ObjView],
+    revisions: Iterable[ObjView],
     driver_selector: Selector,
 ) -> list[ManagedNode]:
     """The managed nodes, sorted by name (see the module docstring)."""
@@ -154,11 +151,11 @@ def build_nodes(
         # the new pod waits on the anti-affinity) decides: the node is not upgraded yet.
         live.sort(key=lambda p: _owned(p, by_uid))
         chosen = live or drivers
-        driver: Obj | None = chosen[0] if chosen else None
+        driver: ObjView | None = chosen[0] if chosen else None
         state = str((dig(node, "metadata", "labels") or {}).get(STATE_LABEL, ""))
         if driver is None and state in IDLE_STATES:
             continue
-        daemonset: Obj | None = None
+        daemonset: ObjView | None = None
         in_sync: bool | None = None
         current: str | None = None
         if driver is not None:

@@ -28,7 +28,7 @@ from nimctl_runtime.builder import Builder
 from nimctl_runtime.client import Client, NotFound
 from nimctl_runtime.controller import Controller
 from nimctl_runtime.manager import Manager, ManagerOptions
-from nimctl_runtime.meta import dig
+from nimctl_runtime.meta import Obj, dig
 from nimctl_runtime.reconcile import Request
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Blocked, Observed, Readiness
@@ -37,7 +37,6 @@ from tests.integration.controllers.harness import CountingClient, wait_for
 GROUP = "example.nimctl.io"
 API_VERSION = f"{GROUP}/v1"
 KIND = "Greeting"
-Obj = dict[str, Any]
 
 CRD: Obj = {
     "apiVersion": "apiextensions.k8s.io/v1",

@@ -15,7 +15,6 @@ import copy
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -25,11 +24,11 @@ from nimctl.demo import apply_objects
 from nimctl.operator import install_crds
 from nimctl.why import explain
 from nimctl_runtime.client import Client
+from nimctl_runtime.meta import Obj
 from tests.integration.controllers.harness import start_operator, wait_for
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
 API = "apps.nvidia.com/v1alpha1"
-Obj = dict[str, Any]
 
 PROFILE = {
     "description": "room for every example at once",

@@ -9,9 +9,7 @@ from typing import Any
 import jsonpatch
 
 from nimctl_runtime.client.errors import AlreadyExists, Conflict, NotFound
-from nimctl_runtime.meta import OWNER_UID_INDEX, dig, owner_uid_index
-
-Obj = dict[str, Any]
+from nimctl_runtime.meta import OWNER_UID_INDEX, Obj, dig, owner_uid_index
 
 
 class FakeAPI:

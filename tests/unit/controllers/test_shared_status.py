@@ -11,13 +11,12 @@ from typing import Any
 
 from controllers.reconciler import Kind, KindReconciler
 from nimctl_runtime.client.errors import Conflict
-from nimctl_runtime.meta import find_condition, set_condition
+from nimctl_runtime.meta import Obj, find_condition, set_condition
 from nimctl_runtime.reconcile import Request
 from platforms.capabilities import Capabilities
 from platforms.contract import GVK, Observed, Readiness
 from tests.unit.controllers.fakes import FakeAPI, FakeRecorder
 
-Obj = dict[str, Any]
 API, KIND = "example.com/v1", "Policy"
 
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from controllers.gpu.upgrade import consts as c
+from nimctl_runtime.meta import Obj
 
-Obj = dict[str, Any]
 NS = "gpu-operator"
 DS_UID = "ds-uid"
 OLD, NEW = "oldhash", "newhash"

@@ -10,6 +10,7 @@ import pytest
 from controllers.gpu.upgrade import consts as c
 from controllers.gpu.upgrade.plan import Plan, PodAction, clear_states, plan
 from controllers.gpu.upgrade.policy import UpgradePolicy
+from nimctl_runtime.meta import Obj
 from tests.unit.gpu_upgrade.builders import (
     NEW,
     NS,
@@ -23,7 +24,6 @@ from tests.unit.gpu_upgrade.builders import (
     workload,
 )
 
-Obj = dict[str, Any]
 NOW = 1_000_000.0
 POLICY = UpgradePolicy(max_parallel_upgrades=1, max_unavailable="100%")
 

@@ -13,8 +13,8 @@ import pytest
 
 from localcluster.simulator.interpod import prefilter, required_terms
 from localcluster.simulator.scheduling import ScheduleResult, schedule
+from nimctl_runtime.meta import Obj
 
-Obj = dict[str, Any]
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 COMPONENT = "app.kubernetes.io/component"

@@ -3,10 +3,9 @@ controllers write them on a real cluster (messages copied from kubectl describe 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from nimctl_runtime.meta import Obj
 from platforms.blockers import (
     REASONS,
     find_blocker,
@@ -16,8 +15,6 @@ from platforms.blockers import (
     pod_blocker,
     workload_blocker,
 )
-
-Obj = dict[str, Any]
 
 
 def pod(

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from nimctl_runtime.meta import Obj
 from platforms.nimservice import NIMServiceContract, dra_details
 from platforms.standalone.context import RenderContext
 from platforms.standalone.dra_status import (
@@ -12,8 +11,6 @@ from platforms.standalone.dra_status import (
     dra_resource_statuses,
 )
 from tests.unit.platforms.helpers import nimservice
-
-Obj = dict[str, Any]
 
 
 def claim(name: str, *, pod_claim: str = "", allocated: bool = False, reserved: bool = False,

@@ -9,8 +9,7 @@ from typing import Any
 
 from nimctl_runtime.client.client import WatchEvent
 from nimctl_runtime.client.errors import Gone
-
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 
 def make_obj(name: str, namespace: str = "default", **labels: str) -> Obj:

@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 
 def obj(

@@ -9,6 +9,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
+from nimctl_runtime.meta import Obj
 from nimctl_runtime.webhook import WebhookServer
 from nimctl_runtime.webhook.admission import AdmissionRequest
 from webhooks.defaulting import (
@@ -19,8 +20,6 @@ from webhooks.defaulting import (
 )
 from webhooks.facts import StaticClusterFacts
 from webhooks.setup import mutating_webhook_configuration, register
-
-Obj = dict[str, Any]
 
 
 def nimservice(**spec: Any) -> Obj:

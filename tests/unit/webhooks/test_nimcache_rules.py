@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
+from nimctl_runtime.meta import Obj
 from nimctl_runtime.webhook import ValidationFailed
 from webhooks.nimcache import NIMCacheValidator, valid_no_proxy_token
-
-Obj = dict[str, Any]
 
 
 def base() -> Obj:

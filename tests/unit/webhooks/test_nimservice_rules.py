@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
+from nimctl_runtime.meta import Obj
 from nimctl_runtime.webhook import ValidationFailed
 from webhooks.facts import StaticClusterFacts
 from webhooks.nimservice import (
@@ -17,8 +17,6 @@ from webhooks.nimservice import (
     LOADBALANCER_WARNING,
     NIMServiceValidator,
 )
-
-Obj = dict[str, Any]
 
 
 def base() -> Obj:

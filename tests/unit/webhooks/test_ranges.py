@@ -7,17 +7,15 @@ object, so it must refuse them itself, naming the field.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
+from nimctl_runtime.meta import Obj
 from nimctl_runtime.webhook import ValidationFailed
 from webhooks.facts import StaticClusterFacts
 from webhooks.nimcache import NIMCacheValidator
 from webhooks.nimservice import NIMServiceValidator
 from webhooks.ranges import integer_range_errors
-
-Obj = dict[str, Any]
 
 
 def nimservice(change: Callable[[Obj], None]) -> Obj:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from localcluster.simulator import computedomain, dra
 from localcluster.simulator.computedomain_daemon import DOMAIN_LABEL
 from localcluster.simulator.objects import Context, Create, ObjectLookup, Update, UpdateStatus
+from nimctl_runtime.meta import Obj
 
-Obj = dict[str, Any]
 DRIVER_NS = "gpu-operator"
 
 

@@ -8,8 +8,7 @@ import pytest
 
 from localcluster.simulator.disruption import reconcile_pdb
 from localcluster.simulator.objects import Context, ObjectLookup, UpdateStatus
-
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 
 def pod(name: str, *, ready: bool = True, app: str = "web", deleting: bool = False) -> Obj:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from localcluster.simulator import computedomain, dra
@@ -14,8 +12,8 @@ from localcluster.simulator.objects import (
     ObjectLookup,
     UpdateStatus,
 )
+from nimctl_runtime.meta import Obj
 
-Obj = dict[str, Any]
 H100 = 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"'
 NEW_DRIVER = 'device.attributes["gpu.nvidia.com"].driverVersion.compareTo(semver("550.0.0")) >= 0'
 BIG_MEMORY = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0'

@@ -21,8 +21,7 @@ from localcluster.simulator.objects import (
     ObjectLookup,
     UpdateStatus,
 )
-
-Obj = dict[str, Any]
+from nimctl_runtime.meta import Obj
 
 
 def isvc(mode: str | None = "Standard", *, cluster_local: bool = True) -> Obj:
