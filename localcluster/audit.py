@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from localcluster.errors import StatusError
-from localcluster.hooks import Handler, RequestInfo
+from localcluster.hooks import INFO_KEY, Handler, RequestInfo
 
 DEBUG_PREFIX = "/debug/"
 
@@ -44,6 +44,9 @@ class AuditRecord:
     path: str
     query: str
     code: int | None = None
+    # Who the request was served as when the user impersonated someone
+    # (kube-apiserver's ``impersonatedUser``); ``user`` stays the authenticated one.
+    impersonated_user: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """camelCase JSON as ``/debug/audit`` serves it."""
@@ -64,6 +67,7 @@ class AuditRecord:
             "path": d["path"],
             "query": d["query"],
             "code": d["code"],
+            **({"impersonatedUser": d["impersonated_user"]} if d["impersonated_user"] else {}),
         }
 
     @property
@@ -142,6 +146,12 @@ class AuditLog:
         self._records.append(rec)
         return rec
 
+    @staticmethod
+    def _impersonated(request: web.Request, rec: AuditRecord) -> None:
+        served = request.get(INFO_KEY)
+        if served is not None and served.impersonator:
+            rec.impersonated_user = served.user
+
     async def hook(
         self, request: web.Request, info: RequestInfo, handler: Handler
     ) -> web.StreamResponse:
@@ -152,6 +162,7 @@ class AuditLog:
         try:
             response = await handler(request)
         except StatusError as err:
+            self._impersonated(request, rec)
             rec.code = err.code
             raise
         except web.HTTPException as exc:
@@ -164,6 +175,7 @@ class AuditLog:
             rec.code = 500
             raise
         rec.code = response.status
+        self._impersonated(request, rec)
         if rec.verb == "create" and not rec.name and response.status < 300:
             rec.name = _created_name(response)
         return response

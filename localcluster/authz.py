@@ -1,8 +1,10 @@
 """Role-based access control for localcluster, as kube-apiserver's RBAC authorizer.
 
 Off by default (every authenticated user may do everything, which the tests of
-other parts rely on); ``enable_rbac(cluster)`` turns it on for a running
-cluster. From then on every request of a user outside ``system:masters`` (the
+other parts rely on); ``LocalCluster(authorization_mode="RBAC")`` (``nimctl
+localcluster --authorization-mode RBAC``) or ``enable_rbac(cluster)`` on a
+running cluster turns it on. It also decides the ``impersonate`` checks of
+``impersonation.py``. From then on every request of a user outside ``system:masters`` (the
 ``admin`` user stays all-powerful) is checked against the stored Roles,
 ClusterRoles, RoleBindings and ClusterRoleBindings:
 

@@ -25,13 +25,14 @@ from nimctl_runtime import certs
 from nimctl_runtime.logsetup import get_logger
 
 from . import cel, patch
-from .authz import service_account_groups
+from .authz import Attributes, RBACAuthorizer, enable_rbac, service_account_groups
 from .codec import MAX_BODY
 from .crd import CRDController
 from .discovery import default_kubernetes_version, parse_kubernetes_version
 from .extensions import start_extensions
 from .gc import GarbageCollector
 from .hooks import AdmissionPlugin, PodLogProvider, RequestHook
+from .impersonation import Impersonation
 from .kubeconfig import render_kubeconfig, write_kubeconfig_file
 from .registry import Registry
 from .server import ApiServer
@@ -44,6 +45,8 @@ log = get_logger(__name__)
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 ADMIN_GROUPS = ("system:masters", "system:authenticated")
 USER_GROUPS = ("system:authenticated",)
+AUTHORIZATION_MODES = ("AlwaysAllow", "RBAC")
+"""What ``--authorization-mode`` takes: everyone may do everything, or RBAC (``authz.py``)."""
 
 
 class _Stoppable(Protocol):
@@ -66,7 +69,17 @@ class LocalCluster:
         bookmark_interval: float = 2.0,
         watch_buffer: int = 100000,
         kubernetes_version: str | None = None,
+        authorization_mode: str = "AlwaysAllow",
     ) -> None:
+        if authorization_mode not in AUTHORIZATION_MODES:
+            raise ValueError(
+                f"authorization mode {authorization_mode!r} is not one of "
+                + ", ".join(AUTHORIZATION_MODES)
+            )
+        self.authorization_mode = authorization_mode
+        # The RBAC authorizer once RBAC is on (``authz.enable_rbac``), else None.
+        self.authorizer: RBACAuthorizer | None = None
+        self.impersonation = Impersonation(self._authorize)
         self.host = host
         self.port = port
         # The version /version reports ("1.35.0"); a bad one is a ValueError here.
@@ -107,6 +120,10 @@ class LocalCluster:
         self.server_ssl_context: ssl.SSLContext | None = None
 
     # ------------------------------------------------------------------ users
+
+    def _authorize(self, attrs: Attributes) -> bool:
+        """The cluster's authorizer (AlwaysAllow until RBAC is on)."""
+        return self.authorizer is None or self.authorizer.authorize(attrs)
 
     def token_for(self, user: str) -> str:
         """The bearer token of *user* (made on first use)."""
@@ -192,6 +209,11 @@ class LocalCluster:
         if not any(isinstance(p, ServiceAccountAdmission) for p in self.admission_plugins):
             self.admission_plugins.append(ServiceAccountAdmission(self.storage))
         self._extensions = await start_extensions(self)
+        # After the audit hook (which records who asked and who was served) and
+        # before the authorizer (which decides for the impersonated user).
+        self.request_hooks.append(self.impersonation.hook)
+        if self.authorization_mode == "RBAC":
+            enable_rbac(self)
         api = ApiServer(self)
         app = api.make_app(MAX_BODY + 64 * 1024)
         self._runner = web.AppRunner(

@@ -46,6 +46,17 @@ class RequestInfo:
     name: str = ""
     path: str = ""
     is_resource_request: bool = True
+    # Set for an impersonated request (``impersonation.py``): the impersonated
+    # user's uid and extra, and the authenticated user who asked.
+    uid: str = ""
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    impersonator: str = ""
+
+
+INFO_KEY: web.RequestKey[RequestInfo] = web.RequestKey("localcluster.request_info", RequestInfo)
+"""Where a request's current RequestInfo lives while hooks run: a hook that changes
+who the request is for (impersonation) stores the new one here, and every hook
+further in, and the handler, sees it."""
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """Answers to the review resources kubectl asks about (never stored).
 
-localcluster authenticates but does not authorize (every authenticated user may
-do everything), so ``kubectl auth can-i`` is always answered "yes" and
-``kubectl auth whoami`` reports the token's user and groups. Request hooks can
+Without RBAC (``--authorization-mode AlwaysAllow``, the default) every
+authenticated user may do everything, so ``kubectl auth can-i`` is always
+answered "yes" (with RBAC, ``authz.py`` answers the access reviews) and
+``kubectl auth whoami`` reports the user the request is served as: the
+token's, or the impersonated one with its uid and extra. Request hooks can
 still refuse requests (fault injection, audit tests).
 """
 
@@ -28,7 +30,13 @@ def answer(info: RequestInfo, resource: str, body: dict[str, Any]) -> dict[str, 
     out = copy.deepcopy(body)
     out.setdefault("metadata", {})
     if resource == "selfsubjectreviews":
-        out["status"] = {"userInfo": {"username": info.user, "groups": list(info.groups)}}
+        user_info: dict[str, Any] = {"username": info.user}
+        if info.uid:
+            user_info["uid"] = info.uid
+        user_info["groups"] = list(info.groups)
+        if info.extra:
+            user_info["extra"] = {key: list(values) for key, values in info.extra}
+        out["status"] = {"userInfo": user_info}
     elif resource == "selfsubjectrulesreviews":
         out["status"] = {
             "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],

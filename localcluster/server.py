@@ -12,6 +12,7 @@ can take the server down.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import traceback
 from collections.abc import Awaitable, Callable
@@ -24,7 +25,7 @@ from . import conversion, discovery, errors, eviction, openapi, podexec, portfor
 from .codec import json_response, status_response
 from .errors import StatusError
 from .handlers import RequestContext, ResourceHandlers
-from .hooks import Handler, RequestInfo
+from .hooks import INFO_KEY, Handler, RequestInfo
 from .host import APIServerHost
 from .protobuf_http import protobuf_responses
 from .store import encode
@@ -171,14 +172,14 @@ class ApiServer:
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         user, groups = self._authenticate(request)
-        info = parse_request(request, user, groups)
+        request[INFO_KEY] = parse_request(request, user, groups)
 
         async def route(req: web.Request) -> web.StreamResponse:
-            return await self._route(req, info)
+            return await self._route(req, req[INFO_KEY])
 
         handler: Handler = route
         for hook in reversed(list(self.cluster.request_hooks)):
-            handler = _wrap(hook, info, handler)
+            handler = _wrap(hook, handler)
         return await handler(request)
 
     async def _route(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
@@ -198,20 +199,16 @@ class ApiServer:
             # /api/v1/namespaces/{name}[/status|/finalize]
             parts = [p for p in info.path.strip("/").split("/") if p]
             tail = parts[3:]
-            info = RequestInfo(
-                user=info.user,
-                groups=info.groups,
-                verb=info.verb,
+            info = dataclasses.replace(
+                info,
                 api_group="",
-                api_version=info.api_version,
                 resource="namespaces",
                 subresource=tail[1] if len(tail) > 1 else "",
                 namespace="",
                 name=tail[0] if tail else "",
-                path=info.path,
             )
             if info.subresource == "finalize":
-                info = RequestInfo(**{**info.__dict__, "subresource": ""})
+                info = dataclasses.replace(info, subresource="")
         elif res.namespaced and info.name and not info.namespace:
             raise _not_found_path()
         if info.subresource and info.subresource.split("/", 1)[0] not in res.subresources:
@@ -383,10 +380,9 @@ def _aggregated(doc: object, content_type: str) -> web.Response:
     return resp
 
 
-def _wrap(
-    hook: Callable[..., Awaitable[web.StreamResponse]], info: RequestInfo, inner: Handler
-) -> Handler:
+def _wrap(hook: Callable[..., Awaitable[web.StreamResponse]], inner: Handler) -> Handler:
     async def wrapped(request: web.Request) -> web.StreamResponse:
-        return await hook(request, info, inner)
+        # the RequestInfo as the hooks further out left it (impersonation changes the user)
+        return await hook(request, request[INFO_KEY], inner)
 
     return wrapped

@@ -35,6 +35,7 @@ async def serve(
         profile=args.profile,
         debug_api=args.enable_debug_api,
         kubernetes_version=getattr(args, "kubernetes_version", None),
+        authorization_mode=getattr(args, "authorization_mode", None) or "AlwaysAllow",
     )
     async with cluster:
         cluster.write_kubeconfig(kubeconfig)
@@ -43,6 +44,12 @@ async def serve(
             flush=True,
         )
         print(f"kubeconfig written to {kubeconfig}", flush=True)
+        if cluster.authorization_mode == "RBAC":
+            print(
+                "authorization: RBAC (the kubeconfig's admin user is in system:masters; "
+                "try kubectl auth can-i --as USER ...)",
+                flush=True,
+            )
         print(f"try: kubectl --kubeconfig {kubeconfig} get namespaces", flush=True)
         await stop.wait()
     return 0

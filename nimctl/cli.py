@@ -166,6 +166,17 @@ KUBERNETES_VERSION_HELP = (
 )
 
 
+def _add_authorization_mode(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--authorization-mode",
+        choices=["AlwaysAllow", "RBAC"],
+        default="AlwaysAllow",
+        help="AlwaysAllow (default): every authenticated user may do everything; RBAC: "
+        "Roles and bindings are enforced for every user outside system:masters "
+        "(kubectl auth can-i --as USER tells the truth)",
+    )
+
+
 def _kubernetes_version(text: str) -> str:
     from localcluster import parse_kubernetes_version
 
@@ -228,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     lc.add_argument("--profile", default=None, help="node profile YAML (default: 2 GPU + 1 CPU)")
     lc.add_argument("--enable-debug-api", action="store_true", help="serve /debug/ fault APIs")
     lc.add_argument("--kubernetes-version", type=_kubernetes_version, help=KUBERNETES_VERSION_HELP)
+    _add_authorization_mode(lc)
     lc.set_defaults(handler=_cmd_localcluster)
 
     local = sub.add_parser(
@@ -238,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_argument(
         "--kubernetes-version", type=_kubernetes_version, help=KUBERNETES_VERSION_HELP
     )
+    _add_authorization_mode(local)
     local.add_argument(
         "--demo",
         nargs="?",

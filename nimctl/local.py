@@ -205,6 +205,7 @@ async def run_local(
         profile=getattr(args, "profile", None)
         or ("gpu-bare" if gpu_operator else "gpu-host-driver" if gpu_cluster else None),
         kubernetes_version=getattr(args, "kubernetes_version", None),
+        authorization_mode=getattr(args, "authorization_mode", None) or "AlwaysAllow",
     ) as cluster:
         cluster.write_kubeconfig(kubeconfig)
         async with Client(str(kubeconfig)) as client:
