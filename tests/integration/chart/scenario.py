@@ -1,7 +1,10 @@
 """The chart installed on a LocalCluster with RBAC enforced, and the operator's whole
-life on the docs examples: NIM (create, Ready, update, prune, delete), the five
-NeMo services, a NIMPipeline, and the default ClusterPolicy (ready, one operand
-switched off, deleted). The RBAC tests run this under the chart's ClusterRole.
+life on the docs examples: NIM (create, Ready, update, prune, delete), NIMServices
+on KServe, on DRA claims and across nodes (LeaderWorkerSet with MPI), the five
+NeMo services, a NIMPipeline, a NIMBuild, the default ClusterPolicy (ready, one
+operand switched off, a driver upgrade rolled over every GPU node, the driver
+handed to an NVIDIADriver that gets Ready, deleted) and a GPUCluster. The RBAC
+tests run this under the chart's ClusterRole, every kind at once in one operator.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ import aiohttp
 from ruamel.yaml import YAML
 
 from localcluster import LocalCluster
+from localcluster.addons import install_ecosystem
 from localcluster.authz import RBACAuthorizer, enable_rbac
 from localcluster.extensions import extensions_of
+from nimctl.demo import demo_objects
 from nimctl_runtime.client import AlreadyExists, ApiError, Client, NotFound
 from tests.integration.chart.helm import render, require_helm
 from tests.integration.chart.install import (
@@ -89,9 +94,12 @@ async def start_installed(
     *,
     edit: Callable[[list[dict[str, Any]]], None] | None = None,
     wait_for_leader: bool = True,
+    ecosystem: bool = False,
 ) -> Installed:
     """A cluster with RBAC on, the chart installed (``edit`` may change the rendered
-    objects first), and the operator running as its pod."""
+    objects first), and the operator running as its pod. With ``ecosystem`` the
+    third-party CRDs NVIDIA's samples use are installed first (``exercise_all``
+    then also runs the KServe, DRA and multi-node NIMServices)."""
     require_helm()
     # Two 8-GPU nodes: room for every example, few DaemonSet pods to simulate.
     cluster = LocalCluster(workdir=tmp / "cluster", profile="gpu-operator")
@@ -105,6 +113,8 @@ async def start_installed(
         if (node["metadata"].get("labels") or {}).get("nvidia.com/gpu.present") == "true":
             labels = {"feature.node.kubernetes.io/pci-10de.present": "true"}
             await admin.patch("v1", "Node", node["metadata"]["name"], {"metadata": {"labels": labels}})
+    if ecosystem:  # KServe, LeaderWorkerSet, ...: before the render, which asks what is served
+        await install_ecosystem(admin, kserve_mode="Standard")
     authorizer = enable_rbac(cluster)
     ports = {"metrics": free_port(), "health": free_port(), "webhook": free_port()}
     overrides = copy.deepcopy(values or {})
@@ -150,7 +160,7 @@ async def poll(check: Callable[[], Awaitable[Any]], what: str, timeout: float = 
     raise AssertionError(f"{what}: not within {timeout}s; last seen {last!r}"[:3000])
 
 
-async def state_of(admin: Client, api_version: str, kind: str, name: str, namespace: str | None, want: set[str]) -> dict[str, Any]:
+async def state_of(admin: Client, api_version: str, kind: str, name: str, namespace: str | None, want: set[str], timeout: float = TIMEOUT) -> dict[str, Any]:
     seen: dict[str, Any] = {}
 
     async def check() -> dict[str, Any] | None:
@@ -159,7 +169,7 @@ async def state_of(admin: Client, api_version: str, kind: str, name: str, namesp
         return obj if (obj.get("status") or {}).get("state") in want else None
 
     try:
-        result: dict[str, Any] = await poll(check, f"{kind} {namespace}/{name} {want}")
+        result: dict[str, Any] = await poll(check, f"{kind} {namespace}/{name} {want}", timeout)
     except AssertionError as exc:
         raise AssertionError(f"{exc}; status {seen.get('status')!r}"[:3000]) from None
     return result
@@ -330,10 +340,36 @@ async def exercise_nemo(admin: Client, namespace: str) -> None:
         await gone(admin, API, cr["kind"], cr["metadata"]["name"], namespace)
 
 
+GPU_STATE = "nvidia.com/gpu-driver-upgrade-state"
+NEW_DRIVER = "580.95.05"
+
+
+async def _gpu_nodes(admin: Client) -> list[dict[str, Any]]:
+    items = (await admin.list("v1", "Node"))["items"]
+    return [n for n in items if (n["metadata"].get("labels") or {}).get("nvidia.com/gpu.present") == "true"]
+
+
+async def _driver_upgraded(admin: Client, version: str) -> bool:
+    """Every GPU node ``upgrade-done`` and running a driver pod of *version*."""
+    nodes = await _gpu_nodes(admin)
+    if not nodes or any((n["metadata"].get("labels") or {}).get(GPU_STATE) != "upgrade-done" for n in nodes):
+        return False
+    pods = (await admin.list("v1", "Pod"))["items"]
+    running = {
+        p["spec"].get("nodeName")
+        for p in pods
+        if p["metadata"]["name"].startswith("nvidia-driver-daemonset")
+        and p.get("status", {}).get("phase") == "Running"
+        and any(version in c.get("image", "") for c in p["spec"]["containers"])
+    }
+    return running >= {n["metadata"]["name"] for n in nodes}
+
+
 async def exercise_gpu(admin: Client) -> None:
-    """The default ClusterPolicy to ready, its DCGM exporter switched off (pruned), NVIDIA's
-    NVIDIADriver sample disabled beside it, deleted; then NVIDIA's GPUCluster sample
-    deployed and deleted."""
+    """The default ClusterPolicy to ready, its DCGM exporter switched off (pruned), a
+    driver upgrade rolled over every GPU node, NVIDIA's NVIDIADriver sample disabled
+    beside it and then given the driver (``useNvidiaDriverCRD``) until ready, both
+    deleted; then NVIDIA's GPUCluster sample deployed and deleted."""
     policy = _one(example("clusterpolicy-defaults.yaml", "unused"), "ClusterPolicy")
     await admin.create(policy)
     name = policy["metadata"]["name"]
@@ -350,11 +386,25 @@ async def exercise_gpu(admin: Client) -> None:
         return not await exporters()
 
     await poll(pruned, "the DCGM exporter pruned")
-    # NVIDIA's NVIDIADriver sample: disabled while the ClusterPolicy manages the driver.
+    # A driver upgrade: the upgrade controller labels, cordons, restarts the driver
+    # pods and uncordons node after node (NVIDIA's states) until all are upgrade-done.
+    # The NIM pods on the GPU nodes mount emptyDirs (/dev/shm): deleting them for the
+    # driver restart needs deleteEmptyDir, else the node goes upgrade-failed, as NVIDIA's.
+    upgrade = {"version": NEW_DRIVER, "upgradePolicy": {"podDeletion": {"deleteEmptyDir": True}}}
+    await admin.patch("nvidia.com/v1", "ClusterPolicy", name, {"spec": {"driver": upgrade}})
+    await poll(lambda: _driver_upgraded(admin, NEW_DRIVER), f"every GPU node upgraded to {NEW_DRIVER}")
+    # NVIDIA's NVIDIADriver sample: disabled while the ClusterPolicy manages the driver,
+    # then handed the driver and rolled out until ready.
     driver = YAML(typ="safe", pure=True).load((EXAMPLES_DIR / "nvidiadriver-sample.yaml").read_text())
+    # taking the driver over restarts it on every node: the same pod deletion as above
+    driver["spec"]["upgradePolicy"] = {"autoUpgrade": True, "podDeletion": {"deleteEmptyDir": True}}
     await admin.create(driver)
-    await state_of(admin, "nvidia.com/v1alpha1", "NVIDIADriver", driver["metadata"]["name"], None, {"disabled"})
-    await admin.delete("nvidia.com/v1alpha1", "NVIDIADriver", driver["metadata"]["name"])
+    driver_name = driver["metadata"]["name"]
+    await state_of(admin, "nvidia.com/v1alpha1", "NVIDIADriver", driver_name, None, {"disabled"})
+    await admin.patch("nvidia.com/v1", "ClusterPolicy", name, {"spec": {"driver": {"useNvidiaDriverCRD": True}}})
+    await state_of(admin, "nvidia.com/v1alpha1", "NVIDIADriver", driver_name, None, {"ready"})
+    await admin.delete("nvidia.com/v1alpha1", "NVIDIADriver", driver_name)
+    await gone(admin, "nvidia.com/v1alpha1", "NVIDIADriver", driver_name, None)
     await admin.delete("nvidia.com/v1", "ClusterPolicy", name)
     await gone(admin, "nvidia.com/v1", "ClusterPolicy", name, None)
     # The DRA stack: NVIDIA's GPUCluster sample, deployed once the ClusterPolicy is
@@ -369,6 +419,36 @@ async def exercise_gpu(admin: Client) -> None:
     await poll(dra_deployed, "the GPUCluster's DaemonSets")
     await admin.delete("nvidia.com/v1alpha1", "GPUCluster", "gpu-cluster")
     await gone(admin, "nvidia.com/v1alpha1", "GPUCluster", "gpu-cluster", None)
+
+
+async def exercise_platforms(admin: Client, prefix: str) -> None:
+    """NIMServices beyond a Deployment, each Ready and then deleted: NVIDIA's KServe
+    Standard sample (an InferenceService), the DRA sample whose claims the operator
+    creates (ResourceClaimTemplates), and a multi-node NIMService (a LeaderWorkerSet
+    of two, with MPI's ConfigMaps and SSH Secret)."""
+    kserve = example("nimservice-kserve-standard.yaml", f"{prefix}-kserve")
+    dra = example("nimservice-dra-claim-creation.yaml", f"{prefix}-dra")
+    multinode = demo_objects(f"{prefix}-multinode")
+    _one(multinode, "NIMService")["spec"]["multiNode"] = {
+        "backendType": "lws",
+        "parallelism": {"pipeline": 2, "tensor": 1},
+        "mpi": {"mpiStartTimeout": 300},
+    }
+    services = [_one(objects, "NIMService")["metadata"] for objects in (kserve, dra, multinode)]
+    for objects in (kserve, dra, multinode):
+        await create_all(admin, objects)
+    for meta in services:
+        await state_of(admin, API, "NIMService", meta["name"], meta["namespace"], {"Ready"})
+    await admin.get("serving.kserve.io/v1beta1", "InferenceService", services[0]["name"], services[0]["namespace"])
+    await admin.get("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", f"{services[2]['name']}-lws", services[2]["namespace"])
+    for objects in (kserve, dra, multinode):
+        for obj in objects:
+            if obj["kind"] in ("NIMService", "NIMCache"):
+                await admin.delete(API, obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"])
+    for objects in (kserve, dra, multinode):
+        for obj in objects:
+            if obj["kind"] in ("NIMService", "NIMCache"):
+                await gone(admin, API, obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"])
 
 
 async def exercise_pipeline(admin: Client, namespace: str) -> None:
@@ -433,8 +513,10 @@ async def scrape_metrics(env: Installed) -> int:
     raise AssertionError(f"{url} never answered")
 
 
-async def exercise_all(env: Installed) -> None:
+async def exercise_all(env: Installed, *, platforms: bool = False) -> None:
+    """Every kind at once in the one operator (``platforms`` needs ``ecosystem``)."""
     await asyncio.gather(
+        *([exercise_platforms(env.admin, "platform")] if platforms else []),
         exercise_nim(env.admin, "nim"),
         exercise_nemo(env.admin, "nemo"),
         exercise_gpu(env.admin),
