@@ -2,7 +2,11 @@
 
 Run as ``python -m tests.integration.runtime_controller.operator_proc --kubeconfig K
 --identity I [--lease-duration 2 --renew-deadline 1.5 --retry-period 0.2] [--events]
-[--exit-on-loss]``. It installs the manager's own SIGTERM/SIGINT handling; exit
+[--exit-on-loss] [--webhook-port P --webhook-cert-dir D]``. With a webhook port it
+also serves, on every replica whatever its leadership, a ConfigMap validating
+webhook at ``/validate-configmap``: it refuses a ConfigMap with a ``forbidden``
+data key and warns ``validated by <identity>`` otherwise (so a test sees which
+replica answered); its readiness joins ``/readyz``. It installs the manager's own SIGTERM/SIGINT handling; exit
 status 0 after a graceful stop, 1 when the Lease was lost (only with
 ``--exit-on-loss``: by default a lost Lease makes it a candidate again), 2 on
 any other failure.
@@ -13,10 +17,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import Any
 
 from nimctl_runtime.client import Client, load_config
+from nimctl_runtime.field import ValidationFailed, forbidden
 from nimctl_runtime.logsetup import configure_logging
 from nimctl_runtime.manager import LeaderElectionLostError, Manager, ManagerOptions
+from nimctl_runtime.webhook.handlers import ValidatingHandler
+from nimctl_runtime.webhook.server import WebhookServer
 
 from .echo import add_echo_controller
 
@@ -37,6 +45,13 @@ async def run(args: argparse.Namespace) -> int:
     )
     manager = Manager(client, options)
     add_echo_controller(manager, identity=args.identity, events=args.events)
+    if args.webhook_port:
+        server = WebhookServer(
+            cert_dir=args.webhook_cert_dir, host="127.0.0.1", port=args.webhook_port
+        )
+        server.register("/validate-configmap", ValidatingHandler(NoForbiddenKey(args.identity)))
+        manager.add(server)
+        manager.add_readyz_check("webhook", server.started_checker())
     try:
         await manager.start()
     except LeaderElectionLostError:
@@ -44,6 +59,27 @@ async def run(args: argparse.Namespace) -> int:
     finally:
         await client.close()
     return 0
+
+
+class NoForbiddenKey:
+    """Refuses ConfigMaps with a ``forbidden`` key; names the replica that answered."""
+
+    def __init__(self, identity: str) -> None:
+        self.identity = identity
+
+    def _check(self, obj: dict[str, Any]) -> list[str]:
+        if "forbidden" in (obj.get("data") or {}):
+            raise ValidationFailed([forbidden("data.forbidden", f"refused by {self.identity}")])
+        return [f"validated by {self.identity}"]
+
+    async def validate_create(self, obj: dict[str, Any]) -> list[str]:
+        return self._check(obj)
+
+    async def validate_update(self, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+        return self._check(new)
+
+    async def validate_delete(self, obj: dict[str, Any]) -> list[str]:
+        return []
 
 
 def main() -> int:
@@ -57,6 +93,8 @@ def main() -> int:
     p.add_argument("--health", default="0")
     p.add_argument("--events", action="store_true", help="an Event for every write")
     p.add_argument("--exit-on-loss", action="store_true", help="exit 1 when the Lease is lost")
+    p.add_argument("--webhook-port", type=int, default=0, help="serve the ConfigMap webhook")
+    p.add_argument("--webhook-cert-dir", default="", help="its tls.crt and tls.key")
     args = p.parse_args()
     configure_logging("console", "info")
     try:
