@@ -65,6 +65,7 @@ async def compose_operator(
         filtered_cache_options,
         setup_controllers,
     )
+    from nimctl_runtime.looplag import LoopLagMonitor
     from nimctl_runtime.manager import Manager, ManagerOptions
 
     capabilities = await discover_capabilities(client)
@@ -72,6 +73,8 @@ async def compose_operator(
         args, cache_by_object=filtered_cache_options(capabilities), **manager_overrides
     )
     manager = Manager(client, options)
+    # every replica measures its event loop's lag (metric, and a log line when high)
+    manager.add(LoopLagMonitor())
     query = nimservice_ctrl.http_model_query if model_query == "http" else model_query
     setup_controllers(
         manager,
