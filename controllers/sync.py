@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION, desired_hash, stamp_hash
+from manifests.labels import OPERATOR_VERSION_LABEL
 from nimctl_runtime.client.errors import AlreadyExists, ApiError, Conflict, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Writer
 from nimctl_runtime.meta import Obj
@@ -28,6 +29,35 @@ _SERVICE_ALLOCATED = (
     "ipFamilyPolicy",
     "healthCheckNodePort",
 )
+
+
+# Pod-template labels nimctl does not render but an update keeps when the live
+# template has them: NVIDIA's operator puts its version on the pod templates
+# (docs/differences.md item 4), and dropping a pod label restarts every pod of
+# the workload, so a Deployment or LeaderWorkerSet taken over from NVIDIA keeps it.
+KEPT_POD_TEMPLATE_LABELS: tuple[str, ...] = (OPERATOR_VERSION_LABEL,)
+
+
+def pod_templates(obj: Mapping[str, Any]) -> list[Any]:
+    """The pod templates of a workload (Deployment-like or LeaderWorkerSet), in order."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "LeaderWorkerSet":
+        lwt = spec.get("leaderWorkerTemplate") or {}
+        return [lwt.get("leaderTemplate"), lwt.get("workerTemplate")]
+    return [spec.get("template")]
+
+
+def keep_live_pod_labels(body: Obj, live: Mapping[str, Any]) -> None:
+    """Carry :data:`KEPT_POD_TEMPLATE_LABELS` of ``live``'s pod templates into ``body``'s."""
+    for want, have in zip(pod_templates(body), pod_templates(live), strict=True):
+        if not isinstance(want, dict) or not isinstance(have, Mapping):
+            continue
+        have_labels = (have.get("metadata") or {}).get("labels") or {}
+        kept = {k: have_labels[k] for k in KEPT_POD_TEMPLATE_LABELS if k in have_labels}
+        if kept:
+            labels = want.setdefault("metadata", {}).setdefault("labels", {})
+            for k, v in kept.items():
+                labels.setdefault(k, v)
 
 
 def hash_of(obj: Mapping[str, Any] | None) -> str | None:
@@ -114,6 +144,8 @@ def update_body(
             node_port = (live_ports.get(p.get("name")) or {}).get("nodePort")
             if node_port and "nodePort" not in p and keeps_node_ports:
                 p["nodePort"] = node_port
+    if body.get("kind") in ("Deployment", "LeaderWorkerSet"):
+        keep_live_pod_labels(body, live)
     if body.get("kind") == "Deployment" and "replicas" not in (body.get("spec") or {}):
         replicas = (live.get("spec") or {}).get("replicas")
         if replicas is not None:
