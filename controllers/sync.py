@@ -38,10 +38,10 @@ _SERVICE_ALLOCATED = (
 KEPT_POD_TEMPLATE_LABELS: tuple[str, ...] = (OPERATOR_VERSION_LABEL,)
 
 
-def pod_templates(obj: Mapping[str, Any]) -> list[Any]:
-    """The pod templates of a workload (Deployment-like or LeaderWorkerSet), in order."""
+def pod_templates(obj: Mapping[str, Any], kind: str) -> list[Any]:
+    """The pod templates of a workload of ``kind`` (Deployment-like or LeaderWorkerSet)."""
     spec = obj.get("spec") or {}
-    if obj.get("kind") == "LeaderWorkerSet":
+    if kind == "LeaderWorkerSet":
         lwt = spec.get("leaderWorkerTemplate") or {}
         return [lwt.get("leaderTemplate"), lwt.get("workerTemplate")]
     return [spec.get("template")]
@@ -49,7 +49,8 @@ def pod_templates(obj: Mapping[str, Any]) -> list[Any]:
 
 def keep_live_pod_labels(body: Obj, live: Mapping[str, Any]) -> None:
     """Carry :data:`KEPT_POD_TEMPLATE_LABELS` of ``live``'s pod templates into ``body``'s."""
-    for want, have in zip(pod_templates(body), pod_templates(live), strict=True):
+    kind = str(body.get("kind", ""))
+    for want, have in zip(pod_templates(body, kind), pod_templates(live, kind), strict=True):
         if not isinstance(want, dict) or not isinstance(have, Mapping):
             continue
         have_labels = (have.get("metadata") or {}).get("labels") or {}

@@ -132,6 +132,7 @@ def leader_worker_set(
         sub_path=sub_path,
         pod_claims=pod_claims,
         container_claims=container_claims,
+        side_env=multinode.common_env(inp.pipeline, inp.tensor),
     )
     worker_spec = podspec.nim_pod_spec(
         inp,
@@ -146,6 +147,7 @@ def leader_worker_set(
         sub_path=sub_path,
         pod_claims=pod_claims,
         container_claims=container_claims,
+        side_env=multinode.common_env(inp.pipeline, inp.tensor),
     )
     leader_spec = _lws_pod_spec(leader_spec, leader=True)
     worker_spec = _lws_pod_spec(worker_spec, leader=False)
