@@ -140,6 +140,16 @@ async def workload_ready(admin: Client, svc: Obj) -> bool:
     return bool(st.get("availableReplicas") == want and st.get("updatedReplicas") == want)
 
 
+async def workloads_ready(admin: Client, snap: Snapshot) -> None:
+    """Wait until every workload of ``snap`` is available again (a rollout would be done)."""
+    for kind, name in snap.workloads:
+        owner = {
+            "spec": {"multiNode": kind == "LeaderWorkerSet"},
+            "metadata": {"namespace": snap.namespace, "name": name.removesuffix("-lws")},
+        }
+        await wait_for(lambda o=owner: workload_ready(admin, o), timeout=60)
+
+
 async def nvidia_made(admin: Client, docs: list[Obj]) -> list[tuple[str, str]]:
     """Create what NVIDIA's operator leaves for ``docs``; the CRs' (kind, name)."""
     ns = docs[0]["metadata"]["namespace"]
@@ -180,6 +190,7 @@ class Snapshot:
     statefulsets: dict[str, Obj]  # name -> pod template (the LeaderWorkerSets')
     pods: dict[str, str]  # pod name -> uid
     children: dict[tuple[str, str], Obj]  # every object in the namespace NVIDIA's made
+    namespace: str
 
 
 CHILD_KINDS = (
@@ -215,7 +226,7 @@ async def snapshot(admin: Client, ns: str) -> Snapshot:
     for api_version, kind in CHILD_KINDS:
         for obj in (await admin.list(api_version, kind, ns))["items"]:
             children[(kind, obj["metadata"]["name"])] = obj
-    return Snapshot(workloads, replicasets, statefulsets, pods, children)
+    return Snapshot(workloads, replicasets, statefulsets, pods, children, ns)
 
 
 def pod_templates(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -354,6 +365,19 @@ async def test_taking_over_nvidias_objects_rolls_no_nim(env: Env, case: str) -> 
         except TimeoutError:
             pytest.fail(f"{case}: not taken over within 60 s: {left}")
         await settle(operator, timeout=60)
+
+        async def observed() -> bool:
+            """The simulated controllers have seen the workloads' latest spec."""
+            for kind, name in before.workloads:
+                api = "apps/v1" if kind == "Deployment" else nv.LWS_API
+                live = await env.admin.get(api, kind, name, ns)
+                seen = (live.get("status") or {}).get("observedGeneration", 0)
+                if seen < live["metadata"].get("generation", 1):
+                    return False
+            return True
+
+        await wait_for(observed, timeout=30)
+        await workloads_ready(env.admin, before)
         after = await snapshot(env.admin, ns)
     finally:
         await operator.shutdown()
