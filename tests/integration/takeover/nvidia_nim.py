@@ -2,7 +2,7 @@
 
 Written from NVIDIA's k8s-nim-operator (f63f74d7: ``manifests/*.yaml``,
 ``api/apps/v1alpha1/nimservice_types.go``, ``internal/controller/platform/
-standalone/nimservice.go``, ``internal/utils``), as a real API server stores
+{standalone,kserve}/nimservice.go``, ``internal/utils``), as a real API server stores
 them: Go's JSON of each object, where empty strings and ``false`` with
 ``omitempty`` are dropped (``subPath: ""``, ``readOnly: false``,
 ``runtimeClassName: ""``, ``emptyDir.medium: ""``) and quantities are strings.
@@ -506,6 +506,10 @@ def nimservice_children(svc: Mapping[str, Any], cache: Mapping[str, Any] | None)
     else:
         pvc = spec["storage"]["pvc"]
         claim, sub_path = pvc.get("name") or f"{name}-pvc", pvc.get("subPath", "")
+    if spec.get("inferencePlatform") == "kserve":
+        rbac = [o for o in out if o["kind"] != "Service"]
+        isvc = _inference_service(svc, labels, annotations, claim, sub_path)
+        return [_stamp(o) for o in (*rbac, isvc)]
     pipeline = int(((multi or {}).get("parallelism") or {}).get("pipeline") or 1)
     if multi and pipeline > 1:
         out += _multinode(svc, labels, annotations, claim, sub_path)
@@ -572,6 +576,90 @@ def _deployment(
     if spec.get("replicas") is not None:
         deployment["spec"]["replicas"] = spec["replicas"]
     return deployment
+
+
+ISVC_API = "serving.kserve.io/v1beta1"
+_KSERVE_MODE = "serving.kserve.io/deploymentMode"
+
+
+def _hpa_predictor_fields(spec: Mapping[str, Any]) -> Obj:
+    """GetInferenceServiceHPAParams: the replica range and the first CPU/memory metric."""
+    hpa = (spec.get("scale") or {}).get("hpa") or {}
+    out: Obj = {}
+    if hpa.get("minReplicas") is not None:
+        out["minReplicas"] = hpa["minReplicas"]
+    if hpa.get("maxReplicas"):
+        out["maxReplicas"] = hpa["maxReplicas"]
+    for metric in hpa.get("metrics") or []:
+        resource = metric.get("resource") or {}
+        if metric.get("type") == "Resource" and resource.get("name") in ("cpu", "memory"):
+            target = resource.get("target") or {}
+            out["scaleMetricType"] = target.get("type")
+            out["scaleMetric"] = resource["name"]
+            value = target.get("averageUtilization")
+            if value:
+                out["scaleTarget"] = value
+            break
+    return out
+
+
+def _inference_service(
+    svc: Mapping[str, Any], labels: Obj, annotations: Obj, claim: str, sub_path: str
+) -> Obj:
+    """The InferenceService of a NIMService on KServe in Standard (raw Deployment) mode."""
+    name, spec = svc["metadata"]["name"], svc["spec"]
+    mode = (spec.get("annotations") or {}).get(_KSERVE_MODE, "Standard")
+    assert mode in ("Standard", "RawDeployment"), "only KServe's Standard mode is derived here"
+    isvc_annotations = dict(annotations)
+    predictor: Obj = {}
+    if (spec.get("scale") or {}).get("enabled"):
+        isvc_annotations["serving.kserve.io/autoscalerClass"] = "hpa"
+        predictor.update(_hpa_predictor_fields(spec))
+    elif spec.get("replicas") is not None:
+        predictor.update(minReplicas=spec["replicas"], maxReplicas=spec["replicas"])
+    isvc_annotations["serving.kserve.io/enable-metric-aggregation"] = "true"
+    isvc_annotations["serving.kserve.io/enable-prometheus-scraping"] = "true"
+    isvc_annotations.setdefault(_KSERVE_MODE, mode)
+    isvc_labels = dict(labels)
+    if "networking.kserve.io/visibility" not in isvc_labels and not _ingress_enabled(spec):
+        isvc_labels["networking.kserve.io/visibility"] = "cluster-local"
+    predictor["deploymentStrategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": 0},
+    }
+    predictor["labels"] = {"app": name}
+    predictor["annotations"] = {k: v for k, v in annotations.items() if k != PARENT_SPEC}
+    predictor["serviceAccountName"] = name
+    ctr = _container(spec, f"{name}-ctr", nim_env(spec), _mounts(sub_path))
+    for key in ("command", "args"):  # inferenceservice.yaml renders neither
+        ctr.pop(key, None)
+    predictor["containers"] = [ctr]
+    predictor["volumes"] = _volumes(spec, claim)
+    if spec["image"].get("pullSecrets"):
+        predictor["imagePullSecrets"] = _pull_secrets(spec)
+    predictor["securityContext"] = _pod_security(spec)
+    for key in (
+        "nodeSelector",
+        "affinity",
+        "schedulerName",
+        "priorityClassName",
+        "runtimeClassName",
+    ):
+        if spec.get(key):
+            predictor[key] = copy.deepcopy(spec[key])
+    return {
+        "apiVersion": ISVC_API,
+        "kind": "InferenceService",
+        "metadata": _meta(name, svc, isvc_labels, isvc_annotations),
+        "spec": {"predictor": predictor},
+    }
+
+
+def _ingress_enabled(spec: Mapping[str, Any]) -> bool:
+    expose = spec.get("expose") or {}
+    return bool((expose.get("ingress") or {}).get("enabled")) or bool(
+        ((expose.get("router") or {}).get("ingress") or {}).get("ingressClass")
+    )
 
 
 def _field_env(name: str, path: str) -> Obj:
@@ -756,10 +844,12 @@ def _rsa_pem() -> bytes:
     )
 
 
-def nimservice_status(svc: Mapping[str, Any], cluster_ip: str, stamp: str) -> Obj:
+def nimservice_status(svc: Mapping[str, Any], endpoints: tuple[str, str], stamp: str) -> Obj:
     """What NVIDIA's operator writes on a ready NIMService (SetConditionsReady)."""
     name = svc["metadata"]["name"]
-    if svc["spec"].get("multiNode"):
+    if svc["spec"].get("inferencePlatform") == "kserve":
+        message = ""  # the InferenceService's PredictorReady message
+    elif svc["spec"].get("multiNode"):
         message = f'leaderworkerset "{name}-lws" is ready'
     else:
         message = f'deployment "{name}" successfully rolled out\n'
@@ -783,8 +873,8 @@ def nimservice_status(svc: Mapping[str, Any], cluster_ip: str, stamp: str) -> Ob
         ],
         "model": {
             "name": svc["spec"]["image"]["repository"].split("/", 2)[-1],
-            "clusterEndpoint": f"{cluster_ip}:{_port(svc['spec'])}",
-            "externalEndpoint": "",
+            "clusterEndpoint": endpoints[0],
+            "externalEndpoint": endpoints[1],
         },
     }
 

@@ -1,15 +1,20 @@
 """Taking over from NVIDIA's NIM Operator restarts no NIM.
 
-For NVIDIA's standalone, multi-node (LeaderWorkerSet) and NIMPipeline samples,
-the cluster first holds what NVIDIA's operator made for them
-(``tests/integration/takeover/nvidia_nim.py``, derived from NVIDIA's code, not
-from nimctl's render): CRs with NVIDIA's finalizers and status, children owned
-by the CRs, the simulated NIM pods running. Then nimctl's operator starts, and
-once it has settled the test counts rollouts: a workload whose stored pod
-template changed, that got a new ReplicaSet, or whose pods were replaced.
+For NVIDIA's standalone, multi-node (LeaderWorkerSet), NIMPipeline and KServe
+(Standard mode) samples, the cluster first holds what NVIDIA's operator made
+for them (``tests/integration/takeover/nvidia_nim.py``, derived from NVIDIA's
+code, not from nimctl's render): CRs with NVIDIA's finalizers and status,
+children owned by the CRs, the simulated NIM pods running. Then nimctl's
+operator starts, and once it has settled and the simulated controllers have
+seen what it wrote, the test counts rollouts: a workload whose stored pod
+template (an InferenceService's predictor) changed, that got a new ReplicaSet
+or StatefulSet revision, or whose pods were replaced.
 
-What the test asserts, per sample: 0 rollouts, NVIDIA's finalizers gone, the
-CRs Ready, every child still the same object (uid) now carrying nimctl's hash.
+What the test asserts, per sample: 0 rollouts; NVIDIA's NIMService finalizer
+gone (the NIMCache and NIMPipeline ones, which nimctl uses under the same
+name, kept); the CRs Ready; every child still the same object (uid), NVIDIA's
+workloads now carrying nimctl's hash; the mounted ConfigMaps and Secrets with
+their content (but the MPI start script, docs/differences.md).
 """
 
 from __future__ import annotations
@@ -44,8 +49,23 @@ SAMPLES = {
     "standalone": "standalone-basic-llm.yaml",
     "multi-node": "advanced-multi-node-multi-node-nimservice.yaml",
     "pipeline": "pipelines-rag-rag-pipeline.yaml",
+    "kserve": "../nemo-kserve-build-inputs/kserve-standard-llm/_inputs/input.yaml",
 }
 STAMP = "2026-01-01T00:00:00Z"
+# Room for every sample at once: 16 GPUs for the multi-node group, 5 for the rest.
+NODES: Obj = {
+    "description": "4 GPU nodes (8 x H100 each)",
+    "pools": [
+        {
+            "namePrefix": "gpu-node",
+            "count": 4,
+            "cpu": "96",
+            "memory": "1536Gi",
+            "gpus": 8,
+            "gpuProduct": "NVIDIA-H100-80GB-HBM3",
+        }
+    ],
+}
 STORAGE_CLASS: Obj = {
     "apiVersion": "storage.k8s.io/v1",
     "kind": "StorageClass",
@@ -60,7 +80,14 @@ STORAGE_CLASS: Obj = {
 # start script replaces NVIDIA's text; leaders read it only when they start.
 REWRITTEN_DATA = ("-mpi-start-script",)
 SHARED_FINALIZERS = ("NIMCache", "NIMPipeline")  # nimctl's finalizer has NVIDIA's name
-WORKLOADS = (("apps/v1", "Deployment"), (nv.LWS_API, "LeaderWorkerSet"))
+WORKLOAD_API = {
+    "Deployment": "apps/v1",
+    "LeaderWorkerSet": nv.LWS_API,
+    "InferenceService": nv.ISVC_API,
+}
+WORKLOADS = tuple((api, kind) for kind, api in WORKLOAD_API.items())
+# Predictor fields KServe turns into its HPA, not into the pods.
+ISVC_SCALING = ("minReplicas", "maxReplicas", "scaleMetric", "scaleMetricType", "scaleTarget")
 
 
 def samples_dir() -> Path:
@@ -125,32 +152,51 @@ async def nvidia_nimservice(admin: Client, svc: Obj, caches: Mapping[str, Obj]) 
     children = nv.nimservice_children(svc, caches.get(cache_name) if cache_name else None)
     await apply_objects(admin, children)
     ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
-    await wait_for(lambda: workload_ready(admin, svc), timeout=60)
-    service = await admin.get("v1", "Service", name, ns)
-    status = nv.nimservice_status(svc, service["spec"]["clusterIP"], STAMP)
+    await wait_for(lambda: workload_ready(admin, ns, *workload_of(svc)), timeout=60)
+    if svc["spec"].get("inferencePlatform") == "kserve":
+        isvc = await admin.get(nv.ISVC_API, "InferenceService", name, ns)
+        endpoints = (isvc["status"]["address"]["url"], isvc["status"].get("url", ""))
+    else:
+        service = await admin.get("v1", "Service", name, ns)
+        port = svc["spec"]["expose"]["service"].get("port", 8000)
+        endpoints = (f"{service['spec']['clusterIP']}:{port}", "")
+    status = nv.nimservice_status(svc, endpoints, STAMP)
     return await set_status(admin, svc, status)
 
 
-async def workload_ready(admin: Client, svc: Obj) -> bool:
-    ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
+def available(obj: Mapping[str, Any]) -> bool:
+    """A Deployment with all replicas updated and available, a LeaderWorkerSet
+    ``Available``, an InferenceService ``Ready``."""
+    status = obj.get("status") or {}
+    if obj["kind"] == "Deployment":
+        want = obj["spec"].get("replicas", 1)
+        return bool(status.get("availableReplicas") == want == status.get("updatedReplicas"))
+    wanted = "Available" if obj["kind"] == "LeaderWorkerSet" else "Ready"
+    return any(
+        c["type"] == wanted and c["status"] == "True" for c in status.get("conditions") or []
+    )
+
+
+def workload_of(svc: Mapping[str, Any]) -> tuple[str, str]:
+    """(kind, name) of the workload NVIDIA's operator runs a NIMService as."""
+    name = svc["metadata"]["name"]
+    if svc["spec"].get("inferencePlatform") == "kserve":
+        return "InferenceService", name
     if svc["spec"].get("multiNode"):
-        lws = await admin.get(nv.LWS_API, "LeaderWorkerSet", f"{name}-lws", ns)
-        conds = (lws.get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Available" and c["status"] == "True" for c in conds)
-    dep = await admin.get("apps/v1", "Deployment", name, ns)
-    st = dep.get("status") or {}
-    want = dep["spec"].get("replicas", 1)
-    return bool(st.get("availableReplicas") == want and st.get("updatedReplicas") == want)
+        return "LeaderWorkerSet", f"{name}-lws"
+    return "Deployment", name
+
+
+async def workload_ready(admin: Client, ns: str, kind: str, name: str) -> bool:
+    return available(await admin.get(WORKLOAD_API[kind], kind, name, ns))
 
 
 async def workloads_ready(admin: Client, snap: Snapshot) -> None:
     """Wait until every workload of ``snap`` is available again (a rollout would be done)."""
     for kind, name in snap.workloads:
-        owner = {
-            "spec": {"multiNode": kind == "LeaderWorkerSet"},
-            "metadata": {"namespace": snap.namespace, "name": name.removesuffix("-lws")},
-        }
-        await wait_for(lambda o=owner: workload_ready(admin, o), timeout=60)
+        await wait_for(
+            lambda k=kind, n=name: workload_ready(admin, snap.namespace, k, n), timeout=60
+        )
 
 
 async def nvidia_made(admin: Client, docs: list[Obj]) -> list[tuple[str, str]]:
@@ -233,7 +279,8 @@ async def snapshot(admin: Client, ns: str) -> Snapshot:
 
 
 def pod_templates(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The pod templates of a Deployment or LeaderWorkerSet (what rolls pods when it changes).
+    """The pod templates of a workload (what rolls pods when it changes): a Deployment's,
+    a LeaderWorkerSet's, an InferenceService's predictor without its scaling fields.
 
     ``metadata.creationTimestamp: null`` is dropped: Go writes it, a typed
     decode ignores it, so it never rolls anything.
@@ -241,6 +288,9 @@ def pod_templates(obj: Mapping[str, Any]) -> dict[str, Any]:
     spec = obj.get("spec") or {}
     if obj["kind"] == "Deployment":
         templates = {"template": spec.get("template")}
+    elif obj["kind"] == "InferenceService":
+        predictor = spec.get("predictor") or {}
+        templates = {"predictor": {k: v for k, v in predictor.items() if k not in ISVC_SCALING}}
     else:
         lwt = spec.get("leaderWorkerTemplate") or {}
         templates = {
@@ -313,7 +363,7 @@ class Env:
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
     tmp: Path = tmp_path_factory.mktemp("takeover")
-    async with cluster_with_crds(tmp, profile="many-nodes") as (cluster, admin):
+    async with cluster_with_crds(tmp, profile=NODES) as (cluster, admin):
         await install_ecosystem(admin)
         await apply_objects(admin, [STORAGE_CLASS])
         yield Env(cluster, admin, tmp)
@@ -349,8 +399,10 @@ async def test_taking_over_nvidias_objects_rolls_no_nim(env: Env, case: str) -> 
                 if state != "Ready":
                     out.append(f"{kind}/{name} is {state}: {obj.get('status')}")
             for (kind, name), old in before.workloads.items():
-                api = "apps/v1" if kind == "Deployment" else nv.LWS_API
-                live = await env.admin.get(api, kind, name, ns)
+                theirs = (old["metadata"].get("annotations") or {}).get(nv.LAST_APPLIED)
+                if theirs is None:
+                    continue  # made by KServe or the LeaderWorkerSet controller
+                live = await env.admin.get(WORKLOAD_API[kind], kind, name, ns)
                 if live["metadata"]["annotations"].get(nv.LAST_APPLIED) == (
                     old["metadata"]["annotations"].get(nv.LAST_APPLIED)
                 ):
@@ -373,8 +425,7 @@ async def test_taking_over_nvidias_objects_rolls_no_nim(env: Env, case: str) -> 
         async def observed() -> bool:
             """The simulated controllers have seen the workloads' latest spec."""
             for kind, name in before.workloads:
-                api = "apps/v1" if kind == "Deployment" else nv.LWS_API
-                live = await env.admin.get(api, kind, name, ns)
+                live = await env.admin.get(WORKLOAD_API[kind], kind, name, ns)
                 seen = (live.get("status") or {}).get("observedGeneration", 0)
                 if seen < live["metadata"].get("generation", 1):
                     return False
