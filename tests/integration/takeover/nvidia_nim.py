@@ -81,6 +81,15 @@ def go_hash(value: Any) -> str:
     return "".join("bcdfghjklmnpqrstvwxz2456789"[ord(c) % 27] for c in str(h))
 
 
+def go_quantity(value: Any) -> str:
+    """A decimal quantity in Go's canonical form: ``0.5`` -> ``500m``, ``2`` -> ``2``."""
+    text = str(value)
+    if not text.replace(".", "", 1).isdigit():
+        return text  # a suffixed quantity (``32Gi``) is kept as written
+    milli = round(float(text) * 1000)
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
 def merge_env(a: list[Obj], b: list[Obj]) -> list[Obj]:
     """NVIDIA's ``MergeEnvVars(a, b)``: all of ``b``, then ``a``'s other names."""
     names = {e["name"] for e in b}
@@ -143,7 +152,14 @@ def stored_nimservice_spec(spec: Mapping[str, Any]) -> Obj:
     expose.setdefault("router", {})
     for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
         out.setdefault(probe, {})
-    out.setdefault("scale", {}).setdefault("hpa", {}).setdefault("maxReplicas", 0)
+    hpa = out.setdefault("scale", {}).setdefault("hpa", {})
+    hpa.setdefault("maxReplicas", 0)
+    for metric in hpa.get("metrics") or []:
+        for source in metric.values():
+            target = source.get("target") if isinstance(source, dict) else None
+            for key in ("value", "averageValue"):
+                if isinstance(target, dict) and key in target:
+                    target[key] = go_quantity(target[key])
     out.setdefault("metrics", {}).setdefault("serviceMonitor", {})
     if out.get("resources"):
         out["resources"] = quantities(out["resources"])
@@ -506,6 +522,10 @@ def nimservice_children(svc: Mapping[str, Any], cache: Mapping[str, Any] | None)
     else:
         pvc = spec["storage"]["pvc"]
         claim, sub_path = pvc.get("name") or f"{name}-pvc", pvc.get("subPath", "")
+    if (spec.get("scale") or {}).get("enabled") and spec.get("inferencePlatform") != "kserve":
+        out.append(_hpa(svc, labels, annotations))
+    if (spec.get("metrics") or {}).get("enabled"):
+        out.append(_service_monitor(svc, labels, annotations))
     if spec.get("inferencePlatform") == "kserve":
         rbac = [o for o in out if o["kind"] != "Service"]
         isvc = _inference_service(svc, labels, annotations, claim, sub_path)
@@ -573,9 +593,55 @@ def _deployment(
             },
         },
     }
-    if spec.get("replicas") is not None:
-        deployment["spec"]["replicas"] = spec["replicas"]
+    scale = spec.get("scale") or {}
+    replicas = (scale.get("hpa") or {}).get("minReplicas") if scale.get("enabled") else None
+    if replicas is None:
+        replicas = spec.get("replicas")
+    if replicas is not None:
+        deployment["spec"]["replicas"] = replicas
     return deployment
+
+
+def _hpa(svc: Mapping[str, Any], labels: Obj, annotations: Obj) -> Obj:
+    """GetHPAParams: the HPA of the Deployment, the NIMService's range, metrics and behavior."""
+    name, scale = svc["metadata"]["name"], svc["spec"]["scale"]
+    hpa = scale.get("hpa") or {}
+    spec: Obj = {
+        "scaleTargetRef": {"kind": "Deployment", "name": name, "apiVersion": "apps/v1"},
+        "maxReplicas": hpa.get("maxReplicas", 0),
+    }
+    for key in ("minReplicas", "metrics", "behavior"):
+        if hpa.get(key) is not None:
+            spec[key] = copy.deepcopy(hpa[key])
+    hpa_annotations = {**(scale.get("annotations") or {}), **annotations}
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": _meta(name, svc, labels, hpa_annotations),
+        "spec": spec,
+    }
+
+
+def _service_monitor(svc: Mapping[str, Any], labels: Obj, annotations: Obj) -> Obj:
+    """GetServiceMonitorParams: ``/v1/metrics`` on ``api`` (and ``/metrics`` on ``metrics``)."""
+    name, spec = svc["metadata"]["name"], svc["spec"]
+    monitor = (spec.get("metrics") or {}).get("serviceMonitor") or {}
+    timing = {k: monitor[k] for k in ("scrapeTimeout", "interval") if monitor.get(k)}
+    endpoints = [{"path": "/v1/metrics", "port": "api", **timing}]
+    if spec["expose"]["service"].get("metricsPort"):
+        endpoints.append({"path": "/metrics", "port": "metrics", **timing})
+    sm_labels = {**labels, **(monitor.get("additionalLabels") or {})}  # additional labels win
+    sm_annotations = {**(monitor.get("annotations") or {}), **annotations}
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": _meta(name, svc, sm_labels, sm_annotations),
+        "spec": {
+            "namespaceSelector": {"matchNames": [svc["metadata"]["namespace"]]},
+            "selector": {"matchLabels": dict(labels)},
+            "endpoints": endpoints,
+        },
+    }
 
 
 ISVC_API = "serving.kserve.io/v1beta1"

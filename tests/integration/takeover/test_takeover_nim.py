@@ -1,7 +1,7 @@
 """Taking over from NVIDIA's NIM Operator restarts no NIM.
 
-For NVIDIA's standalone, multi-node (LeaderWorkerSet), NIMPipeline and KServe
-(Standard mode) samples, the cluster first holds what NVIDIA's operator made
+For NVIDIA's standalone (plain and autoscaled: HPA and ServiceMonitor),
+multi-node (LeaderWorkerSet), NIMPipeline and KServe (Standard mode) samples, the cluster first holds what NVIDIA's operator made
 for them (``tests/integration/takeover/nvidia_nim.py``, derived from NVIDIA's
 code, not from nimctl's render): CRs with NVIDIA's finalizers and status,
 children owned by the CRs, the simulated NIM pods running. Then nimctl's
@@ -13,8 +13,9 @@ or StatefulSet revision, or whose pods were replaced.
 What the test asserts, per sample: 0 rollouts; NVIDIA's NIMService finalizer
 gone (the NIMCache and NIMPipeline ones, which nimctl uses under the same
 name, kept); the CRs Ready; every child still the same object (uid), NVIDIA's
-workloads now carrying nimctl's hash; the mounted ConfigMaps and Secrets with
-their content (but the MPI start script, docs/differences.md).
+workloads now carrying nimctl's hash; every child's content (spec, data, rules,
+subjects) as NVIDIA's operator wrote it, but the MPI start script
+(docs/differences.md).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ SAMPLES = {
     "standalone": "standalone-basic-llm.yaml",
     "multi-node": "advanced-multi-node-multi-node-nimservice.yaml",
     "pipeline": "pipelines-rag-rag-pipeline.yaml",
+    "autoscaling": "standalone-autoscaling-llm.yaml",
     "kserve": "../nemo-kserve-build-inputs/kserve-standard-llm/_inputs/input.yaml",
 }
 STAMP = "2026-01-01T00:00:00Z"
@@ -76,8 +78,9 @@ STORAGE_CLASS: Obj = {
     "provisioner": "localcluster.nimctl.io/hostpath",
     "volumeBindingMode": "Immediate",
 }
-# Data nimctl rewrites on take-over (docs/differences.md, "Taking over"): its own MPI
-# start script replaces NVIDIA's text; leaders read it only when they start.
+# The one object whose content nimctl changes on take-over (docs/differences.md,
+# "Taking over"): its own MPI start script replaces NVIDIA's text; leaders read
+# it only when they start.
 REWRITTEN_DATA = ("-mpi-start-script",)
 SHARED_FINALIZERS = ("NIMCache", "NIMPipeline")  # nimctl's finalizer has NVIDIA's name
 WORKLOAD_API = {
@@ -250,6 +253,8 @@ CHILD_KINDS = (
     ("v1", "ConfigMap"),
     ("v1", "Secret"),
     ("v1", "PersistentVolumeClaim"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
     *WORKLOADS,
 )
 
@@ -303,6 +308,11 @@ def pod_templates(obj: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(t, dict) and isinstance(t.get("metadata"), dict):
             t["metadata"].pop("creationTimestamp", None)
     return dict(out)
+
+
+def content(obj: Mapping[str, Any]) -> Obj:
+    """An object without ``metadata`` and ``status``: what it asks for."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
 def leaf_diff(a: Any, b: Any, path: str = "") -> list[str]:
@@ -444,9 +454,11 @@ async def test_taking_over_nvidias_objects_rolls_no_nim(env: Env, case: str) -> 
         new = after.children.get(key)
         assert new is not None, f"{key} was deleted"
         assert new["metadata"]["uid"] == old["metadata"]["uid"], f"{key} was recreated"
-        if key[0] in ("ConfigMap", "Secret") and not key[1].endswith(REWRITTEN_DATA):
-            # mounted into running NIMs: the MPI hostfiles and SSH key, the cache manifest
-            assert new.get("data") == old.get("data"), (key, leaf_diff(old["data"], new["data"]))
+        if not key[1].endswith(REWRITTEN_DATA):
+            # nimctl's objects equal NVIDIA's but for metadata: spec, data, rules,
+            # subjects (HPA ranges, Service ports, mounted hostfiles and SSH key ...)
+            changed = leaf_diff(content(old), content(new))
+            assert not changed, f"{case}: {key[0]}/{key[1]} changed: {changed}"
     for kind, name in crs:
         obj = await cr_state(env.admin, kind, name, ns)
         # NVIDIA's NIMService finalizer cleans nothing up: nimctl removes it. NIMCache
