@@ -413,9 +413,8 @@ async def test_taking_over_nvidias_objects_rolls_no_nim(env: Env, case: str) -> 
                 if theirs is None:
                     continue  # made by KServe or the LeaderWorkerSet controller
                 live = await env.admin.get(WORKLOAD_API[kind], kind, name, ns)
-                if live["metadata"]["annotations"].get(nv.LAST_APPLIED) == (
-                    old["metadata"]["annotations"].get(nv.LAST_APPLIED)
-                ):
+                ours = (live["metadata"].get("annotations") or {}).get(nv.LAST_APPLIED)
+                if ours == theirs:
                     out.append(f"{kind}/{name} not written by nimctl yet")
             return out
 
