@@ -187,7 +187,11 @@ def device_plugin(policy: Mapping[str, Any]) -> tuple[str, Obj, Obj]:
     return "nvidia-device-plugin-daemonset", {"app": "nvidia-device-plugin-daemonset"}, pod
 
 
-ASSET_ANNOTATIONS = {"nvidia-device-plugin-daemonset": {"openshift.io/scc": "hostmount-anyuid"}}
+ASSET_ANNOTATIONS = {
+    "nvidia-device-plugin-daemonset": {"openshift.io/scc": "hostmount-anyuid"},
+    "nvidia-container-toolkit-daemonset": {"openshift.io/scc": "hostmount-anyuid"},
+    "nvidia-dcgm-exporter": {"openshift.io/scc": "nvidia-dcgm-exporter"},
+}
 """DaemonSet annotations the assets carry."""
 
 
@@ -246,7 +250,353 @@ def gpu_feature_discovery(policy: Mapping[str, Any]) -> tuple[str, Obj, Obj]:
     return "gpu-feature-discovery", labels, pod
 
 
-BUILDERS = (device_plugin, gpu_feature_discovery)
+def _validation_ctr(policy: Mapping[str, Any], name: str, env: list[Obj], mounts: list[Obj],
+                    security: Obj | None = None) -> Obj:  # fmt: skip
+    """A validator init container after ``transformValidationInitContainer`` /
+    ``TransformValidatorComponent``: validator image and pull policy, ``runAsUser: 0``."""
+    validator = policy["validator"]
+    return {
+        "name": name,
+        "image": _image(validator),
+        "imagePullPolicy": validator["imagePullPolicy"],
+        "command": ["sh", "-c"],
+        "args": ["nvidia-validator"],
+        "env": env,
+        "securityContext": {**(security or {"privileged": True}), "runAsUser": 0},
+        "volumeMounts": mounts,
+    }
+
+
+def _mount(name: str, path: str, propagation: str | None = None, read_only: bool = False) -> Obj:
+    out: Obj = {"name": name, "mountPath": path}
+    if read_only:
+        out["readOnly"] = True
+    if propagation:
+        out["mountPropagation"] = propagation
+    return out
+
+
+PRIVILEGED_S0 = {"privileged": True, "seLinuxOptions": {"level": "s0"}}
+
+
+def _driver_validation(policy: Mapping[str, Any], mounts: list[Obj]) -> Obj:
+    env = [
+        _env("WITH_WAIT", "true"),
+        _env("COMPONENT", "driver"),
+        _field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
+    ]
+    return _validation_ctr(policy, "driver-validation", env, mounts, PRIVILEGED_S0)
+
+
+def container_toolkit(policy: Mapping[str, Any]) -> tuple[str, Obj, Obj]:
+    """``state-container-toolkit``: the asset, then ``TransformToolkit`` with CDI on
+    (``transformToolkitCtrForCDI``), the default install dir, and ``transformForRuntime``
+    for containerd (the node's runtime): the runtime class, the top-level and drop-in
+    config and the socket, each mounted under ``/runtime/``."""
+    spec = policy["toolkit"]
+    env = [
+        _env("ROOT", "/usr/local/nvidia"),
+        _env("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", "management.nvidia.com/gpu"),
+        _env("NVIDIA_VISIBLE_DEVICES", "void"),
+        _env("TOOLKIT_PID_FILE", "/run/nvidia/toolkit/toolkit.pid"),
+        _field_env("NRI_NAMESPACE", "metadata.namespace"),
+    ]
+    if policy["cdi"]["enabled"]:
+        set_env(env, "CDI_ENABLED", "true")
+        set_env(env, "NVIDIA_RUNTIME_SET_AS_DEFAULT", "false")
+        set_env(env, "NVIDIA_CONTAINER_RUNTIME_MODE", "cdi")
+        set_env(env, "CRIO_CONFIG_MODE", "config")
+    _user_env(env, spec)
+    set_env(env, "RUNTIME", "containerd")
+    set_env(env, "CONTAINERD_RUNTIME_CLASS", policy["operator"]["runtimeClass"])
+    set_env(env, "RUNTIME_CONFIG", "/runtime/config-dir/config.toml")
+    set_env(env, "CONTAINERD_CONFIG", "/runtime/config-dir/config.toml")
+    set_env(env, "RUNTIME_DROP_IN_CONFIG", "/runtime/config-dir.d/99-nvidia.toml")
+    set_env(env, "RUNTIME_DROP_IN_CONFIG_HOST_PATH", "/etc/containerd/conf.d/99-nvidia.toml")
+    set_env(env, "RUNTIME_SOCKET", "/runtime/sock-dir/containerd.sock")
+    set_env(env, "CONTAINERD_SOCKET", "/runtime/sock-dir/containerd.sock")
+    pod = {
+        "nodeSelector": {"nvidia.com/gpu.deploy.container-toolkit": "true"},
+        "serviceAccountName": "nvidia-container-toolkit",
+        "hostPID": True,
+        "initContainers": [
+            _driver_validation(
+                policy,
+                [
+                    _mount("driver-install-dir", "/run/nvidia/driver", "HostToContainer"),
+                    _mount("run-nvidia-validations", VALIDATIONS, "Bidirectional"),
+                    _mount("host-root", "/host", "HostToContainer", read_only=True),
+                    _mount("host-dev-char", "/host-dev-char"),
+                ],
+            )
+        ],
+        "containers": [
+            {
+                "name": "nvidia-container-toolkit-ctr",
+                "image": _image(spec),
+                "imagePullPolicy": spec["imagePullPolicy"],
+                "command": ["/bin/sh", "-c"],
+                "args": ["/bin/entrypoint.sh"],
+                "env": env,
+                "securityContext": PRIVILEGED_S0,
+                "volumeMounts": [
+                    {
+                        "name": "nvidia-container-toolkit-entrypoint",
+                        "readOnly": True,
+                        "mountPath": "/bin/entrypoint.sh",
+                        "subPath": "entrypoint.sh",
+                    },
+                    _mount("toolkit-root", "/run/nvidia/toolkit"),
+                    _mount("run-nvidia-validations", VALIDATIONS),
+                    _mount("toolkit-install-dir", "/usr/local/nvidia"),
+                    _mount("crio-hooks", "/usr/share/containers/oci/hooks.d"),
+                    _mount("driver-install-dir", "/driver-root", "HostToContainer"),
+                    _mount("host-root", "/host", "HostToContainer", read_only=True),
+                    _mount("cdi-root", "/var/run/cdi"),
+                    _mount("containerd-config", "/runtime/config-dir/"),
+                    _mount("containerd-drop-in-config", "/runtime/config-dir.d/"),
+                    _mount("containerd-socket", "/runtime/sock-dir/"),
+                ],
+            }
+        ],
+        "volumes": [
+            {
+                "name": "nvidia-container-toolkit-entrypoint",
+                "configMap": {"name": "nvidia-container-toolkit-entrypoint", "defaultMode": 448},
+            },
+            _host_path("toolkit-root", "/run/nvidia/toolkit", "DirectoryOrCreate"),
+            _host_path("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate"),
+            _host_path("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
+            _host_path("host-root", "/"),
+            _host_path("toolkit-install-dir", "/usr/local/nvidia"),
+            _host_path("crio-hooks", "/run/containers/oci/hooks.d"),
+            _host_path("host-dev-char", "/dev/char"),
+            _host_path("cdi-root", "/var/run/cdi", "DirectoryOrCreate"),
+            _host_path("containerd-config", "/etc/containerd", "DirectoryOrCreate"),
+            _host_path("containerd-drop-in-config", "/etc/containerd/conf.d", "DirectoryOrCreate"),
+            _host_path("containerd-socket", "/run/containerd"),
+        ],
+    }
+    return "nvidia-container-toolkit-daemonset", {"app": "nvidia-container-toolkit-daemonset"}, pod
+
+
+def dcgm_exporter(policy: Mapping[str, Any]) -> tuple[str, Obj, Obj]:
+    """``state-dcgm-exporter``: the asset, then ``TransformDCGMExporter`` with DCGM off
+    (no remote engine), no hostPID/hostNetwork, no pod metadata (the token stays
+    unmounted), the default kubelet root, and the spec's (empty) env."""
+    spec = policy["dcgmExporter"]
+    env = [
+        _env("DCGM_EXPORTER_LISTEN", ":9400"),
+        _env("DCGM_EXPORTER_KUBERNETES", "true"),
+        _env("DCGM_EXPORTER_COLLECTORS", "/etc/dcgm-exporter/dcp-metrics-included.csv"),
+        _field_env("NODE_NAME", "spec.nodeName"),
+    ]
+    _user_env(env, spec)
+    probe = {"httpGet": {"port": 9400, "path": "/health"}, "initialDelaySeconds": 45}
+    pod = {
+        "nodeSelector": {"nvidia.com/gpu.deploy.dcgm-exporter": "true"},
+        "serviceAccountName": "nvidia-dcgm-exporter",
+        "automountServiceAccountToken": False,
+        "runtimeClassName": policy["operator"]["runtimeClass"],
+        "initContainers": [
+            _toolkit_validation(policy, _mount("run-nvidia", "/run/nvidia", "HostToContainer"))
+        ],
+        "containers": [
+            {
+                "name": "nvidia-dcgm-exporter",
+                "image": _image(spec),
+                "imagePullPolicy": spec["imagePullPolicy"],
+                "env": env,
+                "ports": [{"name": "metrics", "containerPort": 9400}],
+                "livenessProbe": {**probe, "periodSeconds": 5},
+                "readinessProbe": dict(probe),
+                "volumeMounts": [
+                    _mount("pod-gpu-resources", "/var/lib/kubelet/pod-resources", read_only=True)
+                ],
+                "securityContext": {"privileged": True},
+            }
+        ],
+        "volumes": [
+            _host_path("pod-gpu-resources", "/var/lib/kubelet/pod-resources"),
+            _host_path("run-nvidia", "/run/nvidia"),
+        ],
+    }
+    return "nvidia-dcgm-exporter", {"app": "nvidia-dcgm-exporter"}, pod
+
+
+def operator_validator(policy: Mapping[str, Any]) -> tuple[str, Obj, Obj]:
+    """``state-operator-validation``: the asset, then ``TransformValidator``: the runtime
+    class first, then per component: validator image, pull policy and ``runAsUser: 0``;
+    ``cuda`` and ``plugin`` get ``VALIDATOR_IMAGE``, ``VALIDATOR_IMAGE_PULL_POLICY`` and
+    ``VALIDATOR_RUNTIME_CLASS``; ``plugin`` its ``MIG_STRATEGY`` in place."""
+    validator = policy["validator"]
+    image, pull, runtime_class = (
+        _image(validator),
+        validator["imagePullPolicy"],
+        policy["operator"]["runtimeClass"],
+    )
+    bidirectional = [_mount("run-nvidia-validations", VALIDATIONS, "Bidirectional")]
+    workload = [
+        _env("VALIDATOR_IMAGE", image),
+        _env("VALIDATOR_IMAGE_PULL_POLICY", pull),
+        _env("VALIDATOR_RUNTIME_CLASS", runtime_class),
+    ]
+    cuda_env = [
+        _env("WITH_WAIT", "false"),
+        _env("COMPONENT", "cuda"),
+        _field_env("NODE_NAME", "spec.nodeName"),
+        _field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
+        *workload,
+    ]
+    plugin_env = [
+        _env("COMPONENT", "plugin"),
+        _env("WITH_WAIT", "false"),
+        _env("WITH_WORKLOAD", "false"),
+        _env("MIG_STRATEGY", policy["mig"]["strategy"]),
+        _field_env("NODE_NAME", "spec.nodeName"),
+        _field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
+        *workload,
+    ]
+    for var in (policy["validator"].get("plugin") or {}).get("env") or []:
+        set_env(plugin_env, var["name"], str(var.get("value", "")))
+    toolkit_env = [
+        _env("NVIDIA_VISIBLE_DEVICES", "all"),
+        _env("WITH_WAIT", "false"),
+        _env("COMPONENT", "toolkit"),
+    ]
+    pod = {
+        "nodeSelector": {"nvidia.com/gpu.deploy.operator-validator": "true"},
+        "serviceAccountName": "nvidia-operator-validator",
+        "runtimeClassName": runtime_class,
+        "initContainers": [
+            _driver_validation(
+                policy,
+                [
+                    _mount("host-root", "/host", "HostToContainer", read_only=True),
+                    _mount("driver-install-dir", "/run/nvidia/driver", "HostToContainer"),
+                    _mount("run-nvidia-validations", VALIDATIONS, "Bidirectional"),
+                    _mount("host-dev-char", "/host-dev-char"),
+                ],
+            ),
+            _validation_ctr(policy, "toolkit-validation", toolkit_env, list(bidirectional)),
+            _validation_ctr(policy, "cuda-validation", cuda_env, list(bidirectional)),
+            _validation_ctr(policy, "plugin-validation", plugin_env, list(bidirectional)),
+        ],
+        "containers": [
+            {
+                "name": "nvidia-operator-validator",
+                "image": image,
+                "imagePullPolicy": pull,
+                "command": ["sh", "-c"],
+                "args": ["echo all validations are successful; while true; do sleep 86400; done"],
+                "securityContext": {"privileged": True, "runAsUser": 0},
+                "lifecycle": {
+                    "preStop": {"exec": {"command": ["sh", "-c", f"rm -f {VALIDATIONS}/*-ready"]}}
+                },
+                "volumeMounts": list(bidirectional),
+            }
+        ],
+        "volumes": [
+            _host_path("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate"),
+            _host_path("driver-install-dir", "/run/nvidia/driver"),
+            _host_path("host-root", "/"),
+            _host_path("host-dev-char", "/dev/char"),
+        ],
+    }
+    labels = {"app": "nvidia-operator-validator", "app.kubernetes.io/part-of": "gpu-operator"}
+    return "nvidia-operator-validator", labels, pod
+
+
+def mig_manager(policy: Mapping[str, Any]) -> tuple[str, Obj, Obj]:
+    """``state-mig-manager``: the asset, then ``TransformMIGManager``: the runtime class,
+    the default ``default-mig-parted-config`` remapped to ``config-default.yaml`` with
+    ``DEFAULT_CONFIG_FILE``, ``default-gpu-clients``, CDI env, then the spec's env."""
+    spec = policy["migManager"]
+    env = [
+        _field_env("NODE_NAME", "spec.nodeName"),
+        _field_env("POD_NAME", "metadata.name"),
+        _field_env("POD_NAMESPACE", "metadata.namespace"),
+        _env("GPU_CLIENTS_FILE", "/gpu-clients/clients.yaml"),
+        _field_env("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace"),
+        _env("DEFAULT_CONFIG_FILE", "/mig-parted-config/config-default.yaml"),
+    ]
+    if policy["cdi"]["enabled"]:
+        set_env(env, "CDI_ENABLED", "true")
+        set_env(
+            env,
+            "NVIDIA_CDI_HOOK_PATH",
+            f"{policy['toolkit']['installDir']}/toolkit/nvidia-cdi-hook",
+        )
+    _user_env(env, spec)
+    toolkit_wait = TOOLKIT_WAIT.replace("nvidia container stack", "nvidia container toolkit")
+    init = _toolkit_validation(
+        policy, _mount("run-nvidia-validations", VALIDATIONS, "HostToContainer")
+    )
+    init["args"] = [toolkit_wait]
+    pod = {
+        "nodeSelector": {"nvidia.com/gpu.deploy.mig-manager": "true"},
+        "serviceAccountName": "nvidia-mig-manager",
+        "hostPID": True,
+        "hostIPC": True,
+        "runtimeClassName": policy["operator"]["runtimeClass"],
+        "initContainers": [init],
+        "containers": [
+            {
+                "name": "nvidia-mig-manager",
+                "image": _image(spec),
+                "imagePullPolicy": spec["imagePullPolicy"],
+                "command": ["/bin/sh", "-c"],
+                "args": ["/bin/entrypoint.sh"],
+                "env": env,
+                "securityContext": {"privileged": True},
+                "volumeMounts": [
+                    {
+                        "name": "nvidia-mig-manager-entrypoint",
+                        "readOnly": True,
+                        "mountPath": "/bin/entrypoint.sh",
+                        "subPath": "entrypoint.sh",
+                    },
+                    _mount("run-nvidia-validations", VALIDATIONS),
+                    _mount("host-sys", "/sys"),
+                    _mount("host-root", "/host", "HostToContainer"),
+                    _mount("gpu-clients", "/gpu-clients"),
+                    _mount("mig-parted-config", "/mig-parted-config"),
+                    _mount("driver-install-dir", "/driver-root", "HostToContainer"),
+                    _mount("cdi-root", "/var/run/cdi"),
+                ],
+            }
+        ],
+        "volumes": [
+            {
+                "name": "nvidia-mig-manager-entrypoint",
+                "configMap": {"name": "nvidia-mig-manager-entrypoint", "defaultMode": 448},
+            },
+            _host_path("host-sys", "/sys", "Directory"),
+            _host_path("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate"),
+            _host_path("driver-install-dir", "/run/nvidia/driver", "DirectoryOrCreate"),
+            _host_path("host-root", "/"),
+            {"name": "gpu-clients", "configMap": {"name": "default-gpu-clients"}},
+            {
+                "name": "mig-parted-config",
+                "configMap": {
+                    "name": "default-mig-parted-config",
+                    "items": [{"key": "config.yaml", "path": "config-default.yaml"}],
+                },
+            },
+            _host_path("cdi-root", "/var/run/cdi", "DirectoryOrCreate"),
+        ],
+    }
+    return "nvidia-mig-manager", {"app": "nvidia-mig-manager"}, pod
+
+
+BUILDERS = (
+    device_plugin,
+    gpu_feature_discovery,
+    container_toolkit,
+    dcgm_exporter,
+    operator_validator,
+    mig_manager,
+)
 
 
 def daemonsets(policy_obj: Mapping[str, Any], namespace: str) -> list[Obj]:
