@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nimctl_runtime.meta import Obj
+from platforms.gpu.nvidiadriver_digest import config_digest, from_pod_spec
 
 HASH_ANNOTATION = "nvidia.com/last-applied-hash"
 NVIDIAS_HASH = "2718281828"
@@ -191,7 +192,18 @@ ASSET_ANNOTATIONS = {
     "nvidia-device-plugin-daemonset": {"openshift.io/scc": "hostmount-anyuid"},
     "nvidia-container-toolkit-daemonset": {"openshift.io/scc": "hostmount-anyuid"},
     "nvidia-dcgm-exporter": {"openshift.io/scc": "nvidia-dcgm-exporter"},
+    "nvidia-driver-daemonset": {"openshift.io/scc": "nvidia-driver"},
+    "nvidia-device-plugin-mps-control-daemon": {"openshift.io/scc": "hostmount-anyuid"},
+    "nvidia-node-status-exporter": {"openshift.io/scc": "nvidia-node-status-exporter"},
 }
+TEMPLATE_ANNOTATIONS = {
+    "nvidia-driver-daemonset": {"kubectl.kubernetes.io/default-container": "nvidia-driver-ctr"}
+}
+"""Pod-template annotations the assets carry."""
+SELECTORS = {"nvidia-driver-daemonset": {"app": "nvidia-driver-daemonset"}}
+"""Selectors narrower than the pod labels (the driver's)."""
+ON_DELETE = ("nvidia-driver-daemonset",)
+"""``applyUpdateStrategyConfig`` leaves the driver's asset strategy (``OnDelete``)."""
 """DaemonSet annotations the assets carry."""
 
 
@@ -589,7 +601,258 @@ def mig_manager(policy: Mapping[str, Any]) -> tuple[str, Obj, Obj]:
     return "nvidia-mig-manager", {"app": "nvidia-mig-manager"}, pod
 
 
+OS_TAG = "ubuntu22.04"
+"""The GPU nodes' OS (NFD ``system-os_release`` ID and VERSION_ID), NVIDIA's ``gpuNodeOSTag``."""
+
+
+def driver(policy: Mapping[str, Any]) -> tuple[str, Obj, Obj]:
+    """``state-driver``: the asset, then ``TransformDriver`` for the default policy: the
+    manager image and its env (set in place), the driver image ``resolveDriverTag``
+    (``<repo>/<image>:<version>-<osTag>``), ``KERNEL_MODULE_TYPE``, the startup probe
+    values, no peermem/GDS/GDRCopy/Driver Toolkit sidecars (removed), and last
+    ``DRIVER_CONFIG_DIGEST`` on the manager and the driver container. The driver keeps
+    the asset's ``OnDelete`` (``applyUpdateStrategyConfig`` skips the driver)."""
+    spec = policy["driver"]
+    manager = spec["manager"]
+    manager_env = [
+        _field_env("NODE_NAME", "spec.nodeName"),
+        _env("NVIDIA_VISIBLE_DEVICES", "void"),
+        _env("ENABLE_GPU_POD_EVICTION", "true"),
+        _env("ENABLE_AUTO_DRAIN", "false"),
+        _env("DRAIN_USE_FORCE", "false"),
+        _env("DRAIN_POD_SELECTOR_LABEL", ""),
+        _env("DRAIN_TIMEOUT_SECONDS", "0s"),
+        _env("DRAIN_DELETE_EMPTYDIR_DATA", "false"),
+        _field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
+    ]
+    _user_env(manager_env, manager)
+    driver_env = [_field_env("NODE_NAME", "spec.nodeName"), _field_env("NODE_IP", "status.hostIP")]
+    if spec.get("kernelModuleType"):
+        set_env(driver_env, "KERNEL_MODULE_TYPE", spec["kernelModuleType"])
+        if spec["kernelModuleType"] == "open":
+            set_env(driver_env, "OPEN_KERNEL_MODULES_ENABLED", "true")
+    _user_env(driver_env, spec)
+    probe = spec.get("startupProbe") or {}
+    startup = {
+        "exec": {"command": ["sh", "/usr/local/bin/startup-probe.sh"]},
+        "initialDelaySeconds": probe.get("initialDelaySeconds") or 60,
+        "failureThreshold": probe.get("failureThreshold") or 120,
+        "successThreshold": probe.get("successThreshold") or 1,
+        "periodSeconds": probe.get("periodSeconds") or 10,
+        "timeoutSeconds": probe.get("timeoutSeconds") or 60,
+    }
+    ready_files = f"{VALIDATIONS}/.driver-ctr-ready {VALIDATIONS}/.driver-daemons-status"
+    pod: Obj = {
+        "nodeSelector": {"nvidia.com/gpu.deploy.driver": "true"},
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {
+                            "matchExpressions": [
+                                {
+                                    "key": "app.kubernetes.io/component",
+                                    "operator": "In",
+                                    "values": ["nvidia-driver"],
+                                }
+                            ]
+                        },
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        },
+        "serviceAccountName": "nvidia-driver",
+        "hostPID": True,
+        "initContainers": [
+            {
+                "name": "k8s-driver-manager",
+                "image": _image(manager),
+                "imagePullPolicy": manager["imagePullPolicy"],
+                "command": ["driver-manager"],
+                "args": ["uninstall_driver"],
+                "env": manager_env,
+                "securityContext": {"privileged": True},
+                "volumeMounts": [
+                    _mount("run-nvidia", "/run/nvidia", "Bidirectional"),
+                    _mount("host-root", "/host", "HostToContainer", read_only=True),
+                    _mount("host-sys", "/sys"),
+                    _mount("run-mellanox-drivers", "/run/mellanox/drivers", "HostToContainer"),
+                ],
+            }
+        ],
+        "containers": [
+            {
+                "name": "nvidia-driver-ctr",
+                "image": f"{_image(spec)}-{OS_TAG}",
+                "imagePullPolicy": spec["imagePullPolicy"],
+                "command": ["nvidia-driver"],
+                "args": ["init"],
+                "env": driver_env,
+                "securityContext": PRIVILEGED_S0,
+                "volumeMounts": [
+                    _mount("run-nvidia", "/run/nvidia", "Bidirectional"),
+                    _mount("run-nvidia-fabricmanager", "/run/nvidia-fabricmanager"),
+                    _mount("run-nvidia-topologyd", "/run/nvidia-topologyd"),
+                    _mount("var-log", "/var/log"),
+                    _mount("dev-log", "/dev/log"),
+                    _mount("host-os-release", "/host-etc/os-release", read_only=True),
+                    _mount("mlnx-ofed-usr-src", "/run/mellanox/drivers/usr/src", "HostToContainer"),
+                    _mount("run-mellanox-drivers", "/run/mellanox/drivers", "HostToContainer"),
+                    _mount("host-sys-devices-system", "/sys/devices/system"),
+                    _mount("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
+                    _mount("nv-firmware", "/lib/firmware"),
+                    {
+                        "name": "driver-startup-probe-script",
+                        "mountPath": "/usr/local/bin/startup-probe.sh",
+                        "subPath": "startup-probe.sh",
+                    },
+                ],
+                "startupProbe": startup,
+                "lifecycle": {
+                    "preStop": {"exec": {"command": ["/bin/sh", "-c", f"rm -f {ready_files}"]}}
+                },
+            }
+        ],
+        "volumes": [
+            _host_path("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
+            _host_path("var-log", "/var/log"),
+            _host_path("dev-log", "/dev/log"),
+            _host_path("host-os-release", "/etc/os-release"),
+            _host_path(
+                "run-nvidia-fabricmanager", "/run/nvidia-fabricmanager", "DirectoryOrCreate"
+            ),
+            _host_path("run-nvidia-topologyd", "/run/nvidia-topologyd", "DirectoryOrCreate"),
+            _host_path("mlnx-ofed-usr-src", "/run/mellanox/drivers/usr/src", "DirectoryOrCreate"),
+            _host_path("run-mellanox-drivers", "/run/mellanox/drivers", "DirectoryOrCreate"),
+            _host_path("run-nvidia-validations", VALIDATIONS, "DirectoryOrCreate"),
+            _host_path("host-root", "/"),
+            _host_path("host-sys", "/sys", "Directory"),
+            _host_path("firmware-search-path", "/sys/module/firmware_class/parameters/path"),
+            _host_path("host-sys-devices-system", "/sys/devices/system", "Directory"),
+            _host_path("nv-firmware", "/run/nvidia/driver/lib/firmware", "DirectoryOrCreate"),
+            {
+                "name": "driver-startup-probe-script",
+                "configMap": {"name": "nvidia-driver-startup-probe", "defaultMode": 0o755},
+            },
+        ],
+    }
+    # The digest is NVIDIA's function of the transformed pod spec; nimctl's
+    # implementation of that function is checked against NVIDIA's values in all 16
+    # render goldens (tests/unit/gpu_nvidiadriver/test_nvidia_goldens.py) and is used
+    # here only as that function, on this builder's pod spec.
+    digest = config_digest(from_pod_spec(pod))
+    set_env(pod["initContainers"][0]["env"], "DRIVER_CONFIG_DIGEST", digest)
+    set_env(driver_env, "DRIVER_CONFIG_DIGEST", digest)
+    labels = {
+        "app": "nvidia-driver-daemonset",
+        "nvidia.com/precompiled": "false",
+        "app.kubernetes.io/component": "nvidia-driver",
+    }
+    return "nvidia-driver-daemonset", labels, pod
+
+
+def mps_control_daemon(policy: Mapping[str, Any]) -> tuple[str, Obj, Obj]:
+    """``state-mps-control-daemon``: the asset, then ``TransformMPSControlDaemon``: the
+    device plugin's image on the mounts init container and the main container, no plugin
+    config (config-manager containers removed), the runtime class and MIG ``single``."""
+    spec = policy["devicePlugin"]
+    image, pull = _image(spec), spec["imagePullPolicy"]
+    env = [
+        _field_env("NODE_NAME", "spec.nodeName"),
+        _env("NVIDIA_VISIBLE_DEVICES", "all"),
+        _env("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"),
+    ]
+    _mig(env, policy["mig"]["strategy"])
+    pod = {
+        "nodeSelector": {
+            "nvidia.com/gpu.deploy.device-plugin": "true",
+            "nvidia.com/mps.capable": "true",
+        },
+        "serviceAccountName": "nvidia-device-plugin",
+        "hostPID": True,
+        "runtimeClassName": policy["operator"]["runtimeClass"],
+        "initContainers": [
+            _toolkit_validation(policy, _mount("run-nvidia", "/run/nvidia", "HostToContainer")),
+            {
+                "name": "mps-control-daemon-mounts",
+                "image": image,
+                "imagePullPolicy": pull,
+                "command": ["mps-control-daemon", "mount-shm"],
+                "securityContext": {"privileged": True},
+                "volumeMounts": [_mount("mps-root", "/mps", "Bidirectional")],
+            },
+        ],
+        "containers": [
+            {
+                "name": "mps-control-daemon-ctr",
+                "image": image,
+                "imagePullPolicy": pull,
+                "command": ["mps-control-daemon"],
+                "env": env,
+                "securityContext": {"privileged": True},
+                "volumeMounts": [_mount("mps-shm", "/dev/shm"), _mount("mps-root", "/mps")],
+            }
+        ],
+        "volumes": [
+            _host_path("run-nvidia", "/run/nvidia", "Directory"),
+            _host_path("mps-root", "/run/nvidia/mps", "DirectoryOrCreate"),
+            _host_path("mps-shm", "/run/nvidia/mps/shm"),
+        ],
+    }
+    labels = {"app": "nvidia-device-plugin-mps-control-daemon"}
+    return "nvidia-device-plugin-mps-control-daemon", labels, pod
+
+
+def node_status_exporter(policy: Mapping[str, Any]) -> tuple[str, Obj, Obj]:
+    """``state-node-status-exporter``: the asset, then ``TransformNodeStatusExporter``:
+    image, pull policy, the spec's env and ``runAsUser: 0``; no runtime class."""
+    spec = policy["nodeStatusExporter"]
+    env = [
+        _env("NVIDIA_VISIBLE_DEVICES", "void"),
+        _env("COMPONENT", "metrics"),
+        _env("METRICS_PORT", "8000"),
+        _field_env("NODE_NAME", "spec.nodeName"),
+        _field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
+    ]
+    _user_env(env, spec)
+    pod = {
+        "nodeSelector": {"nvidia.com/gpu.deploy.node-status-exporter": "true"},
+        "serviceAccountName": "nvidia-node-status-exporter",
+        "containers": [
+            {
+                "name": "nvidia-node-status-exporter",
+                "image": _image(spec),
+                "imagePullPolicy": spec["imagePullPolicy"],
+                "command": ["nvidia-validator"],
+                "env": env,
+                "ports": [{"name": "node-status", "containerPort": 8000}],
+                "securityContext": {"privileged": True, "runAsUser": 0},
+                "volumeMounts": [
+                    _mount("run-nvidia", "/run/nvidia", "HostToContainer"),
+                    _mount("host-root", "/host", "HostToContainer", read_only=True),
+                ],
+            }
+        ],
+        "volumes": [
+            _host_path("run-nvidia", "/run/nvidia", "Directory"),
+            _host_path("host-root", "/"),
+        ],
+    }
+    return "nvidia-node-status-exporter", {"app": "nvidia-node-status-exporter"}, pod
+
+
+ENABLED_BY = {
+    mps_control_daemon: "devicePlugin",
+    node_status_exporter: "nodeStatusExporter",
+}
+"""Builders whose state follows a component's ``enabled`` (the others are on by default
+and stay on here)."""
+
 BUILDERS = (
+    driver,
+    mps_control_daemon,
+    node_status_exporter,
     device_plugin,
     gpu_feature_discovery,
     container_toolkit,
@@ -613,7 +876,10 @@ def daemonsets(policy_obj: Mapping[str, Any], namespace: str) -> list[Obj]:
     }
     out: list[Obj] = []
     for build in BUILDERS:
-        name, selector, pod = build(policy)
+        if build in ENABLED_BY and not policy[ENABLED_BY[build]].get("enabled", True):
+            continue
+        name, pod_labels, pod = build(policy)
+        selector = SELECTORS.get(name, pod_labels)
         pod["tolerations"] = [dict(t) for t in common["tolerations"]]
         pod["priorityClassName"] = common["priorityClassName"]
         extra = {
@@ -621,6 +887,17 @@ def daemonsets(policy_obj: Mapping[str, Any], namespace: str) -> list[Obj]:
             for k, v in (common.get("labels") or {}).items()
             if k not in ("app", "app.kubernetes.io/part-of")
         }
+        template_meta: Obj = {"labels": {**pod_labels, **extra}}
+        if name in TEMPLATE_ANNOTATIONS:
+            template_meta["annotations"] = dict(TEMPLATE_ANNOTATIONS[name])
+        strategy: Obj = (
+            {"type": "OnDelete"}
+            if name in ON_DELETE
+            else {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": int(common["rollingUpdate"]["maxUnavailable"])},
+            }
+        )
         out.append(
             {
                 "apiVersion": "apps/v1",
@@ -628,7 +905,7 @@ def daemonsets(policy_obj: Mapping[str, Any], namespace: str) -> list[Obj]:
                 "metadata": {
                     "name": name,
                     "namespace": namespace,
-                    "labels": {**selector, **(common.get("labels") or {})},
+                    "labels": {**pod_labels, **(common.get("labels") or {})},
                     "annotations": {
                         **ASSET_ANNOTATIONS.get(name, {}),
                         HASH_ANNOTATION: NVIDIAS_HASH,
@@ -637,13 +914,8 @@ def daemonsets(policy_obj: Mapping[str, Any], namespace: str) -> list[Obj]:
                 },
                 "spec": {
                     "selector": {"matchLabels": dict(selector)},
-                    "template": {"metadata": {"labels": {**selector, **extra}}, "spec": pod},
-                    "updateStrategy": {
-                        "type": "RollingUpdate",
-                        "rollingUpdate": {
-                            "maxUnavailable": int(common["rollingUpdate"]["maxUnavailable"])
-                        },
-                    },
+                    "template": {"metadata": template_meta, "spec": pod},
+                    "updateStrategy": strategy,
                 },
             }
         )

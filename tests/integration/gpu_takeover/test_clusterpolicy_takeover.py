@@ -24,7 +24,7 @@ from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION
 from nimctl.operator import install_crds
 from nimctl_runtime.client import Client
 from nimctl_runtime.meta import dig
-from tests.integration.controllers.harness import settle, start_operator, wait_for
+from tests.integration.controllers.harness import reconciles, settle, start_operator, wait_for
 from tests.integration.gpu_nvidiadriver.env import POLICY_SAMPLE
 from tests.integration.gpu_takeover import nvidia_clusterpolicy
 from tests.integration.gpu_takeover.ledger import UPGRADE_DONE, UPGRADE_STATE, Ledger
@@ -71,9 +71,18 @@ def _profile() -> dict[str, Any]:
     }
 
 
+NO_PODS = ("nvidia-device-plugin-mps-control-daemon",)
+"""Its pods need ``nvidia.com/mps.capable`` (an MPS sharing config), which these nodes lack:
+only its template is compared."""
+
+
+@pytest.mark.parametrize(
+    "node_status_exporter", [False, True], ids=["defaults", "node-status-exporter"]
+)
 async def test_clusterpolicy_takeover_restarts_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, node_status_exporter: bool
 ) -> None:
+    """The chart's default ClusterPolicy (and the same with ``nodeStatusExporter.enabled``)."""
     monkeypatch.setitem(os.environ, "OPERATOR_NAMESPACE", NS)
     cluster = LocalCluster(workdir=tmp_path)
     cluster.simulator_options = {"profile": _profile(), "speed": 1.0}
@@ -83,12 +92,15 @@ async def test_clusterpolicy_takeover_restarts_nothing(
             await install_crds(admin)
             await admin.create({"apiVersion": "v1", "kind": "Namespace",
                                 "metadata": {"name": NS}})  # fmt: skip
-            policy = await admin.create(YAML(typ="safe").load(POLICY_SAMPLE.read_text()))
+            policy_obj = YAML(typ="safe").load(POLICY_SAMPLE.read_text())
+            policy_obj["spec"]["nodeStatusExporter"]["enabled"] = node_status_exporter
+            policy = await admin.create(policy_obj)
             theirs = nvidia_clusterpolicy.daemonsets(policy, NS)
-            for ds in theirs:
-                sa = ds["spec"]["template"]["spec"]["serviceAccountName"]
+            accounts = {ds["spec"]["template"]["spec"]["serviceAccountName"] for ds in theirs}
+            for sa in sorted(accounts):
                 await admin.create({"apiVersion": "v1", "kind": "ServiceAccount",
                                     "metadata": {"name": sa, "namespace": NS}})  # fmt: skip
+            for ds in theirs:
                 await admin.create(ds)
             names = [ds["metadata"]["name"] for ds in theirs]
 
@@ -97,10 +109,12 @@ async def test_clusterpolicy_takeover_restarts_nothing(
                 return all(
                     sum(1 for p in pods if p["metadata"]["labels"].get("app") == n) == 2
                     for n in names
+                    if n not in NO_PODS
                 )
 
             await wait_for(pods_everywhere, timeout=60, interval=0.2)
             async with Ledger.before(admin, NS) as ledger:
+                upgrade_passes = reconciles("upgrade-controller")
                 operator = await start_operator(kubeconfig)
                 try:
 
@@ -115,11 +129,16 @@ async def test_clusterpolicy_takeover_restarts_nothing(
                         return True
 
                     await wait_for(adopted, timeout=60, interval=0.2)
+
+                    async def upgrade_pass() -> bool:
+                        return reconciles("upgrade-controller") > upgrade_passes
+
+                    await wait_for(upgrade_pass, timeout=60, interval=0.1)
                     await settle(operator, timeout=60)
                     counts = await ledger.after(operator.client.writes)
                 finally:
                     await operator.shutdown()
-            print(f"clusterpolicy: {counts.summary()}")
+            print(f"clusterpolicy ({len(names)} DaemonSets): {counts.summary()}")
             assert counts.template_changes == [], "\n".join(counts.template_changes)
             assert counts.restarts == [], counts.restarts
             assert counts.upgrades == [], counts.upgrades
