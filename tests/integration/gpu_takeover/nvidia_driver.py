@@ -50,6 +50,13 @@ REPLACEMENTS = (
     "additionalConfigs: the fixtures inject test-cm, test-host-path, test-host-path-ro, which no "
     "NVIDIADriver field produces; left out",
     "GDS/GDRCopy images: the fixtures give the image path; GetImagePath appends -<osTag>",
+    "licensing mounts readOnly: the fixtures inject the licensing volume as additionalConfigs "
+    "without readOnly; getDriverAdditionalConfigs mounts gridd.conf and the client token "
+    "readOnly",
+)
+LICENSING_MOUNTS = (
+    "/drivers/gridd.conf",
+    "/drivers/ClientConfigToken/client_configuration_token.tok",
 )
 
 
@@ -65,7 +72,10 @@ def live_names(cr: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[str, str
     seed = str(cr["metadata"]["uid"])
     if dig(cr, "spec", "usePrecompiled"):
         seed += "-" + str((dig(node, "metadata", "labels") or {})[KERNEL])
-    name = f"nvidia-{driver_type}-driver-{cr['metadata']['name']}-{tag}"
+    if driver_type == "vgpu-host-manager":
+        name = f"nvidia-vgpu-manager-{cr['metadata']['name']}-{tag}"
+    else:
+        name = f"nvidia-{driver_type}-driver-{cr['metadata']['name']}-{tag}"
     return name, f"nvidia-{driver_type}-driver-{tag}-{short_hash(seed, 63)}"
 
 
@@ -100,6 +110,9 @@ def _fix_containers(pod: Obj, digest: str, tag: str, kernel_module_type: str | N
             ctr["volumeMounts"] = [
                 m for m in ctr["volumeMounts"] if m.get("name") not in FIXTURE_VOLUMES
             ]
+            for m in ctr["volumeMounts"]:
+                if m.get("mountPath") in LICENSING_MOUNTS:
+                    m["readOnly"] = True
         gds_gdrcopy = ctr.get("name") in ("nvidia-fs-ctr", "nvidia-gdrcopy-ctr")
         if gds_gdrcopy and not str(ctr["image"]).endswith(f"-{tag}"):
             ctr["image"] = f"{ctr['image']}-{tag}"
