@@ -247,8 +247,9 @@ async def test_nvidiadriver_takeover_restarts_nothing(
     assert counts.template_changes == [], counts.template_changes
     assert counts.restarts == [], counts.restarts
     assert counts.upgrades == [], counts.upgrades
-    # the metadata-only update that stamps nimctl's hash; sent a second time when the first
-    # lost a race (409) with the DaemonSet controller's status write
+    # the metadata-only update that stamps nimctl's hash; about 1 run in 7 sends it twice
+    # (counted requests include refused ones, e.g. a 409 against the DaemonSet controller's
+    # status write); either way the pod template is unchanged
     assert counts.daemonset_writes in (1, 2), counts.daemonset_writes
 
 
