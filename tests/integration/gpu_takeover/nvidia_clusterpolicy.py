@@ -1,13 +1,17 @@
 """The operand DaemonSets NVIDIA's ClusterPolicy controller makes for the chart's default policy.
 
 Written for this test from reading NVIDIA's GPU Operator, independently of
-nimctl's renders (``platforms/gpu`` is not used): each DaemonSet is the
+nimctl's renders (no ``platforms/gpu`` render is called; only the driver's
+``DRIVER_CONFIG_DIGEST`` is computed with nimctl's implementation of NVIDIA's
+digest function, which reproduces NVIDIA's values in all 16 render goldens, on
+this builder's own driver pod spec): each DaemonSet is the
 object in NVIDIA's ``assets/<state>/*daemonset.yaml`` after the transforms
 ``controllers/object_controls.go`` applies for the default ClusterPolicy
 (``docs/examples/clusterpolicy-defaults.yaml``), in order:
 
 1. ``applyCommonDaemonsetConfig``: ``updateStrategy`` RollingUpdate with
-   ``maxUnavailable: 1`` (an int, from ``daemonsets.rollingUpdate``),
+   ``maxUnavailable: 1`` (an int, from ``daemonsets.rollingUpdate``; the driver
+   keeps its asset's ``OnDelete``),
    ``priorityClassName`` and ``tolerations`` from ``daemonsets``;
 2. the operand's ``Transform*`` (below, per DaemonSet);
 3. ``applyCommonDaemonsetMetadata``: ``daemonsets.labels`` on the pod template
