@@ -112,6 +112,10 @@ REASONS: dict[str, str] = {
     "disk space) and fix the NIMCache spec",
     "JobFailed": "read the Job's pod logs and fix the cause",
     "NIMCacheNotFound": "create the NIMCache named in spec.storage.nimCache.name",
+    "ResourceClaimTemplateNotFound": "create the ResourceClaimTemplate in the namespace "
+    "(or fix the name in spec.draResources)",
+    "ResourceClaimNotFound": "create the ResourceClaim in the namespace "
+    "(or fix the name in spec.draResources)",
 }
 
 
@@ -254,6 +258,8 @@ _PVC_MISSING = re.compile(r'persistentvolumeclaim "([^"]+)" not found')
 _IMAGE_IN_MESSAGE = re.compile(r'(?:image|reference) "([^"]+)"')
 _INSUFFICIENT = re.compile(r"Insufficient (\S+?)[,.]?(?:\s|$)")
 _PULL_SECRETS = re.compile(r"image pull secrets \(([^)]*)\)")
+_TEMPLATE_MISSING = re.compile(r'resourceclaimtemplate(?:\.resource\.k8s\.io)? "([^"]+)" not found')
+_CLAIM_MISSING = re.compile(r'resourceclaim(?:\.resource\.k8s\.io)? "([^"]+)" not found')
 
 
 def events_about(obj: ObjView, events: Iterable[ObjView]) -> list[ObjView]:
@@ -394,6 +400,21 @@ def _scheduling_blocker(name: str, message: str, hop: str) -> Blocker:
             f"pod {name} cannot be scheduled: its PersistentVolumeClaims are not bound",
             hop,
         )
+    template = _TEMPLATE_MISSING.search(message)
+    if template:
+        return Blocker(
+            "ResourceClaimTemplateNotFound",
+            f"pod {name} cannot be scheduled: "
+            f'resourceclaimtemplate "{template.group(1)}" not found',
+            hop,
+        )
+    claim = _CLAIM_MISSING.search(message)
+    if claim:
+        return Blocker(
+            "ResourceClaimNotFound",
+            f'pod {name} cannot be scheduled: resourceclaim "{claim.group(1)}" not found',
+            hop,
+        )
     first = message.split(" preemption:", 1)[0].strip()
     missing = set(_INSUFFICIENT.findall(first))
     if missing == {GPU_RESOURCE}:
@@ -423,6 +444,17 @@ def _event_blocker(name: str, ev: ObjView, hop: str) -> Blocker | None:
         return Blocker("VolumeMountFailed", f"pod {name} cannot attach a volume: {message}", hop)
     if reason == "FailedScheduling":
         return _scheduling_blocker(name, message, hop)
+    if reason == "FailedResourceClaimCreation":
+        # kube-controller-manager's resourceclaim controller: the template is missing
+        template = _TEMPLATE_MISSING.search(message)
+        if template:
+            return Blocker(
+                "ResourceClaimTemplateNotFound",
+                f"pod {name} cannot get its resource claim: resourceclaimtemplate "
+                f'"{template.group(1)}" not found',
+                hop,
+            )
+        return Blocker("Unschedulable", f"pod {name} cannot get its resource claim: {message}", hop)
     if reason == "FailedCreatePodSandBox":
         return Blocker("ContainerStartFailed", f"pod {name} has no sandbox: {message}", hop)
     return None

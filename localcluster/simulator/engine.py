@@ -223,6 +223,9 @@ class Simulator:
         self._plans: dict[str, PodPlan] = {}
         self._ip_counters: dict[str, int] = {}
         self._event_names: dict[tuple[str, str, str], tuple[str, int]] = {}
+        # owner UID -> the error of its last refused pod create (quota, admission), until a
+        # create succeeds: the ReplicaSet controller's ``ReplicaFailure`` condition reads it.
+        self._create_failures: dict[str, str] = {}
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._node_ordinals: dict[str, int] = {}
@@ -596,7 +599,7 @@ class Simulator:
             stamp=lambda: rfc3339(clock.wall()),
             sim_of=sim_of,
             # Core objects the simulator does not watch (KServe reads its ConfigMap).
-            options={"lookup": self._lookup},
+            options={"lookup": self._lookup, "create_failures": self._create_failures},
         )
 
     async def _process(self, key: Key) -> None:
@@ -919,6 +922,18 @@ class Simulator:
         nodes = self.view.list("Node")
         claims: dict[str, Obj] = {}
         if spec.get("resourceClaims"):
+            missing = dra.missing_templates(pod, self.view)
+            if missing:
+                # the resourceclaim controller retries; the pod waits, unscheduled
+                for pod_claim, template in missing:
+                    self._emit(
+                        pod,
+                        "Warning",
+                        "FailedResourceClaimCreation",
+                        dra.template_missing_message(pod_claim, template),
+                    )
+                self._after(2.0, key)
+                return
             # DRA: claims made from templates first, then only nodes that can hold them all.
             actions, claims, problem = dra.pod_claims(pod, self.view)
             await self._execute(key, actions)
@@ -1060,7 +1075,10 @@ class Simulator:
             if isinstance(action, Create):
                 admitted = await self._admit(key, action.obj)
                 if admitted is not None:
-                    self._write(functools.partial(self.storage.create, admitted), key)
+                    created = self._write(functools.partial(self.storage.create, admitted), key)
+                    ref = controller_ref(admitted)
+                    if created is not None and ref is not None:
+                        self._create_failures.pop(str(ref.get("uid", "")), None)
             elif isinstance(action, Update):
                 self._write(functools.partial(self.storage.update, action.obj), key)
             elif isinstance(action, UpdateStatus):
@@ -1129,6 +1147,7 @@ class Simulator:
             owner = self.view.get(key[0], key[1], key[2]) if ref is not None else None
             if owner is not None:
                 self._emit(owner, "Warning", "FailedCreate", f"Error creating: {err.message}")
+                self._create_failures[uid_of(owner)] = err.message
             self._after(1.0, key)
             return None
         return current
