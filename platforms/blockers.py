@@ -112,6 +112,8 @@ REASONS: dict[str, str] = {
     "disk space) and fix the NIMCache spec",
     "JobFailed": "read the Job's pod logs and fix the cause",
     "NIMCacheNotFound": "create the NIMCache named in spec.storage.nimCache.name",
+    "DaemonSetNotReady": "look at the DaemonSet's pods on the nodes "
+    "(kubectl get pods -o wide in its namespace) and at the node's GPU operands",
     "ResourceClaimTemplateNotFound": "create the ResourceClaimTemplate in the namespace "
     "(or fix the name in spec.draResources)",
     "ResourceClaimNotFound": "create the ResourceClaim in the namespace "
