@@ -9,6 +9,9 @@ ResourceClaimTemplate, and a KServe predictor's pod.
   not exist: the resourceclaim controller's ``FailedResourceClaimCreation``
   Event becomes ``ResourceClaimTemplateNotFound`` naming the template;
   creating it brings Ready.
+- A validating admission webhook that denies the NIM's pods: the same
+  ``ReplicaFailure``, named ``AdmissionDenied`` with the webhook's words;
+  removing the webhook brings Ready.
 - A KServe NIMService: the predictor's pods carry the InferenceService's labels
   (as KServe labels them), so they are in the operator's filtered cache and
   their blocker is named like any other.
@@ -21,13 +24,18 @@ from __future__ import annotations
 import base64
 import copy
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+
+from aiohttp import web
 
 from localcluster import LocalCluster
 from localcluster.addons import install_ecosystem
 from nimctl.demo import apply_objects, demo_objects
 from nimctl.operator import install_crds
+from nimctl_runtime import certs
 from nimctl_runtime.client import Client
 from tests.integration.controllers.harness import CountingClient, start_operator, wait_for
 
@@ -115,6 +123,7 @@ async def test_quota_template_and_kserve_blockers_are_named(tmp_path: Path) -> N
             try:
                 await _quota_is_named(cluster, admin, operator.client)
                 await _missing_template_is_named(admin, operator.client)
+                await _webhook_denial_is_named(admin)
                 await _kserve_pod_blocker_is_named(admin)
             finally:
                 await operator.shutdown()
@@ -223,3 +232,70 @@ async def _kserve_pod_blocker_is_named(admin: Client) -> None:
     }
     await admin.create(json.loads(json.dumps(secret)))
     await _until_ready(admin, "kserve")
+
+
+@asynccontextmanager
+async def _denying_webhook() -> AsyncIterator[tuple[int, str]]:
+    """A TLS admission webhook that denies every pod it is asked about; (port, caBundle)."""
+    ca = certs.generate_ca("why-webhook-ca")
+    serving = certs.generate_serving_cert(ca, ["127.0.0.1"])
+
+    async def handle(request: web.Request) -> web.Response:
+        review = await request.json()
+        response = {
+            "uid": review["request"]["uid"],
+            "allowed": False,
+            "status": {"code": 403, "message": "GPU pods need a cost-center label"},
+        }
+        return web.json_response(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        )
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certs.server_ssl_context(serving))
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield port, base64.b64encode(ca.cert_pem).decode()
+    finally:
+        await runner.cleanup()
+
+
+async def _webhook_denial_is_named(admin: Client) -> None:
+    _, base = _base()
+    async with _denying_webhook() as (port, ca_bundle):
+        await admin.create(
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": "cost-center"},
+                "webhooks": [
+                    {
+                        "name": "cost-center.example.com",
+                        "clientConfig": {"url": f"https://127.0.0.1:{port}/pods",
+                                         "caBundle": ca_bundle},
+                        "rules": [{"operations": ["CREATE"], "apiGroups": [""],
+                                   "apiVersions": ["v1"], "resources": ["pods"]}],
+                        # only this NIMService's pods
+                        "objectSelector": {"matchLabels": {"app.kubernetes.io/instance": "denied"}},
+                        "admissionReviewVersions": ["v1"],
+                        "sideEffects": "None",
+                        "timeoutSeconds": 5,
+                    }
+                ],
+            }
+        )  # fmt: skip
+        await apply_objects(admin, [_variant(base, "denied")])
+        cond = await _condition(admin, "denied", "AdmissionDenied")
+        assert cond["message"].startswith("deployment denied cannot create pods: ")
+        assert (
+            'admission webhook "cost-center.example.com" denied the request: '
+            "GPU pods need a cost-center label"
+        ) in cond["message"]
+        await admin.delete(
+            "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "cost-center"
+        )
+        await _until_ready(admin, "denied")
