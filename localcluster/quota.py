@@ -24,6 +24,10 @@ Usage is counted from the pods stored at admission time (the quota
 controller's ``status.used`` in a real cluster, which it keeps current); scopes
 ``Terminating``, ``NotTerminating``, ``BestEffort``, ``NotBestEffort`` and the
 ``PriorityClass`` scope selector are honoured. Other kinds are not counted.
+
+``quota_status`` is kube-controller-manager's quota controller for pods: the
+``status.hard`` and ``status.used`` the simulator writes, so ``kubectl
+describe quota`` shows the usage.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from localcluster.hooks import AdmissionAttributes
 from nimctl_runtime.meta import Obj
 from nimctl_runtime.quantity import QuantityError, parse_quantity
 
-__all__ = ["ResourceQuotaAdmission", "pod_usage", "quota_refusal"]
+__all__ = ["ResourceQuotaAdmission", "pod_usage", "quota_refusal", "quota_status"]
 
 Usage = dict[str, Fraction]
 
@@ -189,6 +193,28 @@ def _missing_values(pod: Mapping[str, Any], hard: Iterable[str]) -> str:
     return "; ".join(f"{r} for: {','.join(sorted(missing[r]))}" for r in sorted(missing))
 
 
+def _used(
+    quota: Mapping[str, Any], hard: Mapping[str, Fraction], pods: Iterable[Mapping[str, Any]]
+) -> Usage:
+    used: Usage = dict.fromkeys(hard, Fraction(0))
+    for pod in pods:
+        if not _applies(quota, pod):
+            continue
+        for k, v in pod_usage(pod).items():
+            if k in hard:
+                used[k] += v
+    return used
+
+
+def quota_status(quota: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> Obj:
+    """The quota controller's status: ``hard`` as given, ``used`` by the namespace's pods
+    (resources other than pods' count zero here)."""
+    given = (quota.get("spec") or {}).get("hard") or {}
+    hard = {k: _q(v) for k, v in given.items()}
+    used = _used(quota, hard, pods)
+    return {"hard": dict(given), "used": {k: _format(v) for k, v in used.items()}}
+
+
 def quota_refusal(
     pod: Mapping[str, Any], quotas: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]
 ) -> str:
@@ -209,13 +235,7 @@ def quota_refusal(
         requested = {k: v for k, v in wanted.items() if k in hard}
         if not requested:
             continue
-        used: Usage = {}
-        for other in pods:
-            if not _applies(quota, other):
-                continue
-            for k, v in pod_usage(other).items():
-                if k in hard:
-                    used[k] = used.get(k, Fraction(0)) + v
+        used = _used(quota, hard, pods)
         exceeded = [k for k, v in requested.items() if used.get(k, Fraction(0)) + v > hard[k]]
         if exceeded:
             return (

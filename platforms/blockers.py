@@ -15,7 +15,8 @@ Pure functions, one per layer, over the objects the cache holds (no I/O):
     containers, a waiting reason (missing Secret or ConfigMap or key, image
     pull, crash loop), the scheduler's ``PodScheduled=False`` message, then the
     last Warning Event about the pod (``FailedMount``, ``FailedScheduling``, a
-    pull secret that cannot be read);
+    pull secret that cannot be read, a ResourceClaimTemplate the resourceclaim
+    controller cannot find: ``FailedResourceClaimCreation``);
 ``node_blocker(node)``
     the GPU side of one node: cordoned for a driver upgrade (the upgrade state
     label), or GPUs present but none advertised (the GPU operands are not ready);

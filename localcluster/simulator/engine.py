@@ -88,6 +88,7 @@ from localcluster.simulator.pulls import (
     mount_problem,
     pull_secret_names,
 )
+from localcluster.simulator.quota import reconcile_resourcequota
 from localcluster.simulator.scheduling import (
     ScheduleResult,
     Usage,
@@ -129,6 +130,7 @@ WATCHED: dict[tuple[str, str], str] = {
     ("apps", "controllerrevisions"): "ControllerRevision",
     ("batch", "jobs"): "Job",
     ("policy", "poddisruptionbudgets"): "PodDisruptionBudget",
+    ("", "resourcequotas"): "ResourceQuota",
     ("storage.k8s.io", "storageclasses"): "StorageClass",
     ("autoscaling", "horizontalpodautoscalers"): "HorizontalPodAutoscaler",
     ("networking.k8s.io", "ingresses"): "Ingress",
@@ -158,6 +160,7 @@ CONTROLLERS: dict[str, Reconciler] = {
     "LeaderWorkerSet": reconcile_leaderworkerset,
     "InferenceService": reconcile_inferenceservice,
     "PodDisruptionBudget": reconcile_pdb,
+    "ResourceQuota": reconcile_resourcequota,
     # NVIDIA's DRA driver publishes each GPU node's devices; claims lose gone pods.
     "Node": dra.reconcile_node_slices,
     "ResourceClaim": dra.reconcile_resourceclaim,
@@ -460,6 +463,8 @@ class Simulator:
             for pvc in self.view.list("PersistentVolumeClaim"):
                 self._enqueue(("PersistentVolumeClaim", namespace_of(pvc), name_of(pvc)))
         if kind == "Pod":
+            for quota in self.view.list("ResourceQuota", namespace):
+                self._enqueue(("ResourceQuota", namespace, name_of(quota)))
             for pdb in self.view.list("PodDisruptionBudget", namespace):
                 if pdb_selects(pdb, obj):
                     self._enqueue(("PodDisruptionBudget", namespace, name_of(pdb)))

@@ -171,6 +171,15 @@ async def _quota_is_named(cluster: Any, admin: Client, client: CountingClient) -
         patch_type="merge",
     )
     await _until_ready(admin, "quota")
+
+    async def counted() -> bool:
+        quota = await admin.get("v1", "ResourceQuota", "gpu-quota", NS)
+        status = quota.get("status") or {}
+        return status.get("used") == {"requests.nvidia.com/gpu": "1"} and status.get("hard") == {
+            "requests.nvidia.com/gpu": "8"
+        }
+
+    await wait_for(counted, timeout=30)  # the quota controller's status, as kubectl shows it
     deployment = await admin.get("apps/v1", "Deployment", "quota", NS)
     assert not [c for c in deployment["status"]["conditions"] if c["type"] == "ReplicaFailure"]
     assert _status_writes(client, "quota") - writes <= 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from localcluster.quota import pod_usage, quota_refusal
+from localcluster.quota import pod_usage, quota_refusal, quota_status
 
 
 def _pod(name: str, *, gpus: int = 0, cpu: str = "", phase: str = "Pending") -> dict[str, Any]:
@@ -56,3 +56,17 @@ def test_scopes_select_the_pods_a_quota_counts() -> None:
                                                          "scopes": ["BestEffort"]}}  # fmt: skip
     assert quota_refusal(_pod("gpu", cpu="1"), [best_effort], []) == ""
     assert quota_refusal(_pod("plain"), [best_effort], []).startswith("exceeded quota: be")
+
+
+def test_the_quota_controller_reports_hard_and_used() -> None:
+    quota = _quota("gpu", **{"requests.nvidia.com/gpu": "4", "requests.memory": "64Gi"})
+    pods = [
+        _pod("a", gpus=1, phase="Running"),
+        _pod("b", gpus=2),
+        _pod("c", gpus=8, phase="Failed"),
+    ]
+    pods[0]["spec"]["containers"][0]["resources"]["requests"] = {"memory": "16Gi"}
+    assert quota_status(quota, pods) == {
+        "hard": {"requests.nvidia.com/gpu": "4", "requests.memory": "64Gi"},
+        "used": {"requests.nvidia.com/gpu": "3", "requests.memory": "16Gi"},
+    }
