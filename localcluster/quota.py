@@ -114,11 +114,14 @@ def pod_usage(pod: Mapping[str, Any]) -> Usage:
 
 
 def _best_effort(pod: Mapping[str, Any]) -> bool:
+    """Kubernetes' QoS class BestEffort: no container asks for (or is limited to) a
+    non-zero cpu or memory amount (an explicit ``0`` counts as none)."""
     spec = pod.get("spec") or {}
     for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
         resources = container.get("resources") or {}
         for key in ("requests", "limits"):
-            if any(r in (resources.get(key) or {}) for r in ("cpu", "memory")):
+            given = resources.get(key) or {}
+            if any(_q(given[r]) > 0 for r in ("cpu", "memory") if r in given):
                 return False
     return True
 

@@ -9,7 +9,9 @@ Pure functions, one per layer, over the objects the cache holds (no I/O):
 ``workload_blocker(workload)``
     what the workload's own status says: a ReplicaSet that cannot create pods
     (quota, admission: the Deployment's ``ReplicaFailure`` condition), a
-    rollout past its deadline, a Job that failed;
+    rollout past its deadline, a Job that failed; and, for a workload with no
+    pods, the ``FailedCreate`` Warning Event about it (a Job's quota or
+    admission refusal, which sets no condition);
 ``pod_blocker(pod, events)``
     the pod's first blocking cause: an init container before the app
     containers, a waiting reason (missing Secret or ConfigMap or key, image
@@ -650,10 +652,26 @@ def find_blocker(
             return own
         # A missed progress deadline is a consequence: the pod's cause (unschedulable,
         # a missing secret...) is the answer when there is one.
-        for pod in newest_pods(workload, pods):
+        newest = newest_pods(workload, pods)
+        for pod in newest:
             found = pod_blocker(pod, events)
             if found is not None:
                 return gpu_blocker(found, nodes) if nodes is not None else found
+        if not newest:
+            refused = _refused_create(workload, events)
+            if refused is not None:
+                return refused
         if own is not None:
             return own
     return None
+
+
+def _refused_create(workload: ObjView, events: Sequence[ObjView]) -> Blocker | None:
+    """A workload without pods whose controller says it cannot create them: the Job
+    controller's ``FailedCreate`` Warning Event (quota, admission), which sets no
+    condition on the Job."""
+    mine = events_about(workload, events)
+    if not mine or mine[-1].get("reason") != "FailedCreate":
+        return None
+    kind, name = str(workload.get("kind", "")).lower(), _name(workload)
+    return _create_failed(str(mine[-1].get("message") or ""), f"{kind} {name}", f"{kind}/{name}")

@@ -12,6 +12,10 @@ ResourceClaimTemplate, and a KServe predictor's pod.
 - A validating admission webhook that denies the NIM's pods: the same
   ``ReplicaFailure``, named ``AdmissionDenied`` with the webhook's words;
   removing the webhook brings Ready.
+- A NIMCache whose caching Job cannot create its pod (a webhook refuses Job
+  pods): the Job controller's ``FailedCreate`` Event (no Job condition), named
+  ``AdmissionDenied`` on the NIMCache's ``NIM_CACHE_JOB_PENDING`` condition;
+  removing the webhook lets it cache.
 - A KServe NIMService: the predictor's pods carry the InferenceService's labels
   (as KServe labels them), so they are in the operator's filtered cache and
   their blocker is named like any other.
@@ -124,6 +128,7 @@ async def test_quota_template_and_kserve_blockers_are_named(tmp_path: Path) -> N
                 await _quota_is_named(cluster, admin, operator.client)
                 await _missing_template_is_named(admin, operator.client)
                 await _webhook_denial_is_named(admin)
+                await _cache_job_denial_is_named(admin)
                 await _kserve_pod_blocker_is_named(admin)
             finally:
                 await operator.shutdown()
@@ -308,3 +313,84 @@ async def _webhook_denial_is_named(admin: Client) -> None:
             "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "cost-center"
         )
         await _until_ready(admin, "denied")
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
+
+
+async def _cache_job_denial_is_named(admin: Client) -> None:
+    import yaml
+
+    ns = "why3"
+    (cache,) = [d for d in yaml.safe_load_all((EXAMPLES / "nimcache-hf.yaml").read_text()) if d]
+    cache["metadata"]["namespace"] = ns
+    name = cache["metadata"]["name"]
+    pull = {"auths": {"nvcr.io": {"username": "$oauthtoken", "password": "x"}}}
+    async with _denying_webhook() as (port, ca_bundle):
+        await admin.create(
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": "no-jobs"},
+                "webhooks": [
+                    {
+                        "name": "no-jobs.example.com",
+                        "clientConfig": {"url": f"https://127.0.0.1:{port}/pods",
+                                         "caBundle": ca_bundle},
+                        "rules": [{"operations": ["CREATE"], "apiGroups": [""],
+                                   "apiVersions": ["v1"], "resources": ["pods"]}],
+                        # the Job's pods only (not the model-manifest pod the operator makes)
+                        "objectSelector": {"matchExpressions": [
+                            {"key": "batch.kubernetes.io/job-name", "operator": "Exists"}]},
+                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                        "admissionReviewVersions": ["v1"],
+                        "sideEffects": "None",
+                        "timeoutSeconds": 5,
+                    }
+                ],
+            }
+        )  # fmt: skip
+        await apply_objects(
+            admin,
+            [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": "ngc-secret", "namespace": ns},
+                    "type": "kubernetes.io/dockerconfigjson",
+                    "data": {
+                        ".dockerconfigjson": base64.b64encode(json.dumps(pull).encode()).decode()
+                    },
+                },
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": "hf-api-secret", "namespace": ns},
+                    "stringData": {"HF_TOKEN": "hf_x"},
+                },
+                cache,
+            ],
+        )
+
+        async def pending() -> dict[str, Any] | None:
+            obj = await admin.get(API, "NIMCache", name, ns)
+            conds = (obj.get("status") or {}).get("conditions") or []
+            cond: dict[str, Any] = next(
+                (c for c in conds if c["type"] == "NIM_CACHE_JOB_PENDING"), {}
+            )
+            return cond if cond.get("reason") == "AdmissionDenied" else None
+
+        cond = await wait_for(pending, timeout=60)
+        assert cond["message"].startswith(f"job {name}-job cannot create pods: ")
+        assert 'admission webhook "no-jobs.example.com" denied the request' in cond["message"]
+        assert (await admin.get(API, "NIMCache", name, ns))["status"]["state"] == "Pending"
+        await admin.delete(
+            "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "no-jobs"
+        )
+
+        async def cached() -> bool:
+            obj = await admin.get(API, "NIMCache", name, ns)
+            return (obj.get("status") or {}).get("state") == "Ready"
+
+        await wait_for(cached, timeout=90)

@@ -563,3 +563,33 @@ def test_missing_named_claim_from_the_scheduler() -> None:
     found = pod_blocker(p)
     assert found is not None and found.reason == "ResourceClaimNotFound"
     assert 'resourceclaim "shared-gpu" not found' in found.message
+
+
+def test_a_job_whose_pods_are_refused_names_the_quota() -> None:
+    # The Job controller records the refusal as an Event only (no Job condition).
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "meta-llama-job", "uid": "job-uid"},
+        "status": {},
+    }
+    refused = event(
+        job,
+        "FailedCreate",
+        'Error creating: pods "meta-llama-job-" is forbidden: exceeded quota: pods-quota, '
+        "requested: pods=1, used: pods=1, limited: pods=1",
+    )
+    found = find_blocker([job], [], [refused])
+    assert found is not None and found.reason == "QuotaExceeded"
+    assert found.message == (
+        'job meta-llama-job cannot create pods: pods "meta-llama-job-" is forbidden: '
+        "exceeded quota: pods-quota, requested: pods=1, used: pods=1, limited: pods=1"
+    )
+    # once a pod exists, the old refusal says nothing
+    running = pod(
+        "meta-llama-job-x2x4q",
+        labels={"job-name": "meta-llama-job"},
+        phase="Running",
+        conditions=[{"type": "Ready", "status": "True"}],
+    )
+    assert find_blocker([job], [running], [refused]) is None
