@@ -183,12 +183,14 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
             config_map_keys=await self._config_map_keys(cr),
         )
         owners = assign_owners(selectors, nodes)
+        pods = await reader.list("v1", "Pod", self.config.operator_namespace)
         return NVIDIADriverFacts(
             cluster=cluster,
             nodes=tuple(nodes),
             owners=owners,
             host_paths=host_paths,
             shared_owner=shared_owner(owners, conflicts(selectors, nodes)),
+            pods=tuple(pods),
         )
 
     async def _config_map_keys(self, cr: NVIDIADriver) -> dict[str, list[str]]:

@@ -18,13 +18,16 @@ exponential failure backoff from 100 ms to 3 s, and these watches:
 The cache holds Nodes with their labels only (any label can be in a user's
 nodeSelector, so none is trimmed; status, spec and annotations are), the
 owned kinds in ``OPERATOR_NAMESPACE`` filtered by nimctl's managed-by label,
-and the ClusterPolicies and NVIDIADrivers.
+the driver pods there (trimmed; a pod whose blocker changes wakes every
+NVIDIADriver, whose readiness names it), and the ClusterPolicies and
+NVIDIADrivers.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL, trim_driver_pod
 from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
 from controllers.gpu.nvidiadriver import (
     CP_API,
@@ -44,6 +47,7 @@ from nimctl_runtime.meta import OWNER_UID_INDEX, dig, name_of, owner_uid_index
 from nimctl_runtime.predicate import Funcs, GenerationChangedPredicate
 from nimctl_runtime.reconcile import Request
 from nimctl_runtime.workqueue import ItemExponentialFailureRateLimiter
+from platforms.blockers import pod_blocker
 from platforms.gpu.nvidiadriver import API_VERSION, KIND, OWNED_KINDS
 
 if TYPE_CHECKING:
@@ -86,7 +90,22 @@ def nvidiadriver_cache(client: Client, operator_namespace: str) -> Cache:
     managed = ByObject(label_selector={MANAGED_BY_LABEL: MANAGED_BY_VALUE})
     by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in OWNED_KINDS}
     by_object[("v1", "Node")] = ByObject(transform=trim_node, index_labels=False)
+    # driver pods, trimmed: readiness names the one that blocks (issue 25)
+    by_object[("v1", "Pod")] = ByObject(
+        label_selector={DRIVER_COMPONENT_LABEL: DRIVER_COMPONENT}, transform=trim_driver_pod
+    )
     return Cache(client, by_object=by_object, namespace=operator_namespace)
+
+
+def _driver_pod_blocker_changed() -> Funcs:
+    """Driver pod updates that change its readiness or what blocks it."""
+
+    def facts(pod: Obj) -> tuple[Any, ...]:
+        found = pod_blocker(pod)
+        statuses = dig(pod, "status", "containerStatuses") or []
+        return (found.key if found else None, tuple(bool(s.get("ready")) for s in statuses))
+
+    return Funcs(update=lambda e: facts(e.object_old) != facts(e.object_new))
 
 
 def setup_nvidiadriver(manager: Manager, client: Client, options: SetupOptions) -> None:
@@ -126,6 +145,7 @@ def setup_nvidiadriver(manager: Manager, client: Client, options: SetupOptions) 
     controller.watch(API_VERSION, KIND, to_all, GenerationChangedPredicate())
     controller.watch(CP_API, "ClusterPolicy", to_all, GenerationChangedPredicate())
     controller.watch("v1", "Node", to_all, _pool_labels_changed())
+    controller.watch("v1", "Pod", to_all, _driver_pod_blocker_changed())
     for api_version, kind in OWNED_KINDS:
         cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
         controller.watch(api_version, kind, EnqueueRequestForOwner(API_VERSION, KIND))

@@ -52,6 +52,7 @@ from nimctl_runtime.meta import OWNER_UID_INDEX, dig, name_of, owner_uid_index
 from nimctl_runtime.predicate import Funcs, GenerationChangedPredicate
 from nimctl_runtime.reconcile import Request
 from nimctl_runtime.workqueue import ItemExponentialFailureRateLimiter
+from platforms.blockers import pod_blocker
 from platforms.gpu.contract import API_VERSION, KIND, ClusterPolicyContract
 from platforms.gpu.facts import (
     GPU_PRESENT_LABEL,
@@ -121,10 +122,12 @@ def node_facts_changed() -> Funcs:
 def _driver_pod_changed() -> Funcs:
     def facts(pod: Mapping[str, Any]) -> tuple[Any, ...]:
         statuses = dig(pod, "status", "containerStatuses") or []
+        found = pod_blocker(pod)
         return (
             dig(pod, "metadata", "labels", REVISION_HASH_LABEL),
             dig(pod, "status", "phase"),
             tuple(bool(s.get("ready")) for s in statuses),
+            found.key if found is not None else None,
         )
 
     return Funcs(update=lambda e: facts(e.object_old) != facts(e.object_new))

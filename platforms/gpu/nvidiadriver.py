@@ -41,6 +41,7 @@ from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError
 from platforms.gpu.errors import RenderError
 from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of, render_driver
+from platforms.gpu.readiness import daemonset_blocker
 
 API_VERSION: Final = "nvidia.com/v1alpha1"
 KIND: Final = "NVIDIADriver"
@@ -150,16 +151,30 @@ class NVIDIADriverContract:
                 )
             return Readiness(state=STATE_NOT_READY, reason=REASON_RECONCILE_FAILED, message=message)
         waiting = sorted(
-            key[2]
-            for key, obj in observed.objects.items()
-            if key[1] == "DaemonSet" and (key in observed.created or not daemonset_ready(obj))
+            (
+                (key[2], obj)
+                for key, obj in observed.objects.items()
+                if key[1] == "DaemonSet" and (key in observed.created or not daemonset_ready(obj))
+            ),
+            key=lambda pair: pair[0],
         )
         if waiting:
+            message = (
+                f"{NOT_READY_MESSAGE}; DaemonSets not ready: [{' '.join(n for n, _ in waiting)}]"
+            )
+            # Beyond NVIDIA's words: the driver pod (and node) that holds it back.
+            found = next(
+                (b for _, obj in waiting if (b := daemonset_blocker(obj, facts.pods)) is not None),
+                None,
+            )
+            if found is not None:
+                message += f": {found.message}"
             return Readiness(
                 state=STATE_NOT_READY,
                 reason=REASON_DRIVER_NOT_READY,
-                message=f"{NOT_READY_MESSAGE}; DaemonSets not ready: [{' '.join(waiting)}]",
+                message=message,
                 requeue_after=NOT_READY_REQUEUE,
+                blocker=found.key if found is not None else None,
             )
         return Readiness(
             state=STATE_READY, reason=REASON_RECONCILED, message=READY_MESSAGE, ready=True

@@ -10,6 +10,13 @@ For ``OnDelete`` DaemonSets (the driver: its pods are replaced by the upgrade
 controller, never by the DaemonSet controller) readiness is read from the pods:
 every pod the DaemonSet owns must run the newest ControllerRevision (hash = the
 revision name's suffix), be Running and have every container ready.
+
+``daemonset_blocker`` says which pod holds a DaemonSet back, and on which node,
+through the blocker finder (``platforms.blockers``): ``container
+nvidia-driver-ctr of pod nvidia-driver-daemonset-x2x4q keeps crashing: last
+exit code 1 (Error) (on node gpu-1)``; else, when none of its pods is ready,
+``DaemonSet <name>: none of its <n> pods is ready``. The ClusterPolicy and
+NVIDIADriver add it to NVIDIA's not-ready message (issue 25).
 """
 
 from __future__ import annotations
@@ -18,10 +25,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nimctl_runtime.meta import dig, name_of, uid_of
+from platforms.blockers import Blocker, find_blocker
 
 REVISION_HASH_LABEL = "controller-revision-hash"
 
-__all__ = ["REVISION_HASH_LABEL", "daemonset_ready", "newest_revision_hash"]
+__all__ = ["REVISION_HASH_LABEL", "daemonset_blocker", "daemonset_ready", "newest_revision_hash"]
 
 
 def _int(obj: Mapping[str, Any], *path: str) -> int:
@@ -118,3 +126,38 @@ def daemonset_ready(
         if not _pod_ready(pod):
             return False, "pods not ready"
     return True, ""
+
+
+def daemonset_blocker(
+    daemonset: Mapping[str, Any] | None, pods: Iterable[Mapping[str, Any]] = ()
+) -> Blocker | None:
+    """What holds the DaemonSet back: its first blocked pod (reason, message naming the pod
+    and its node), else ``DaemonSetNotReady`` when none of its pods is ready; None when
+    nothing is known to block (still rolling out, or ready)."""
+    if not daemonset:
+        return None
+    name = name_of(daemonset)
+    uid = uid_of(daemonset)
+    owned = [p for p in pods if _owned_by(p, uid)] if uid else list(pods)
+    found = find_blocker([daemonset], owned)
+    if found is not None:
+        pod_name = found.hop.removeprefix("pod/")
+        node = next(
+            (
+                str(dig(p, "spec", "nodeName") or "")
+                for p in owned
+                if name_of(p) == pod_name and found.hop.startswith("pod/")
+            ),
+            "",
+        )
+        where = f" (on node {node})" if node else ""
+        return Blocker(found.reason, f"{found.message}{where}", found.hop, found.terminal)
+    desired = _int(daemonset, "status", "desiredNumberScheduled")
+    if desired and not _int(daemonset, "status", "numberReady"):
+        words = "its pod is not ready" if desired == 1 else f"none of its {desired} pods is ready"
+        return Blocker(
+            "DaemonSetNotReady",
+            f"DaemonSet {name}: {words}",
+            f"daemonset/{name}",
+        )
+    return None

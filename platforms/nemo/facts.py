@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nimctl_runtime.meta import Obj
 from platforms.capabilities import Capabilities
 
 __all__ = ["NemoFacts"]
@@ -36,6 +37,12 @@ class NemoFacts:
     current_replicas: int | None = None
     versions: tuple[Any, ...] = ()
     """What the facts were read from (resourceVersions): the controller's render memo key."""
+    pods: tuple[Obj, ...] = ()
+    """The Deployment's pods, for readiness's blocker finder (not read by the render)."""
+    events: tuple[Obj, ...] = ()
+    """Warning Events about those pods."""
+    nodes: tuple[Obj, ...] | None = None
+    """The cluster's nodes, only when a pod waits for a GPU or a node (else None)."""
 
     def config_map_data(self, name: str) -> Mapping[str, str] | None:
         return self.config_maps.get(name)
