@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
+from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL
 from controllers.gpu.clusterpolicy import ClusterPolicyKind
 from controllers.gpu.config import GPUConfig
 from nimctl_runtime.client.errors import NotFound
@@ -89,3 +90,27 @@ async def test_a_younger_policy_is_ignored() -> None:
     assert "ClusterPolicy old is the active one" in blocked.value.readiness.message
     facts = await k.gather(ClusterPolicy.model_validate(old), old, reader)
     assert facts.cluster.operator_namespace == "gpu-operator"
+
+
+def test_driver_daemonsets_are_pruned_orphaning_their_pods_once_nvidiadrivers_own_them() -> None:
+    k = kind(Reader({}))
+    driver_ds = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": "nvidia-driver-daemonset",
+            "labels": {DRIVER_COMPONENT_LABEL: DRIVER_COMPONENT},
+        },
+    }
+    toolkit_ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "toolkit"}}
+    handed_over = policy("cp", "2026-01-01T00:00:00Z", useNvidiaDriverCRD=True)
+    own_driver = policy("cp", "2026-01-01T00:00:00Z")
+    assert k.write_policy(handed_over, driver_ds).propagation == "Orphan"
+    assert k.write_policy(handed_over, toolkit_ds).propagation is None
+    assert k.write_policy(own_driver, driver_ds).propagation is None
+    # ServiceAccounts are created once, and nothing is kept on prune
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "x"}}
+    assert k.write_policy(own_driver, sa).create_only
+    assert not k.write_policy(own_driver, toolkit_ds).create_only
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "x"}}
+    assert not k.write_policy(own_driver, pvc).keep_on_prune
