@@ -48,6 +48,7 @@ Key = tuple[str, str, str]
 
 CREATE_ONLY_KINDS: frozenset[str] = frozenset({"PersistentVolumeClaim"})
 KEEP_ON_PRUNE_KINDS: frozenset[str] = frozenset({"PersistentVolumeClaim"})
+FOREGROUND = "Foreground"
 
 __all__ = [
     "CREATE_ONLY_KINDS",
@@ -179,8 +180,6 @@ def plan(
         actions.append(Action("delete", dict(stale), dict(stale), p))
     return actions
 
-
-FOREGROUND = "Foreground"
 
 
 def drain(

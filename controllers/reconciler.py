@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from controllers.plan import Action, Key, WritePolicy, drain, key, plan
+from controllers.plan import Action, Key, WritePolicy, by_kind, drain, key, plan
 from controllers.sync import WriteLog, WriteMemo, patch_finalizers, sync_object
 from nimctl_runtime.client import codec
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
@@ -135,10 +135,7 @@ class Kind(ABC, Generic[CR, Facts]):
         DaemonSets once NVIDIADrivers own the drivers). ``plan`` adds the HPA's
         ``keep_live_replicas`` itself.
         """
-        kind = str(obj.get("kind", ""))
-        return WritePolicy(
-            create_only=kind in self.create_only, keep_on_prune=kind in self.keep_on_prune
-        )
+        return by_kind(self.create_only, self.keep_on_prune)(obj)
 
     def namespace_labels(self, cr: CR, facts: Facts) -> tuple[str, Mapping[str, str]] | None:
         """Labels a namespace must carry before this CR's objects are written, as
