@@ -19,7 +19,13 @@ becomes and when it is ready; the skeleton creates, updates by hash
 - a GPUCluster beside it blocks it: ``notReady`` / ``ReconcileFailed``
   "conflicting GPUCluster resource ... cannot co-exist", nothing deployed;
 - with ``psa.enabled`` the operator namespace is labelled
-  ``pod-security.kubernetes.io/{enforce,audit,warn}=privileged`` (§2.6).
+  ``pod-security.kubernetes.io/{enforce,audit,warn}=privileged`` (§2.6),
+  through ``namespace_labels``;
+- once the last ClusterPolicy is gone, ``gpu_operator_reconciliation_status``
+  is -1 (``forget``).
+
+It runs on ``KindReconciler`` itself: the orphaning delete of the driver
+DaemonSets is its ``write_policy``, the PSA labels its ``namespace_labels``.
 """
 
 from __future__ import annotations
@@ -42,11 +48,10 @@ from controllers.gpu import metrics
 from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL
 from controllers.gpu.config import GPUConfig
 from controllers.plan import WritePolicy
-from controllers.reconciler import Event, Kind, KindReconciler
+from controllers.reconciler import Event, Kind
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
 from nimctl_runtime.meta import Obj, ObjView, dig, name_of, set_condition
-from nimctl_runtime.reconcile import Request, Result
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.gpu import ORPHAN, ClusterFacts
@@ -76,7 +81,6 @@ PSA_LABELS: Mapping[str, str] = {
 __all__ = [
     "RECORDER_NAME",
     "ClusterPolicyKind",
-    "ClusterPolicyReconciler",
     "active_policy",
     "policy_status",
 ]
@@ -139,11 +143,14 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         self, *, config: GPUConfig, capabilities: Capabilities, api_reader: KeyReader
     ) -> None:
         self.contract = ClusterPolicyContract()
+        #: the ClusterPolicies reconciled and not gone: none left is the -1 metric
+        self.known: set[str] = set()
         self.config = config
         self.capabilities = capabilities
         self.api_reader = api_reader
 
     def parse(self, obj: Obj) -> ClusterPolicy:
+        self.known.add(name_of(obj))
         return parse_or_fail(ClusterPolicy, obj, REASON_RECONCILE_FAILED, stored=True)
 
     async def gather(self, cr: ClusterPolicy, obj: Obj, reader: Reader) -> PolicyFacts:
@@ -276,20 +283,13 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
     def failure_event(self, obj: Obj, message: str) -> Event | None:
         return ("Warning", REASON_RECONCILE_FAILED, message)
 
+    def forget(self, namespace: str, name: str) -> None:
+        """A ClusterPolicy is gone: with none left the status metric says so (-1)."""
+        self.known.discard(name)
+        if not self.known:
+            metrics.reconciliation_status.set(metrics.STATUS_NO_POLICY)
+
 
 def _is_driver_daemonset(obj: Mapping[str, Any]) -> bool:
     labels = dig(obj, "metadata", "labels") or {}
     return obj.get("kind") == "DaemonSet" and labels.get(DRIVER_COMPONENT_LABEL) == DRIVER_COMPONENT
-
-
-class ClusterPolicyReconciler(KindReconciler[ClusterPolicy, PolicyFacts]):
-    """The skeleton running ``ClusterPolicyKind`` (no finalizer: owner references clean up),
-    then the no-policy metric once no ClusterPolicy is left."""
-
-    kind: ClusterPolicyKind
-
-    async def reconcile(self, request: Request) -> Result:
-        result = await super().reconcile(request)
-        if not await self.cache.list(API_VERSION, KIND):
-            metrics.reconciliation_status.set(metrics.STATUS_NO_POLICY)
-        return result

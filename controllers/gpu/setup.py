@@ -33,11 +33,11 @@ from controllers.gpu.cache import gpu_cache
 from controllers.gpu.clusterpolicy import (
     RECORDER_NAME,
     ClusterPolicyKind,
-    ClusterPolicyReconciler,
 )
 from controllers.gpu.coalesce import Coalesced
 from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
 from controllers.gpu.nodelabeling import GC_KIND, ND_API, ND_KIND, NodeLabelingReconciler
+from controllers.reconciler import KindReconciler
 from nimctl_runtime.builder import Builder
 from nimctl_runtime.handler import (
     CreateEvent,
@@ -152,7 +152,7 @@ def setup_gpu(manager: Manager, client: Client, options: SetupOptions) -> None:
     cache = gpu_cache(client, config.operator_namespace, owned)
     manager.add(cache)
 
-    reconciler = ClusterPolicyReconciler(
+    reconciler = KindReconciler(
         kind=ClusterPolicyKind(
             config=config, capabilities=options.capabilities, api_reader=cache.api_reader
         ),

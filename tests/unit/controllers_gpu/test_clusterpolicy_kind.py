@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -114,3 +115,21 @@ def test_driver_daemonsets_are_pruned_orphaning_their_pods_once_nvidiadrivers_ow
     assert not k.write_policy(own_driver, toolkit_ds).create_only
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "x"}}
     assert not k.write_policy(own_driver, pvc).keep_on_prune
+
+
+def test_the_status_metric_says_no_policy_only_once_the_last_one_is_gone() -> None:
+    from controllers.gpu import metrics
+    from nimctl_runtime.metrics import REGISTRY
+
+    def status() -> float | None:
+        return REGISTRY.get_sample_value("gpu_operator_reconciliation_status")
+
+    k = kind(Reader({}))
+    for name in ("a", "b"):
+        with contextlib.suppress(Exception):  # an incomplete spec still counts as known
+            k.parse(policy(name, "2026-01-01T00:00:00Z"))
+    metrics.reconciliation_status.set(metrics.STATUS_READY)
+    k.forget("", "a")
+    assert status() == metrics.STATUS_READY
+    k.forget("", "b")
+    assert status() == metrics.STATUS_NO_POLICY
