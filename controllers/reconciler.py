@@ -61,7 +61,7 @@ CR = TypeVar("CR")
 Facts = TypeVar("Facts")
 Event = tuple[str, str, str]
 
-__all__ = ["Kind", "KindReconciler", "WriteFailed", "namespace_terminating"]
+__all__ = ["Kind", "KindReconciler", "NamespaceLabels", "WriteFailed", "namespace_terminating"]
 
 
 class WriteFailed(ReconcileError):
@@ -137,10 +137,10 @@ class Kind(ABC, Generic[CR, Facts]):
         """
         return by_kind(self.create_only, self.keep_on_prune)(obj)
 
-    def namespace_labels(self, cr: CR, facts: Facts) -> tuple[str, Mapping[str, str]] | None:
-        """Labels a namespace must carry before this CR's objects are written, as
-        ``(namespace, labels)`` (None: none). Written once the facts are known (not
-        while ``Blocked``) and never removed: the operator namespace's
+    def namespace_labels(self, cr: CR, facts: Facts) -> NamespaceLabels | None:
+        """Labels a namespace must carry before this CR's objects are written (None:
+        none). Written once the facts are known (not while ``Blocked``) and never
+        removed: the operator namespace's
         ``pod-security.kubernetes.io/*`` for privileged GPU operands (ClusterPolicy
         ``psa.enabled``), ``resource.kubernetes.io/admin-access`` for admin-access
         ResourceClaims (GPUCluster)."""
@@ -194,6 +194,25 @@ class Kind(ABC, Generic[CR, Facts]):
 
     def forget(self, namespace: str, name: str) -> None:
         """Drop what the binding keeps about an object that is gone (default: nothing)."""
+
+
+@dataclass(frozen=True)
+class NamespaceLabels:
+    """Labels a kind needs on a namespace (``Kind.namespace_labels``).
+
+    ``labels`` are set to these values; ``defaults`` only where the label is
+    absent, so a value the user set (``"false"``, say) is kept.
+    """
+
+    namespace: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    defaults: Mapping[str, str] = field(default_factory=dict)
+
+    def missing(self, have: Mapping[str, str]) -> dict[str, str]:
+        """The labels to merge into a namespace that carries ``have`` (pure)."""
+        out = {k: v for k, v in self.defaults.items() if k not in have}
+        out.update({k: v for k, v in self.labels.items() if have.get(k) != v})
+        return out
 
 
 @dataclass
@@ -300,7 +319,7 @@ class KindReconciler(Generic[CR, Facts]):
             progress.append(k.progress(progress[-1], facts))
             labels = k.namespace_labels(cr, facts)
             if labels is not None:
-                await self._label_namespace(*labels)
+                await self._label_namespace(labels)
             desired = self._render(cr, obj, facts)
         except Blocked as blocked:
             if not blocked.objects:
@@ -439,18 +458,17 @@ class KindReconciler(Generic[CR, Facts]):
                 self.recorder.event(obj, *event)
         return waiting
 
-    async def _label_namespace(self, namespace: str, labels: Mapping[str, str]) -> None:
-        """Merge ``labels`` into the namespace unless it carries them (read through the API:
+    async def _label_namespace(self, want: NamespaceLabels) -> None:
+        """Merge the labels the namespace lacks, one patch or none (read through the API:
         the caches hold no Namespace labels)."""
         try:
-            ns = await self.api_reader.get("v1", "Namespace", namespace)
+            ns = await self.api_reader.get("v1", "Namespace", want.namespace)
         except NotFound:
             return
-        have = (ns.get("metadata") or {}).get("labels") or {}
-        if all(have.get(k) == v for k, v in labels.items()):
-            return
-        patch = {"metadata": {"labels": dict(labels)}}
-        await self.client.patch("v1", "Namespace", namespace, patch)
+        missing = want.missing((ns.get("metadata") or {}).get("labels") or {})
+        if missing:
+            patch = {"metadata": {"labels": missing}}
+            await self.client.patch("v1", "Namespace", want.namespace, patch)
 
     async def _release_finalizer(self, obj: Obj) -> Result:
         """Remove our finalizers. A stale copy (409) is retried from the cache, quietly:

@@ -48,7 +48,7 @@ from controllers.gpu import metrics
 from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL
 from controllers.gpu.config import GPUConfig
 from controllers.plan import WritePolicy
-from controllers.reconciler import Event, Kind
+from controllers.reconciler import Event, Kind, NamespaceLabels
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
 from nimctl_runtime.meta import Obj, ObjView, dig, name_of, set_condition
@@ -225,13 +225,11 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
             out[str(name)] = sorted({*(cm.get("data") or {}), *(cm.get("binaryData") or {})})
         return out
 
-    def namespace_labels(
-        self, cr: ClusterPolicy, facts: PolicyFacts
-    ) -> tuple[str, Mapping[str, str]] | None:
+    def namespace_labels(self, cr: ClusterPolicy, facts: PolicyFacts) -> NamespaceLabels | None:
         """``psa.enabled``: the operator namespace admits privileged pods (the operands are)."""
         if not cr.spec.psa.is_enabled():
             return None
-        return self.config.operator_namespace, PSA_LABELS
+        return NamespaceLabels(self.config.operator_namespace, PSA_LABELS)
 
     def write_policy(self, owner: ObjView, obj: ObjView) -> WritePolicy:
         """ServiceAccounts are created only; once NVIDIADriver objects own the drivers

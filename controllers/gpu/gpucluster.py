@@ -35,7 +35,7 @@ from typing import Any, Final
 from api.nvidia.v1alpha1.gpucluster import STATE_NOT_READY, STATE_READY, GPUCluster
 from controllers.gpu.config import GPUConfig
 from controllers.plan import WritePolicy
-from controllers.reconciler import Event, Kind
+from controllers.reconciler import Event, Kind, NamespaceLabels
 from nimctl_runtime.client.interfaces import Reader
 from nimctl_runtime.meta import Obj, ObjView, dig, name_of, set_condition
 from platforms.capabilities import SERVICE_MONITOR, Capabilities
@@ -139,11 +139,9 @@ class GPUClusterKind(Kind[GPUCluster, GPUClusterFacts]):
             service_monitor=self.capabilities.has(SERVICE_MONITOR),
         )
 
-    def namespace_labels(
-        self, cr: GPUCluster, facts: GPUClusterFacts
-    ) -> tuple[str, Mapping[str, str]] | None:
+    def namespace_labels(self, cr: GPUCluster, facts: GPUClusterFacts) -> NamespaceLabels | None:
         """The operands' admin-access claims are refused without it (never removed)."""
-        return facts.operator_namespace, {ADMIN_ACCESS_LABEL: "true"}
+        return NamespaceLabels(facts.operator_namespace, {ADMIN_ACCESS_LABEL: "true"})
 
     def write_policy(self, owner: ObjView, obj: ObjView) -> WritePolicy:
         """ServiceAccounts are created only, nothing is kept on prune, and on deletion the
