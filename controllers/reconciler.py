@@ -60,6 +60,8 @@ from platforms.contract import Blocked, KindContract, Observed, Readiness, Recon
 CR = TypeVar("CR")
 Facts = TypeVar("Facts")
 Event = tuple[str, str, str]
+#: Seconds between looks while a deleting CR waits for its ``drain_on_delete`` objects.
+DRAIN_REQUEUE = 5.0
 
 __all__ = ["Kind", "KindReconciler", "NamespaceLabels", "WriteFailed", "namespace_terminating"]
 
@@ -101,9 +103,6 @@ class Kind(ABC, Generic[CR, Facts]):
     """True: the desired objects do not depend on one another (NIMPipeline's
     NIMServices), so a write that fails does not stop the others; the first
     failure is reported once all were tried."""
-    drain_requeue: float = 5.0
-    """Seconds between looks while a deleting CR waits for its ``drain_on_delete``
-    objects to go."""
     shared_status: bool = False
     """True: another controller writes part of this kind's status too (the driver
     upgrade's ``DriverUpgrade`` condition on a ClusterPolicy). The status is then
@@ -257,7 +256,7 @@ class KindReconciler(Generic[CR, Facts]):
         if meta.get("deletionTimestamp"):
             await k.cleanup(obj, self.cache, self.client)
             if self.use_finalizer and k.finalizer in finalizers and await self._drain(obj):
-                return Result(requeue_after=k.drain_requeue)
+                return Result(requeue_after=DRAIN_REQUEUE)
             return await self._release_finalizer(obj)
         if namespace and await self._namespace_terminating(namespace):
             return await self._release_finalizer(obj)

@@ -57,7 +57,6 @@ ADMIN_ACCESS_LABEL: Final = "resource.kubernetes.io/admin-access"
 CP_API: Final = "nvidia.com/v1"
 CP_KIND: Final = "ClusterPolicy"
 REASON_DRAINING: Final = "DrainingClaimConsumers"
-DRAIN_REQUEUE: Final = 5.0
 CONDITION_READY: Final = "Ready"
 CONDITION_ERROR: Final = "Error"
 
@@ -115,7 +114,6 @@ class GPUClusterKind(Kind[GPUCluster, GPUClusterFacts]):
     api_version = API_VERSION
     kind = KIND
     finalizer = FINALIZER
-    drain_requeue = DRAIN_REQUEUE
 
     def __init__(
         self, *, config: GPUConfig, capabilities: Capabilities, dra_versions: DraVersions
