@@ -212,8 +212,6 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
             versions.append(("ConfigMap", cm_name, dig(cm, "metadata", "resourceVersion")))
         if isinstance(cr, nemo_customizer.NemoCustomizer):
             self._report_skipped_keys(cr, obj, config_maps, versions)
-        current = await self._current_replicas(cr, obj, reader)
-        versions.append(current)
         # the Deployment's pods, the Warning Events about them and (when a pod waits
         # for a GPU) the nodes: what readiness names a blocker from (issue 25)
         pods, events, nodes = await gather_pod_facts(
@@ -224,7 +222,6 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
             operator_version=self.operator_version,
             db_password=password,
             config_maps=config_maps,
-            current_replicas=current,
             versions=tuple(versions),
             pods=pods,
             events=events,
@@ -292,13 +289,6 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
         live_rv = str(dig(live, "metadata", "resourceVersion", default=rv))
         self._passwords[(namespace, secret)] = _Password(live_rv, key, value)
         return value
-
-    async def _current_replicas(self, cr: CustomResource, obj: Obj, reader: Reader) -> int | None:
-        if not dig(obj, "spec", "scale", "enabled"):
-            return None
-        live = await get_or_none(reader, "apps/v1", "Deployment", name_of(obj), namespace_of(obj))
-        replicas = dig(live, "spec", "replicas") if live else None
-        return int(replicas) if replicas is not None else None
 
     def memo_key(self, cr: CustomResource, obj: Obj, facts: NemoFacts) -> tuple[Any, ...] | None:
         generation = dig(obj, "metadata", "generation")

@@ -13,13 +13,16 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION, desired_hash, stamp_hash
 from manifests.labels import OPERATOR_VERSION_LABEL
 from nimctl_runtime.client.errors import AlreadyExists, ApiError, Conflict, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Writer
 from nimctl_runtime.meta import Obj
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 # Fields the API server allocates on create that an update must carry over.
 _SERVICE_ALLOCATED = (
@@ -180,6 +183,34 @@ class WriteLog:
 
 
 @dataclass
+class WriteMemo(Generic[K, V]):
+    """What this process last wrote to an object, with the resourceVersion it was written over.
+
+    The one "RV-keyed memo of what I last wrote": while the cache still shows
+    that resourceVersion it has not seen our write yet, so the value written
+    is what the server holds (``written``) and the same write is not sent
+    again (``pending``). A newer resourceVersion makes the memo stale.
+    """
+
+    _memo: dict[K, tuple[str, V]] = field(default_factory=dict)
+
+    def record(self, key: K, resource_version: str, value: V) -> None:
+        self._memo[key] = (resource_version, value)
+
+    def written(self, key: K, resource_version: str) -> V | None:
+        """The value written over ``resource_version`` (None: none, or the cache moved on)."""
+        memo = self._memo.get(key)
+        return memo[1] if memo is not None and memo[0] == resource_version else None
+
+    def pending(self, key: K, resource_version: str, value: V) -> bool:
+        """Whether ``value`` was written over ``resource_version``: the cache has not caught up."""
+        return self._memo.get(key) == (resource_version, value)
+
+    def forget(self, key: K) -> None:
+        self._memo.pop(key, None)
+
+
+@dataclass
 class SyncOutcome:
     """What ``sync_object`` did."""
 
@@ -251,6 +282,7 @@ def _foreign(live: Mapping[str, Any], controller_uid: str | None) -> bool:
 __all__ = [
     "SyncOutcome",
     "WriteLog",
+    "WriteMemo",
     "desired_hash",
     "ensure_hash",
     "hash_of",

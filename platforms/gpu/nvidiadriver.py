@@ -22,7 +22,6 @@ the cluster (``Blocked``); their texts are here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Final
 
 from api.nvidia.v1.clusterpolicy import (
@@ -41,7 +40,7 @@ from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError
 from platforms.gpu.errors import RenderError
 from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of, render_driver
-from platforms.gpu.readiness import daemonset_blocker
+from platforms.gpu.readiness import daemonset_blocker, daemonset_ready
 
 API_VERSION: Final = "nvidia.com/v1alpha1"
 KIND: Final = "NVIDIADriver"
@@ -69,36 +68,9 @@ __all__ = [
     "NOT_READY_REQUEUE",
     "NVIDIADriverContract",
     "conflict_readiness",
-    "daemonset_ready",
     "disabled_readiness",
     "multiple_defaults_readiness",
 ]
-
-
-def _int(obj: Mapping[str, Any], *path: str) -> int:
-    value: Any = obj
-    for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-def daemonset_ready(ds: Mapping[str, Any] | None) -> bool:
-    """NVIDIA's state-skeleton DaemonSet check, only once the controller observed the spec."""
-    if ds is None:
-        return False
-    if _int(ds, "status", "observedGeneration") < _int(ds, "metadata", "generation"):
-        return False
-    desired = _int(ds, "status", "desiredNumberScheduled")
-    if desired == 0:
-        return (
-            _int(ds, "status", "numberMisscheduled") == 0
-            and _int(ds, "status", "currentNumberScheduled") == 0
-        )
-    available = _int(ds, "status", "numberAvailable")
-    return desired == available and _int(ds, "status", "updatedNumberScheduled") == available
 
 
 def disabled_readiness() -> Readiness:
@@ -154,7 +126,8 @@ class NVIDIADriverContract:
             (
                 (key[2], obj)
                 for key, obj in observed.objects.items()
-                if key[1] == "DaemonSet" and (key in observed.created or not daemonset_ready(obj))
+                if key[1] == "DaemonSet"
+                and (key in observed.created or not daemonset_ready(obj)[0])
             ),
             key=lambda pair: pair[0],
         )

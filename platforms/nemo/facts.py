@@ -26,15 +26,13 @@ class NemoFacts:
     (Customizer ``dsn``, Evaluator and Guardrail ``uri``) read it, and it goes
     into that Secret and nowhere else. ``config_maps`` holds the ``data`` of
     the ConfigMaps the CR references (the Customizer's model and training
-    configuration), by name. ``current_replicas`` is the live replica count of
-    the Deployment while an HPA owns it. ``versions`` is not read by the render.
+    configuration), by name. ``versions`` is not read by the render.
     """
 
     capabilities: Capabilities = field(default_factory=Capabilities.nothing)
     operator_version: str = ""
     db_password: str | None = field(default=None, repr=False)
     config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    current_replicas: int | None = None
     versions: tuple[Any, ...] = ()
     """What the facts were read from (resourceVersions): the controller's render memo key."""
     pods: tuple[Obj, ...] = ()
