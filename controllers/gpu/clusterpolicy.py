@@ -8,7 +8,8 @@ becomes and when it is ready; the skeleton creates, updates by hash
   a tie) is active; any other is reported ``ignored``. NVIDIA only sets that in
   memory; we write it, with an Event naming the active one;
 - facts from the GPU cache: ``ClusterFacts.from_nodes`` over the (trimmed)
-  Nodes, the served optional CRDs, the operator env's image fallbacks, the keys
+  Nodes, OpenShift and its version (``controllers.gpu.openshift``), the served
+  optional CRDs, the operator env's image fallbacks, the keys
   of the driver's user ConfigMaps (read through the API: they carry no label of
   ours), and the driver pods and ControllerRevisions of the OnDelete check;
 - status (§1.4): ``state``, ``namespace`` and exactly the two conditions
@@ -42,6 +43,7 @@ from api.nvidia.v1.clusterpolicy import (
 from controllers.gpu import metrics
 from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL
 from controllers.gpu.config import GPUConfig
+from controllers.gpu.openshift import openshift_version_of
 from controllers.plan import Action, key
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
@@ -179,6 +181,7 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         cluster = ClusterFacts.from_nodes(
             nodes,
             operator_namespace=namespace,
+            openshift=await openshift_version_of(reader, self.capabilities),
             crds=crds,
             operator_env=self.config.operator_env,
             config_map_keys=await self._config_map_keys(cr),
@@ -237,6 +240,7 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
             dig(obj, "metadata", "generation"),
             nodes,
             c.container_runtime,
+            c.openshift,
             c.has_nfd_labels,
             c.crds,
             tuple(sorted(c.config_map_keys.items())),

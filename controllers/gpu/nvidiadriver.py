@@ -19,12 +19,16 @@ pools that are gone (owner-UID index). This module adds (gpu-operator.md §6.1,
   NVIDIADriver owns the node), one merge patch per changed node. NVIDIA's node
   labelling controller writes it; here the controller that renders the pools
   does, so a pool's DaemonSet and its nodes' labels come from one decision;
+- OpenShift (``controllers.gpu.openshift``): the version, the Driver Toolkit
+  images and the cluster Proxy, read from the cache as NVIDIA's state reads
+  them from the API server;
 - status as NVIDIA writes it: ``state`` (ready, notReady, disabled),
   ``namespace`` and the two conditions ``Ready`` and ``Error``, only on change.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,11 +50,13 @@ from api.nvidia.v1alpha1.nvidiadriver import (
 )
 from controllers.gpu.clusterpolicy import active_policy
 from controllers.gpu.config import GPUConfig
+from controllers.gpu.openshift import driver_openshift
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
 from nimctl_runtime.meta import Obj, dig, name_of, set_condition
 from nimctl_runtime.reconcile import Request, Result
+from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.gpu.facts import ClusterFacts
 from platforms.gpu.nvidiadriver import (
@@ -149,10 +155,17 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
     create_only = frozenset({"ServiceAccount"})
     keep_on_prune: frozenset[str] = frozenset()
 
-    def __init__(self, *, config: GPUConfig, api_reader: KeyReader) -> None:
+    def __init__(
+        self,
+        *,
+        config: GPUConfig,
+        api_reader: KeyReader,
+        capabilities: Capabilities | None = None,
+    ) -> None:
         self.contract = NVIDIADriverContract()
         self.config = config
         self.api_reader = api_reader
+        self.capabilities = capabilities or Capabilities.nothing()
 
     def parse(self, obj: Obj) -> NVIDIADriver:
         return parse_or_fail(NVIDIADriver, obj, REASON_RECONCILE_FAILED, stored=True)
@@ -176,9 +189,11 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
                 host_paths = ClusterPolicy.model_validate(cp_obj).spec.host_paths
             except ValidationError:
                 host_paths = None  # the ClusterPolicy controller reports its spec
+        ocp = await driver_openshift(reader, self.capabilities)
         cluster = ClusterFacts.from_nodes(
             nodes,
             operator_namespace=self.config.operator_namespace,
+            openshift=ocp.version,
             operator_env=self.config.operator_env,
             config_map_keys=await self._config_map_keys(cr),
         )
@@ -188,6 +203,8 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
             nodes=tuple(nodes),
             owners=owners,
             host_paths=host_paths,
+            dtk_images=ocp.dtk_images,
+            proxy=ocp.proxy,
             shared_owner=shared_owner(owners, conflicts(selectors, nodes)),
         )
 
@@ -236,6 +253,9 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
             tuple(sorted(facts.cluster.config_map_keys.items())),
             host_paths,
             facts.shared_owner,
+            facts.cluster.openshift,
+            tuple(sorted(facts.dtk_images.items())),
+            json.dumps(facts.proxy, sort_keys=True),
         )
 
     def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:

@@ -17,14 +17,17 @@ exponential failure backoff from 100 ms to 3 s, and these watches:
 
 The cache holds Nodes with their labels only (any label can be in a user's
 nodeSelector, so none is trimmed; status, spec and annotations are), the
-owned kinds in ``OPERATOR_NAMESPACE`` filtered by nimctl's managed-by label,
-and the ClusterPolicies and NVIDIADrivers.
+owned kinds in ``OPERATOR_NAMESPACE`` filtered by nimctl's managed-by label
+(the pools' SecurityContextConstraints too, where served), the ClusterPolicies
+and NVIDIADrivers, and on OpenShift the ClusterVersion, the cluster Proxy and
+the Driver Toolkit ImageStream (``controllers.gpu.openshift``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from controllers.gpu import openshift
 from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
 from controllers.gpu.nvidiadriver import (
     CP_API,
@@ -44,7 +47,8 @@ from nimctl_runtime.meta import OWNER_UID_INDEX, dig, name_of, owner_uid_index
 from nimctl_runtime.predicate import Funcs, GenerationChangedPredicate
 from nimctl_runtime.reconcile import Request
 from nimctl_runtime.workqueue import ItemExponentialFailureRateLimiter
-from platforms.gpu.nvidiadriver import API_VERSION, KIND, OWNED_KINDS
+from platforms.capabilities import Capabilities
+from platforms.gpu.nvidiadriver import API_VERSION, KIND, NVIDIADriverContract
 
 if TYPE_CHECKING:
     from controllers.wiring import SetupOptions
@@ -81,10 +85,17 @@ def _pool_labels_changed() -> Funcs:
     return Funcs(update=changed)
 
 
-def nvidiadriver_cache(client: Client, operator_namespace: str) -> Cache:
+def nvidiadriver_cache(
+    client: Client,
+    operator_namespace: str,
+    capabilities: Capabilities | None = None,
+) -> Cache:
     """The cache the NVIDIADriver controller reads from (see the module docstring)."""
+    caps = capabilities or Capabilities.nothing()
     managed = ByObject(label_selector={MANAGED_BY_LABEL: MANAGED_BY_VALUE})
-    by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in OWNED_KINDS}
+    owned = NVIDIADriverContract().owned_kinds(caps)
+    by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in owned}
+    by_object.update(openshift.cache_options(caps, driver=True))
     by_object[("v1", "Node")] = ByObject(transform=trim_node, index_labels=False)
     return Cache(client, by_object=by_object, namespace=operator_namespace)
 
@@ -95,10 +106,12 @@ def setup_nvidiadriver(manager: Manager, client: Client, options: SetupOptions) 
         config = GPUConfig.from_env(options.extra.get("environ"))
     except MissingOperatorNamespace:
         return  # setup_gpu logs what to set
-    cache = nvidiadriver_cache(client, config.operator_namespace)
+    cache = nvidiadriver_cache(client, config.operator_namespace, options.capabilities)
     manager.add(cache)
     reconciler = NVIDIADriverReconciler(
-        kind=NVIDIADriverKind(config=config, api_reader=cache.api_reader),
+        kind=NVIDIADriverKind(
+            config=config, api_reader=cache.api_reader, capabilities=options.capabilities
+        ),
         cache=cache,
         client=client,
         api_reader=cache.api_reader,
@@ -126,7 +139,7 @@ def setup_nvidiadriver(manager: Manager, client: Client, options: SetupOptions) 
     controller.watch(API_VERSION, KIND, to_all, GenerationChangedPredicate())
     controller.watch(CP_API, "ClusterPolicy", to_all, GenerationChangedPredicate())
     controller.watch("v1", "Node", to_all, _pool_labels_changed())
-    for api_version, kind in OWNED_KINDS:
+    for api_version, kind in NVIDIADriverContract().owned_kinds(options.capabilities):
         cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
         controller.watch(api_version, kind, EnqueueRequestForOwner(API_VERSION, KIND))
     manager.add(controller)
