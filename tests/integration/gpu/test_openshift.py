@@ -1,0 +1,202 @@
+"""OpenShift detection, live: the ClusterPolicy and NVIDIADriver controllers render the
+OpenShift variant exactly where the cluster is OpenShift.
+
+The same run on two clusters: bare RHCOS GPU nodes (``gpu-openshift``: NFD's rhcos
+labels with ``OSTREE_VERSION``, cri-o) with what OpenShift serves
+(``localcluster.openshift``: ClusterVersion 4.16.3, a cluster-wide Proxy with a trusted
+CA, the SCC and ImageStream APIs, the ``openshift/driver-toolkit`` ImageStream), and
+bare Ubuntu GPU nodes (``gpu-bare``) on plain Kubernetes. NVIDIA's sample ClusterPolicy
+is applied, then the driver is handed to an NVIDIADriver. On OpenShift the operands
+must get their SecurityContextConstraints, cri-o and the driver's ``OPENSHIFT_VERSION``
+(ClusterPolicy), and the Driver Toolkit container, the RHCOS pool selector, the proxy
+env and the trusted-CA ConfigMap (NVIDIADriver); on Kubernetes none of these. What
+tells them apart is read from the controllers' caches: the operator lists and watches
+the ClusterVersion, it never GETs it, however many passes run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster import LocalCluster, extensions_of
+from localcluster.openshift import DEFAULT_RHCOS, install_openshift
+from nimctl.operator import install_crds
+from nimctl_runtime.client import ApiError, Client
+from tests.integration.controllers.harness import Operator, start_operator, wait_for
+from tests.integration.gpu_nvidiadriver.env import nvidia_driver, sample_policy
+
+pytestmark = pytest.mark.timeout(240)
+
+NS = "gpu-operator"
+CP = "nvidia.com/v1"
+ND = "nvidia.com/v1alpha1"
+SCC = "security.openshift.io/v1"
+PROXY = {
+    "httpProxy": "http://proxy.example.com:3128",
+    "httpsProxy": "http://proxy.example.com:3129",
+    "noProxy": ".cluster.local,.svc,10.0.0.0/16",
+    "trustedCA": {"name": "user-ca-bundle"},
+}
+OSTREE = "feature.node.kubernetes.io/system-os_release.OSTREE_VERSION"
+DTK = "openshift-driver-toolkit-ctr"
+
+
+@dataclass
+class Env:
+    cluster: LocalCluster
+    admin: Client
+    operator: Operator
+    openshift: bool
+
+    async def daemonset(self, name: str) -> dict[str, Any]:
+        return await self.admin.get("apps/v1", "DaemonSet", name, NS)
+
+    async def driver_daemonsets(self, owner_kind: str) -> list[dict[str, Any]]:
+        items = (
+            await self.admin.list(
+                "apps/v1",
+                "DaemonSet",
+                NS,
+                label_selector="app.kubernetes.io/component=nvidia-driver",
+            )
+        )["items"]
+        return [
+            d
+            for d in items
+            if any(r.get("kind") == owner_kind for r in d["metadata"].get("ownerReferences", []))
+        ]
+
+    async def sccs(self) -> dict[str, dict[str, Any]]:
+        items = (await self.admin.list(SCC, "SecurityContextConstraints"))["items"]
+        return {s["metadata"]["name"]: s for s in items}
+
+
+@contextlib.asynccontextmanager
+async def running(tmp_path: Path, openshift: bool) -> AsyncIterator[Env]:
+    previous = os.environ.get("OPERATOR_NAMESPACE")
+    os.environ["OPERATOR_NAMESPACE"] = NS
+    cluster = LocalCluster(workdir=tmp_path)
+    cluster.simulator_options = {"profile": "gpu-openshift" if openshift else "gpu-bare"}
+    try:
+        async with cluster:
+            kubeconfig = cluster.write_kubeconfig(tmp_path / "admin.kubeconfig")
+            async with Client(str(kubeconfig)) as admin:
+                await install_crds(admin)
+                if openshift:
+                    await install_openshift(admin, proxy=PROXY)
+                await admin.create(
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}
+                )
+                # From here on, every request is the operator's.
+                extensions_of(cluster).audit.clear()
+                operator = await start_operator(
+                    cluster.write_kubeconfig(tmp_path / "op.kubeconfig")
+                )
+                try:
+                    yield Env(cluster, admin, operator, openshift)
+                finally:
+                    await operator.shutdown()
+    finally:
+        if previous is None:
+            os.environ.pop("OPERATOR_NAMESPACE", None)
+        else:
+            os.environ["OPERATOR_NAMESPACE"] = previous
+
+
+def env_of(container: Mapping[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in container.get("env") or []}
+
+
+def container(ds: Mapping[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [c for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == name]
+    return dict(found)
+
+
+def containers(ds: Mapping[str, Any]) -> list[str]:
+    return [c["name"] for c in ds["spec"]["template"]["spec"]["containers"]]
+
+
+async def _clusterpolicy_operands(env: Env) -> None:
+    await env.admin.create(sample_policy(use_driver_crd=False))
+    driver = await wait_for(lambda: env.daemonset("nvidia-driver-daemonset"), timeout=90)
+    toolkit = await env.daemonset("nvidia-container-toolkit-daemonset")
+    driver_env = env_of(container(driver, "nvidia-driver-ctr"))
+    toolkit_env = env_of(container(toolkit, "nvidia-container-toolkit-ctr"))
+    if not env.openshift:
+        assert "OPENSHIFT_VERSION" not in driver_env
+        assert toolkit_env["RUNTIME"] == "containerd"
+        with pytest.raises(ApiError):  # not served: nothing could have been created
+            await env.sccs()
+        return
+    # NVIDIA's n.openshift: major.minor of the ClusterVersion's Completed update.
+    assert driver_env["OPENSHIFT_VERSION"] == "4.16"
+    assert toolkit_env["RUNTIME"] == "crio"
+    sccs = await wait_for(env.sccs, timeout=30)
+    for name in ("nvidia-driver", "nvidia-operator-validator", "nvidia-gpu-feature-discovery"):
+        scc = sccs[name]
+        assert scc["users"] == [f"system:serviceaccount:{NS}:{name}"], name
+        assert scc["allowPrivilegedContainer"] is True, name
+        assert scc["metadata"]["ownerReferences"][0]["kind"] == "ClusterPolicy", name
+    # OpenShift's own SCCs are neither touched nor owned.
+    assert "ownerReferences" not in sccs["privileged"]["metadata"]
+
+
+async def _nvidiadriver_operands(env: Env) -> None:
+    await env.admin.patch(
+        CP, "ClusterPolicy", "cluster-policy", {"spec": {"driver": {"useNvidiaDriverCRD": True}}}
+    )
+    await env.admin.create(nvidia_driver("default", {}))
+
+    async def pools() -> list[dict[str, Any]]:
+        return await env.driver_daemonsets("NVIDIADriver")
+
+    (ds,) = await wait_for(pools, timeout=90)
+    pod = ds["spec"]["template"]["spec"]
+    driver_env = env_of(container(ds, "nvidia-driver-ctr"))
+    if not env.openshift:
+        assert DTK not in containers(ds)
+        assert OSTREE not in pod["nodeSelector"]
+        assert not {"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "OPENSHIFT_VERSION"} & set(driver_env)
+        return
+    # The RHCOS pool: its nodes by OSTree release, built with that release's toolkit image.
+    assert pod["nodeSelector"][OSTREE] == DEFAULT_RHCOS
+    stream = await env.admin.get(
+        "image.openshift.io/v1", "ImageStream", "driver-toolkit", "openshift"
+    )
+    (tag,) = [t for t in stream["spec"]["tags"] if t["name"] == DEFAULT_RHCOS]
+    toolkit = container(ds, DTK)
+    assert toolkit["image"] == tag["from"]["name"]
+    assert env_of(toolkit)["RHCOS_VERSION"] == DEFAULT_RHCOS
+    assert driver_env["OPENSHIFT_VERSION"] == "4.16"
+    assert driver_env["HTTP_PROXY"] == PROXY["httpProxy"]
+    assert driver_env["HTTPS_PROXY"] == PROXY["httpsProxy"]
+    assert driver_env["NO_PROXY"] == PROXY["noProxy"]
+    trusted = await env.admin.get("v1", "ConfigMap", "gpu-operator-trusted-ca", NS)
+    assert trusted["metadata"]["labels"]["config.openshift.io/inject-trusted-cabundle"] == "true"
+    sa = ds["spec"]["template"]["spec"]["serviceAccountName"]
+    scc = (await env.sccs())[sa]
+    assert scc["users"] == [f"system:serviceaccount:{NS}:{sa}"]
+    assert scc["metadata"]["ownerReferences"][0]["kind"] == "NVIDIADriver"
+
+
+@pytest.mark.parametrize("openshift", [False, True], ids=["kubernetes", "openshift"])
+async def test_operands_are_the_openshift_variant_exactly_on_openshift(
+    tmp_path: Path, openshift: bool
+) -> None:
+    async with running(tmp_path, openshift) as env:
+        await _clusterpolicy_operands(env)
+        await _nvidiadriver_operands(env)
+        reads = extensions_of(env.cluster).audit.records(resource="clusterversions")
+        if not openshift:
+            assert reads == [], "nothing is looked up where the API is not served"
+            return
+        # One informer per GPU cache (ClusterPolicy's, NVIDIADriver's): listed, then watched.
+        assert {r.verb for r in reads} == {"list", "watch"}, [(r.verb, r.path) for r in reads]
+        assert len([r for r in reads if r.verb == "list"]) == 2
