@@ -20,7 +20,9 @@ becomes and when it is ready; the skeleton creates, updates by hash
 - a GPUCluster beside it blocks it: ``notReady`` / ``ReconcileFailed``
   "conflicting GPUCluster resource ... cannot co-exist", nothing deployed;
 - with ``psa.enabled`` the operator namespace is labelled
-  ``pod-security.kubernetes.io/{enforce,audit,warn}=privileged`` (§2.6).
+  ``pod-security.kubernetes.io/{enforce,audit,warn}=privileged`` (§2.6); on
+  OpenShift only when it is NVIDIA's suggested ``nvidia-gpu-operator``, which
+  also gets ``openshift.io/cluster-monitoring=true`` unless the label is set.
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ RECORDER_NAME = "clusterpolicy-controller"
 PSA_LABELS: Mapping[str, str] = {
     f"pod-security.kubernetes.io/{mode}": "privileged" for mode in ("enforce", "audit", "warn")
 }
+OCP_SUGGESTED_NAMESPACE = "nvidia-gpu-operator"
+"""On OpenShift the namespace NVIDIA's operator trusts as its own (not shared with others)."""
+OCP_MONITORING_LABEL = "openshift.io/cluster-monitoring"
 
 __all__ = [
     "RECORDER_NAME",
@@ -146,6 +151,7 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         self.contract = ClusterPolicyContract()
         self.orphan_drivers = False
         self.psa_enabled = False
+        self.openshift = False
         self.config = config
         self.capabilities = capabilities
         self.api_reader = api_reader
@@ -178,10 +184,12 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         namespace = self.config.operator_namespace
         nodes = await reader.list("v1", "Node")
         crds = [g for g in (SERVICE_MONITOR, PROMETHEUS_RULE) if self.capabilities.has(g)]
+        openshift = await openshift_version_of(reader, self.capabilities)
+        self.openshift = openshift is not None
         cluster = ClusterFacts.from_nodes(
             nodes,
             operator_namespace=namespace,
-            openshift=await openshift_version_of(reader, self.capabilities),
+            openshift=openshift,
             crds=crds,
             operator_env=self.config.operator_env,
             config_map_keys=await self._config_map_keys(cr),
@@ -298,25 +306,37 @@ class ClusterPolicyReconciler(KindReconciler[ClusterPolicy, PolicyFacts]):
 
     async def reconcile(self, request: Request) -> Result:
         result = await super().reconcile(request)
-        if self.kind.psa_enabled:
-            await self._label_namespace_privileged()
+        # On OpenShift NVIDIA labels only its suggested namespace, which no other
+        # operator shares: PSA labels there, and cluster monitoring unless the user
+        # set the label (to "false", say).
+        own_namespace = self.kind.config.operator_namespace == OCP_SUGGESTED_NAMESPACE
+        wanted: dict[str, str] = {}
+        if self.kind.psa_enabled and (own_namespace or not self.kind.openshift):
+            wanted.update(PSA_LABELS)
+        if self.kind.openshift and own_namespace:
+            wanted[OCP_MONITORING_LABEL] = "true"
+        if wanted:
+            await self._label_namespace(wanted)
         if not await self.cache.list(API_VERSION, KIND):
             metrics.reconciliation_status.set(metrics.STATUS_NO_POLICY)
         return result
 
-    async def _label_namespace_privileged(self) -> None:
-        """``psa.enabled``: the operator namespace admits privileged pods (the operands are)."""
+    async def _label_namespace(self, wanted: Mapping[str, str]) -> None:
+        """``psa.enabled``: the operator namespace admits privileged pods (the operands
+        are); on OpenShift, cluster monitoring scrapes it (a value already set is kept)."""
         namespace = self.kind.config.operator_namespace
         try:
             ns = await self.api_reader.get("v1", "Namespace", namespace)
         except NotFound:
             return
         labels = dig(ns, "metadata", "labels") or {}
-        if all(labels.get(k) == v for k, v in PSA_LABELS.items()):
-            return
-        await self.client.patch(
-            "v1", "Namespace", namespace, {"metadata": {"labels": dict(PSA_LABELS)}}
-        )
+        patch = {
+            k: v
+            for k, v in wanted.items()
+            if labels.get(k) != v and not (k == OCP_MONITORING_LABEL and k in labels)
+        }
+        if patch:
+            await self.client.patch("v1", "Namespace", namespace, {"metadata": {"labels": patch}})
 
     async def _execute(
         self, action: Action, namespace: str, *args: Any, **kwargs: Any

@@ -9,7 +9,9 @@ bare Ubuntu GPU nodes (``gpu-bare``) on plain Kubernetes. NVIDIA's sample Cluste
 is applied, then the driver is handed to an NVIDIADriver. On OpenShift the operands
 must get their SecurityContextConstraints, cri-o and the driver's ``OPENSHIFT_VERSION``
 (ClusterPolicy), and the Driver Toolkit container, the RHCOS pool selector, the proxy
-env and the trusted-CA ConfigMap (NVIDIADriver); on Kubernetes none of these. What
+env and the trusted-CA ConfigMap (NVIDIADriver), and the operator's namespace (there
+NVIDIA's suggested ``nvidia-gpu-operator``) is labelled for cluster monitoring; on
+Kubernetes none of these. What
 tells them apart is read from the controllers' caches: the operator lists and watches
 the ClusterVersion, it never GETs it, however many passes run.
 """
@@ -35,6 +37,8 @@ from tests.integration.gpu_nvidiadriver.env import nvidia_driver, sample_policy
 pytestmark = pytest.mark.timeout(240)
 
 NS = "gpu-operator"
+OCP_NS = "nvidia-gpu-operator"  # NVIDIA's suggested namespace on OpenShift
+MONITORING = "openshift.io/cluster-monitoring"
 CP = "nvidia.com/v1"
 ND = "nvidia.com/v1alpha1"
 SCC = "security.openshift.io/v1"
@@ -54,16 +58,17 @@ class Env:
     admin: Client
     operator: Operator
     openshift: bool
+    namespace: str
 
     async def daemonset(self, name: str) -> dict[str, Any]:
-        return await self.admin.get("apps/v1", "DaemonSet", name, NS)
+        return await self.admin.get("apps/v1", "DaemonSet", name, self.namespace)
 
     async def driver_daemonsets(self, owner_kind: str) -> list[dict[str, Any]]:
         items = (
             await self.admin.list(
                 "apps/v1",
                 "DaemonSet",
-                NS,
+                self.namespace,
                 label_selector="app.kubernetes.io/component=nvidia-driver",
             )
         )["items"]
@@ -80,8 +85,9 @@ class Env:
 
 @contextlib.asynccontextmanager
 async def running(tmp_path: Path, openshift: bool) -> AsyncIterator[Env]:
+    namespace = OCP_NS if openshift else NS
     previous = os.environ.get("OPERATOR_NAMESPACE")
-    os.environ["OPERATOR_NAMESPACE"] = NS
+    os.environ["OPERATOR_NAMESPACE"] = namespace
     cluster = LocalCluster(workdir=tmp_path)
     cluster.simulator_options = {"profile": "gpu-openshift" if openshift else "gpu-bare"}
     try:
@@ -92,7 +98,7 @@ async def running(tmp_path: Path, openshift: bool) -> AsyncIterator[Env]:
                 if openshift:
                     await install_openshift(admin, proxy=PROXY)
                 await admin.create(
-                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
                 )
                 # From here on, every request is the operator's.
                 extensions_of(cluster).audit.clear()
@@ -100,7 +106,7 @@ async def running(tmp_path: Path, openshift: bool) -> AsyncIterator[Env]:
                     cluster.write_kubeconfig(tmp_path / "op.kubeconfig")
                 )
                 try:
-                    yield Env(cluster, admin, operator, openshift)
+                    yield Env(cluster, admin, operator, openshift, namespace)
                 finally:
                     await operator.shutdown()
     finally:
@@ -124,24 +130,36 @@ def containers(ds: Mapping[str, Any]) -> list[str]:
 
 
 async def _clusterpolicy_operands(env: Env) -> None:
-    await env.admin.create(sample_policy(use_driver_crd=False))
+    policy = sample_policy(use_driver_crd=False)
+    policy["spec"]["psa"] = {"enabled": True}
+    await env.admin.create(policy)
     driver = await wait_for(lambda: env.daemonset("nvidia-driver-daemonset"), timeout=90)
     toolkit = await env.daemonset("nvidia-container-toolkit-daemonset")
     driver_env = env_of(container(driver, "nvidia-driver-ctr"))
     toolkit_env = env_of(container(toolkit, "nvidia-container-toolkit-ctr"))
+
+    async def namespace_labels() -> dict[str, str]:
+        ns = await env.admin.get("v1", "Namespace", env.namespace)
+        labels = dict(ns["metadata"].get("labels") or {})
+        return labels if labels.get("pod-security.kubernetes.io/enforce") else {}
+
+    labels = await wait_for(namespace_labels, timeout=30)
     if not env.openshift:
         assert "OPENSHIFT_VERSION" not in driver_env
         assert toolkit_env["RUNTIME"] == "containerd"
+        assert MONITORING not in labels
         with pytest.raises(ApiError):  # not served: nothing could have been created
             await env.sccs()
         return
+    # NVIDIA's own namespace on OpenShift: PSA labels, and cluster monitoring scrapes it.
+    assert labels[MONITORING] == "true"
     # NVIDIA's n.openshift: major.minor of the ClusterVersion's Completed update.
     assert driver_env["OPENSHIFT_VERSION"] == "4.16"
     assert toolkit_env["RUNTIME"] == "crio"
     sccs = await wait_for(env.sccs, timeout=30)
     for name in ("nvidia-driver", "nvidia-operator-validator", "nvidia-gpu-feature-discovery"):
         scc = sccs[name]
-        assert scc["users"] == [f"system:serviceaccount:{NS}:{name}"], name
+        assert scc["users"] == [f"system:serviceaccount:{env.namespace}:{name}"], name
         assert scc["allowPrivilegedContainer"] is True, name
         assert scc["metadata"]["ownerReferences"][0]["kind"] == "ClusterPolicy", name
     # OpenShift's own SCCs are neither touched nor owned.
@@ -178,11 +196,11 @@ async def _nvidiadriver_operands(env: Env) -> None:
     assert driver_env["HTTP_PROXY"] == PROXY["httpProxy"]
     assert driver_env["HTTPS_PROXY"] == PROXY["httpsProxy"]
     assert driver_env["NO_PROXY"] == PROXY["noProxy"]
-    trusted = await env.admin.get("v1", "ConfigMap", "gpu-operator-trusted-ca", NS)
+    trusted = await env.admin.get("v1", "ConfigMap", "gpu-operator-trusted-ca", env.namespace)
     assert trusted["metadata"]["labels"]["config.openshift.io/inject-trusted-cabundle"] == "true"
     sa = ds["spec"]["template"]["spec"]["serviceAccountName"]
     scc = (await env.sccs())[sa]
-    assert scc["users"] == [f"system:serviceaccount:{NS}:{sa}"]
+    assert scc["users"] == [f"system:serviceaccount:{env.namespace}:{sa}"]
     assert scc["metadata"]["ownerReferences"][0]["kind"] == "NVIDIADriver"
 
 
