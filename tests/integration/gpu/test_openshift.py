@@ -11,14 +11,16 @@ must get their SecurityContextConstraints, cri-o and the driver's ``OPENSHIFT_VE
 (ClusterPolicy), and the Driver Toolkit container, the RHCOS pool selector, the proxy
 env and the trusted-CA ConfigMap (NVIDIADriver), and the operator's namespace (there
 NVIDIA's suggested ``nvidia-gpu-operator``) is labelled for cluster monitoring; on
-Kubernetes none of these. What
-tells them apart is read from the controllers' caches: the operator lists and watches
-the ClusterVersion, it never GETs it, however many passes run.
+Kubernetes none of these. What tells them apart is read from the controllers' caches:
+the operator lists and watches the ClusterVersion, it never GETs it, however many
+passes run. ``nimctl render`` of the same cluster's objects gives the same driver pool
+DaemonSet on both.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -27,10 +29,12 @@ from typing import Any
 
 import pytest
 
+from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriver
 from localcluster import LocalCluster, extensions_of
 from localcluster.openshift import DEFAULT_RHCOS, install_openshift
 from nimctl.operator import install_crds
 from nimctl_runtime.client import ApiError, Client
+from platforms.gpu.nvidiadriver_cli import render_drivers
 from tests.integration.controllers.harness import Operator, start_operator, wait_for
 from tests.integration.gpu_nvidiadriver.env import nvidia_driver, sample_policy
 
@@ -166,7 +170,7 @@ async def _clusterpolicy_operands(env: Env) -> None:
     assert "ownerReferences" not in sccs["privileged"]["metadata"]
 
 
-async def _nvidiadriver_operands(env: Env) -> None:
+async def _nvidiadriver_operands(env: Env) -> dict[str, Any]:
     await env.admin.patch(
         CP, "ClusterPolicy", "cluster-policy", {"spec": {"driver": {"useNvidiaDriverCRD": True}}}
     )
@@ -182,7 +186,7 @@ async def _nvidiadriver_operands(env: Env) -> None:
         assert DTK not in containers(ds)
         assert OSTREE not in pod["nodeSelector"]
         assert not {"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "OPENSHIFT_VERSION"} & set(driver_env)
-        return
+        return ds
     # The RHCOS pool: its nodes by OSTree release, built with that release's toolkit image.
     assert pod["nodeSelector"][OSTREE] == DEFAULT_RHCOS
     stream = await env.admin.get(
@@ -202,6 +206,40 @@ async def _nvidiadriver_operands(env: Env) -> None:
     scc = (await env.sccs())[sa]
     assert scc["users"] == [f"system:serviceaccount:{env.namespace}:{sa}"]
     assert scc["metadata"]["ownerReferences"][0]["kind"] == "NVIDIADriver"
+    return ds
+
+
+async def _render_agrees(env: Env, live: Mapping[str, Any]) -> None:
+    """``nimctl render`` of the same cluster (its Nodes, ClusterVersion, ImageStream, Proxy,
+    ClusterPolicy and NVIDIADriver, as kubectl would dump them) gives the pool's DaemonSet
+    the controller created: the same flag and values reach both."""
+    kinds = [("v1", "Node", None), (CP, "ClusterPolicy", None)]
+    if env.openshift:
+        kinds += [
+            ("config.openshift.io/v1", "ClusterVersion", None),
+            ("config.openshift.io/v1", "Proxy", None),
+            ("image.openshift.io/v1", "ImageStream", "openshift"),
+        ]
+    dump: list[dict[str, Any]] = []
+    for api, kind, ns in kinds:
+        dump += [
+            {"apiVersion": api, "kind": kind, **o}
+            for o in (await env.admin.list(api, kind, ns))["items"]
+        ]
+    driver = NVIDIADriver.model_validate(await env.admin.get(ND, "NVIDIADriver", "default"))
+    rendered = render_drivers([driver], dump, namespace=env.namespace, err=io.StringIO())
+    (offline,) = [o for o in rendered if o["kind"] == "DaemonSet"]
+    assert offline["metadata"]["name"] == live["metadata"]["name"]
+
+    def shape(ds: Mapping[str, Any]) -> dict[str, Any]:
+        pod = ds["spec"]["template"]["spec"]
+        return {
+            "nodeSelector": pod["nodeSelector"],
+            "containers": {c["name"]: (c["image"], env_of(c)) for c in pod["containers"]},
+            "initContainers": [c["name"] for c in pod.get("initContainers") or []],
+        }
+
+    assert shape(offline) == shape(live)
 
 
 @pytest.mark.parametrize("openshift", [False, True], ids=["kubernetes", "openshift"])
@@ -210,11 +248,12 @@ async def test_operands_are_the_openshift_variant_exactly_on_openshift(
 ) -> None:
     async with running(tmp_path, openshift) as env:
         await _clusterpolicy_operands(env)
-        await _nvidiadriver_operands(env)
+        pool = await _nvidiadriver_operands(env)
         reads = extensions_of(env.cluster).audit.records(resource="clusterversions")
-        if not openshift:
+        if openshift:
+            # One informer per GPU cache (ClusterPolicy's, NVIDIADriver's): listed, then watched.
+            assert {r.verb for r in reads} == {"list", "watch"}, [(r.verb, r.path) for r in reads]
+            assert len([r for r in reads if r.verb == "list"]) == 2
+        else:
             assert reads == [], "nothing is looked up where the API is not served"
-            return
-        # One informer per GPU cache (ClusterPolicy's, NVIDIADriver's): listed, then watched.
-        assert {r.verb for r in reads} == {"list", "watch"}, [(r.verb, r.path) for r in reads]
-        assert len([r for r in reads if r.verb == "list"]) == 2
+        await _render_agrees(env, pool)
