@@ -13,7 +13,8 @@ and node-labelling controllers read:
   container runtime and the ``nvidia.com/*`` capacity. Memory per node does
   not grow with the size of the Node (images, conditions, NFD's hundreds of
   labels);
-- on OpenShift the ClusterVersion ``version`` (its update history only);
+- on OpenShift the ClusterVersion ``version`` (its update history only) and the
+  ``cluster`` Proxy (its spec);
 - Pods: only driver pods (``app.kubernetes.io/component=nvidia-driver``),
   trimmed to what the OnDelete readiness check reads.
 """
@@ -144,7 +145,7 @@ def gpu_cache(
     extra: Mapping[tuple[str, str], ByObject] | None = None,
 ) -> Cache:
     """The cache the ClusterPolicy and node-labelling controllers read from; ``extra``:
-    more kinds' options (the OpenShift ClusterVersion, ``controllers.gpu.openshift``)."""
+    more kinds' options (OpenShift's ClusterVersion and Proxy, ``controllers.gpu.openshift``)."""
     managed = ByObject(label_selector={MANAGED_BY_LABEL: MANAGED_BY_VALUE})
     by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in owned_kinds}
     by_object.update(extra or {})

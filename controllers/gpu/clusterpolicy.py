@@ -8,7 +8,7 @@ becomes and when it is ready; the skeleton creates, updates by hash
   a tie) is active; any other is reported ``ignored``. NVIDIA only sets that in
   memory; we write it, with an Event naming the active one;
 - facts from the GPU cache: ``ClusterFacts.from_nodes`` over the (trimmed)
-  Nodes, OpenShift and its version (``controllers.gpu.openshift``), the served
+  Nodes, OpenShift, its version and Proxy (``controllers.gpu.openshift``), the served
   optional CRDs, the operator env's image fallbacks, the keys
   of the driver's user ConfigMaps (read through the API: they carry no label of
   ours), and the driver pods and ControllerRevisions of the OnDelete check;
@@ -28,6 +28,7 @@ becomes and when it is ready; the skeleton creates, updates by hash
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
@@ -45,7 +46,7 @@ from api.nvidia.v1.clusterpolicy import (
 from controllers.gpu import metrics
 from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL
 from controllers.gpu.config import GPUConfig
-from controllers.gpu.openshift import openshift_version_of
+from controllers.gpu.openshift import read_openshift
 from controllers.plan import Action, key
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
@@ -184,12 +185,13 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         namespace = self.config.operator_namespace
         nodes = await reader.list("v1", "Node")
         crds = [g for g in (SERVICE_MONITOR, PROMETHEUS_RULE) if self.capabilities.has(g)]
-        openshift = await openshift_version_of(reader, self.capabilities)
-        self.openshift = openshift is not None
+        openshift = await read_openshift(reader, self.capabilities)
+        self.openshift = openshift.version is not None
         cluster = ClusterFacts.from_nodes(
             nodes,
             operator_namespace=namespace,
-            openshift=openshift,
+            openshift=openshift.version,
+            openshift_proxy=openshift.proxy,
             crds=crds,
             operator_env=self.config.operator_env,
             config_map_keys=await self._config_map_keys(cr),
@@ -249,6 +251,7 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
             nodes,
             c.container_runtime,
             c.openshift,
+            json.dumps(c.openshift_proxy, sort_keys=True),
             c.has_nfd_labels,
             c.crds,
             tuple(sorted(c.config_map_keys.items())),

@@ -50,7 +50,7 @@ from api.nvidia.v1alpha1.nvidiadriver import (
 )
 from controllers.gpu.clusterpolicy import active_policy
 from controllers.gpu.config import GPUConfig
-from controllers.gpu.openshift import driver_openshift
+from controllers.gpu.openshift import read_openshift
 from controllers.reconciler import Event, Kind, KindReconciler
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
@@ -189,11 +189,12 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
                 host_paths = ClusterPolicy.model_validate(cp_obj).spec.host_paths
             except ValidationError:
                 host_paths = None  # the ClusterPolicy controller reports its spec
-        ocp = await driver_openshift(reader, self.capabilities)
+        ocp = await read_openshift(reader, self.capabilities, driver=True)
         cluster = ClusterFacts.from_nodes(
             nodes,
             operator_namespace=self.config.operator_namespace,
             openshift=ocp.version,
+            openshift_proxy=ocp.proxy,
             operator_env=self.config.operator_env,
             config_map_keys=await self._config_map_keys(cr),
         )

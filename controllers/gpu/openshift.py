@@ -2,8 +2,8 @@
 
 NVIDIA's GPU Operator asks the API server for the ClusterVersion ``version``
 (``config.openshift.io/v1``; not found: Kubernetes) once at start for
-ClusterPolicy and on every pass for NVIDIADriver, which also reads the
-``cluster`` Proxy and the ImageStream ``openshift/driver-toolkit``. nimctl reads
+ClusterPolicy and on every pass for NVIDIADriver; both read the ``cluster``
+Proxy, NVIDIADriver also the ImageStream ``openshift/driver-toolkit``. nimctl reads
 the same objects, the same way (``platforms.gpu.openshift_cluster``), but from
 the controllers' caches:
 
@@ -17,12 +17,12 @@ the controllers' caches:
   the operands with the next pass (nothing watches them, as NVIDIA's).
 
 The result feeds the renders exactly what ``nimctl render`` takes from the
-``--nodes`` file: the OpenShift version (``ClusterFacts.openshift``), and for
-NVIDIADriver the Driver Toolkit images and the Proxy spec. With it the renders
-add each operand's SecurityContextConstraints and the SCC ``use`` rules, run
-cri-o, tell the driver ``OPENSHIFT_VERSION``, and (NVIDIADriver) pool RHCOS
-nodes by their NFD ``OSTREE_VERSION`` label with the Driver Toolkit container,
-the proxy env and the trusted-CA ConfigMap.
+``--nodes`` file: the OpenShift version (``ClusterFacts.openshift``), the Proxy
+spec, and for NVIDIADriver the Driver Toolkit images. With it the renders add
+each operand's SecurityContextConstraints, run cri-o, give the driver
+``OPENSHIFT_VERSION``, the proxy env and the trusted-CA ConfigMap, and
+(NVIDIADriver) pool RHCOS nodes by their NFD ``OSTREE_VERSION`` label with the
+Driver Toolkit container.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from platforms.gpu.openshift_cluster import (
 
 REASON: Final = "ReconcileFailed"
 
-__all__ = ["OpenShiftFacts", "cache_options", "driver_openshift", "openshift_version_of"]
+__all__ = ["OpenShiftFacts", "cache_options", "openshift_version_of", "read_openshift"]
 
 
 def _meta(obj: Obj) -> Obj:
@@ -103,12 +103,12 @@ def _one(name: str, transform: Callable[[Obj], Obj], namespace: str | None = Non
 
 def cache_options(capabilities: Capabilities, *, driver: bool = False) -> dict[GVK, ByObject]:
     """The cache entries for what a controller reads of OpenShift (none on Kubernetes):
-    the ClusterVersion, and with ``driver`` (NVIDIADriver) the Proxy and the ImageStream."""
+    the ClusterVersion and the Proxy, and with ``driver`` (NVIDIADriver) the ImageStream."""
     out: dict[GVK, ByObject] = {}
     if not capabilities.has(CLUSTER_VERSION):
         return out
     out[CLUSTER_VERSION] = _one(CLUSTER_VERSION_NAME, _trim_cluster_version)
-    if driver and capabilities.has(CLUSTER_PROXY):
+    if capabilities.has(CLUSTER_PROXY):
         out[CLUSTER_PROXY] = _one(PROXY_NAME, _trim_proxy)
     if driver and capabilities.has(IMAGE_STREAM):
         out[IMAGE_STREAM] = _one(DTK_IMAGE_STREAM, _trim_image_stream, DTK_NAMESPACE)
@@ -138,7 +138,7 @@ async def openshift_version_of(reader: Reader, capabilities: Capabilities) -> st
 
 @dataclass(frozen=True)
 class OpenShiftFacts:
-    """What the NVIDIADriver render reads of OpenShift (``NVIDIADriverFacts`` fields)."""
+    """What the renders read of OpenShift (``ClusterFacts``, ``NVIDIADriverFacts`` fields)."""
 
     version: str | None = None
     """None: Kubernetes."""
@@ -146,14 +146,16 @@ class OpenShiftFacts:
     proxy: Mapping[str, Any] | None = None
 
 
-async def driver_openshift(reader: Reader, capabilities: Capabilities) -> OpenShiftFacts:
-    """The OpenShift version, Driver Toolkit images and cluster Proxy spec, as NVIDIA's
-    NVIDIADriver state reads them (empty on Kubernetes)."""
+async def read_openshift(
+    reader: Reader, capabilities: Capabilities, *, driver: bool = False
+) -> OpenShiftFacts:
+    """The OpenShift version and cluster Proxy spec, with ``driver`` (NVIDIADriver) the
+    Driver Toolkit images too, as NVIDIA's operator reads them (empty on Kubernetes)."""
     version = await openshift_version_of(reader, capabilities)
     if version is None:
         return OpenShiftFacts()
     images: dict[str, str] = {}
-    if capabilities.has(IMAGE_STREAM):
+    if driver and capabilities.has(IMAGE_STREAM):
         stream = await _cached(reader, IMAGE_STREAM, DTK_IMAGE_STREAM, DTK_NAMESPACE)
         images = dtk_images(stream) if stream is not None else {}
     proxy = None

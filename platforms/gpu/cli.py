@@ -7,7 +7,8 @@ stream of Nodes). It may also hold the ConfigMaps the driver mounts file by
 file (``kernelModuleConfig``, ``repoConfig``, ``certConfig``), the
 CustomResourceDefinitions the cluster serves and an OpenShift ClusterVersion
 (``version``; its first Completed update gives the OpenShift version, as the
-controllers read it: ``platforms.gpu.openshift_cluster``).
+controllers read it: ``platforms.gpu.openshift_cluster``) with the ``cluster``
+Proxy.
 A file that lists no CRDs is taken as a cluster with the Prometheus Operator,
 so the render shows the ServiceMonitors the operator would create there (as the
 offline NeMo render assumes every optional API installed); list the CRDs the
@@ -37,7 +38,12 @@ from platforms.gpu.facts import (
     is_gpu_node_by_nfd,
 )
 from platforms.gpu.images import DEFAULT_OPERATOR_ENV
-from platforms.gpu.openshift_cluster import CLUSTER_VERSION_NAME, openshift_version
+from platforms.gpu.openshift_cluster import (
+    CLUSTER_VERSION_NAME,
+    PROXY_NAME,
+    openshift_version,
+    proxy_spec,
+)
 from platforms.gpu.states import render
 
 DEFAULT_NAMESPACE = "gpu-operator"
@@ -81,6 +87,7 @@ def facts_from(
     config_maps: dict[str, list[str]] = {}
     crds: set[tuple[str, str]] = set()
     openshift: str | None = None
+    proxy: dict[str, Any] | None = None
     for obj in objects:
         kind = obj.get("kind")
         meta = obj.get("metadata") or {}
@@ -98,6 +105,8 @@ def facts_from(
                     crds.add((f"{group}/{version.get('name')}", crd_kind))
         elif kind == "ClusterVersion" and meta.get("name") == CLUSTER_VERSION_NAME:
             openshift = _file_openshift_version(obj, err)
+        elif kind == "Proxy" and meta.get("name") == PROXY_NAME:
+            proxy = proxy_spec(obj)
     if not crds:
         crds.update(default_crds)
     env = {**DEFAULT_OPERATOR_ENV}
@@ -106,6 +115,7 @@ def facts_from(
         nodes,
         operator_namespace=namespace,
         openshift=openshift,
+        openshift_proxy=proxy,
         crds=crds,
         operator_env=env,
         config_map_keys=config_maps,

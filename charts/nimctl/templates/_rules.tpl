@@ -311,7 +311,7 @@ used is missing, nothing granted goes unused (exceptions are marked
   resources: [clusterversions]
   verbs: [get, list]
 # OpenShift: the ClusterPolicy and NVIDIADriver controllers tell it from Kubernetes
-# by the ClusterVersion, and NVIDIADriver reads the cluster Proxy and the Driver
+# by the ClusterVersion and read the cluster Proxy, NVIDIADriver also the Driver
 # Toolkit ImageStream, all from their caches (listed and watched by name); there
 # each operand gets a SecurityContextConstraints the operator creates, updates and
 # prunes. NVIDIA's chart grants the same SCC verbs (patch too, which nimctl, writing

@@ -68,7 +68,7 @@ OPTIONAL_RESOURCES = {
     ("resource.nvidia.com", "computedomains"),
     ("run.ai", "trainingworkloads"),
     ("run.ai", "runaijobs"),
-    # OpenShift only: NVIDIADriver caches the cluster Proxy and the Driver Toolkit ImageStream.
+    # OpenShift only: the GPU controllers cache the cluster Proxy and the Driver Toolkit ImageStream.
     ("config.openshift.io", "proxies"),
     ("image.openshift.io", "imagestreams"),
 }

@@ -7,9 +7,9 @@ labels with ``OSTREE_VERSION``, cri-o) with what OpenShift serves
 CA, the SCC and ImageStream APIs, the ``openshift/driver-toolkit`` ImageStream), and
 bare Ubuntu GPU nodes (``gpu-bare``) on plain Kubernetes. NVIDIA's sample ClusterPolicy
 is applied, then the driver is handed to an NVIDIADriver. On OpenShift the operands
-must get their SecurityContextConstraints, cri-o and the driver's ``OPENSHIFT_VERSION``
-(ClusterPolicy), and the Driver Toolkit container, the RHCOS pool selector, the proxy
-env and the trusted-CA ConfigMap (NVIDIADriver), and the operator's namespace (there
+must get their SecurityContextConstraints, cri-o, and the driver's ``OPENSHIFT_VERSION``,
+proxy env and trusted-CA ConfigMap (ClusterPolicy and NVIDIADriver), the Driver Toolkit
+container and the RHCOS pool selector (NVIDIADriver), and the operator's namespace (there
 NVIDIA's suggested ``nvidia-gpu-operator``) is labelled for cluster monitoring; on
 Kubernetes none of these. What tells them apart is read from the controllers' caches:
 the operator lists and watches the ClusterVersion, it never GETs it, however many
@@ -133,6 +133,13 @@ def containers(ds: Mapping[str, Any]) -> list[str]:
     return [c["name"] for c in ds["spec"]["template"]["spec"]["containers"]]
 
 
+async def trusted_ca(env: Env, owner_kind: str) -> bool:
+    """Whether the trusted-CA ConfigMap exists, for OpenShift to inject into, owned so."""
+    cm = await env.admin.get("v1", "ConfigMap", "gpu-operator-trusted-ca", env.namespace)
+    assert cm["metadata"]["labels"]["config.openshift.io/inject-trusted-cabundle"] == "true"
+    return bool(cm["metadata"]["ownerReferences"][0]["kind"] == owner_kind)
+
+
 async def _clusterpolicy_operands(env: Env) -> None:
     policy = sample_policy(use_driver_crd=False)
     policy["spec"]["psa"] = {"enabled": True}
@@ -149,7 +156,7 @@ async def _clusterpolicy_operands(env: Env) -> None:
 
     labels = await wait_for(namespace_labels, timeout=30)
     if not env.openshift:
-        assert "OPENSHIFT_VERSION" not in driver_env
+        assert not {"OPENSHIFT_VERSION", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} & set(driver_env)
         assert toolkit_env["RUNTIME"] == "containerd"
         assert MONITORING not in labels
         with pytest.raises(ApiError):  # not served: nothing could have been created
@@ -160,6 +167,11 @@ async def _clusterpolicy_operands(env: Env) -> None:
     # NVIDIA's n.openshift: major.minor of the ClusterVersion's Completed update.
     assert driver_env["OPENSHIFT_VERSION"] == "4.16"
     assert toolkit_env["RUNTIME"] == "crio"
+    assert (driver_env["HTTP_PROXY"], driver_env["NO_PROXY"]) == (
+        PROXY["httpProxy"],
+        PROXY["noProxy"],
+    )
+    assert await trusted_ca(env, "ClusterPolicy")
     sccs = await wait_for(env.sccs, timeout=30)
     for name in ("nvidia-driver", "nvidia-operator-validator", "nvidia-gpu-feature-discovery"):
         scc = sccs[name]
@@ -200,8 +212,8 @@ async def _nvidiadriver_operands(env: Env) -> dict[str, Any]:
     assert driver_env["HTTP_PROXY"] == PROXY["httpProxy"]
     assert driver_env["HTTPS_PROXY"] == PROXY["httpsProxy"]
     assert driver_env["NO_PROXY"] == PROXY["noProxy"]
-    trusted = await env.admin.get("v1", "ConfigMap", "gpu-operator-trusted-ca", env.namespace)
-    assert trusted["metadata"]["labels"]["config.openshift.io/inject-trusted-cabundle"] == "true"
+    # ClusterPolicy's copy is pruned with its driver state, NVIDIADriver's takes its place.
+    await wait_for(lambda: trusted_ca(env, "NVIDIADriver"), timeout=30)
     sa = ds["spec"]["template"]["spec"]["serviceAccountName"]
     scc = (await env.sccs())[sa]
     assert scc["users"] == [f"system:serviceaccount:{env.namespace}:{sa}"]

@@ -78,7 +78,7 @@ def test_nothing_is_cached_on_kubernetes() -> None:
 
 def test_only_the_objects_nvidia_reads_are_cached_on_openshift() -> None:
     caps = Capabilities.from_gvks(OPENSHIFT_GVKS)
-    assert set(cache_options(caps)) == {CLUSTER_VERSION}
+    assert set(cache_options(caps)) == {CLUSTER_VERSION, CLUSTER_PROXY}
     options = cache_options(caps, driver=True)
     assert {gvk: (o.field_selector, o.namespace) for gvk, o in options.items()} == {
         CLUSTER_VERSION: ("metadata.name=version", None),
