@@ -35,7 +35,13 @@ from localcluster.openshift import DEFAULT_RHCOS, install_openshift
 from nimctl.operator import install_crds
 from nimctl_runtime.client import ApiError, Client
 from platforms.gpu.nvidiadriver_cli import render_drivers
-from tests.integration.controllers.harness import Operator, start_operator, wait_for
+from tests.integration.controllers.harness import (
+    Operator,
+    reconciles,
+    settle,
+    start_operator,
+    wait_for,
+)
 from tests.integration.gpu_nvidiadriver.env import nvidia_driver, sample_policy
 
 pytestmark = pytest.mark.timeout(240)
@@ -133,6 +139,10 @@ def containers(ds: Mapping[str, Any]) -> list[str]:
     return [c["name"] for c in ds["spec"]["template"]["spec"]["containers"]]
 
 
+async def _after(count: float) -> bool:
+    return reconciles("clusterpolicy-controller") > count
+
+
 async def trusted_ca(env: Env, owner_kind: str) -> bool:
     """Whether the trusted-CA ConfigMap exists, for OpenShift to inject into, owned so."""
     cm = await env.admin.get("v1", "ConfigMap", "gpu-operator-trusted-ca", env.namespace)
@@ -167,11 +177,19 @@ async def _clusterpolicy_operands(env: Env) -> None:
     # NVIDIA's n.openshift: major.minor of the ClusterVersion's Completed update.
     assert driver_env["OPENSHIFT_VERSION"] == "4.16"
     assert toolkit_env["RUNTIME"] == "crio"
-    assert (driver_env["HTTP_PROXY"], driver_env["NO_PROXY"]) == (
-        PROXY["httpProxy"],
-        PROXY["noProxy"],
-    )
+    assert driver_env["HTTP_PROXY"] == PROXY["httpProxy"]
+    assert driver_env["NO_PROXY"] == PROXY["noProxy"]
     assert await trusted_ca(env, "ClusterPolicy")
+    # OpenShift injects the cluster's CA bundle into it; the operator's passes keep it.
+    before = reconciles("clusterpolicy-controller")
+    bundle = {"ca-bundle.crt": "-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n"}
+    await env.admin.patch(
+        "v1", "ConfigMap", "gpu-operator-trusted-ca", {"data": bundle}, namespace=env.namespace
+    )
+    await wait_for(lambda: _after(before), timeout=30)
+    await settle(env.operator)
+    cm = await env.admin.get("v1", "ConfigMap", "gpu-operator-trusted-ca", env.namespace)
+    assert cm["data"] == bundle
     sccs = await wait_for(env.sccs, timeout=30)
     for name in ("nvidia-driver", "nvidia-operator-validator", "nvidia-gpu-feature-discovery"):
         scc = sccs[name]
