@@ -13,8 +13,8 @@ container and the RHCOS pool selector (NVIDIADriver), and the operator's namespa
 NVIDIA's suggested ``nvidia-gpu-operator``) is labelled for cluster monitoring; on
 Kubernetes none of these. What tells them apart is read from the controllers' caches:
 the operator lists and watches the ClusterVersion, it never GETs it, however many
-passes run. ``nimctl render`` of the same cluster's objects gives the same driver pool
-DaemonSet on both.
+passes run. ``nimctl render`` of the same cluster's objects gives the same driver
+DaemonSets (ClusterPolicy's and the NVIDIADriver pool's) on both.
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ from typing import Any
 
 import pytest
 
+from api.nvidia.v1.clusterpolicy import ClusterPolicy
 from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriver
 from localcluster import LocalCluster, extensions_of
 from localcluster.openshift import DEFAULT_RHCOS, install_openshift
 from nimctl.operator import install_crds
 from nimctl_runtime.client import ApiError, Client
+from platforms.gpu.cli import render_policy
 from platforms.gpu.nvidiadriver_cli import render_drivers
 from tests.integration.controllers.harness import (
     Operator,
@@ -150,7 +152,7 @@ async def trusted_ca(env: Env, owner_kind: str) -> bool:
     return bool(cm["metadata"]["ownerReferences"][0]["kind"] == owner_kind)
 
 
-async def _clusterpolicy_operands(env: Env) -> None:
+async def _clusterpolicy_operands(env: Env) -> dict[str, Any]:
     policy = sample_policy(use_driver_crd=False)
     policy["spec"]["psa"] = {"enabled": True}
     await env.admin.create(policy)
@@ -171,7 +173,7 @@ async def _clusterpolicy_operands(env: Env) -> None:
         assert MONITORING not in labels
         with pytest.raises(ApiError):  # not served: nothing could have been created
             await env.sccs()
-        return
+        return dict(driver)
     # NVIDIA's own namespace on OpenShift: PSA labels, and cluster monitoring scrapes it.
     assert labels[MONITORING] == "true"
     # NVIDIA's n.openshift: major.minor of the ClusterVersion's Completed update.
@@ -198,6 +200,7 @@ async def _clusterpolicy_operands(env: Env) -> None:
         assert scc["metadata"]["ownerReferences"][0]["kind"] == "ClusterPolicy", name
     # OpenShift's own SCCs are neither touched nor owned.
     assert "ownerReferences" not in sccs["privileged"]["metadata"]
+    return dict(driver)
 
 
 async def _nvidiadriver_operands(env: Env) -> dict[str, Any]:
@@ -239,37 +242,55 @@ async def _nvidiadriver_operands(env: Env) -> dict[str, Any]:
     return ds
 
 
-async def _render_agrees(env: Env, live: Mapping[str, Any]) -> None:
-    """``nimctl render`` of the same cluster (its Nodes, ClusterVersion, ImageStream, Proxy,
-    ClusterPolicy and NVIDIADriver, as kubectl would dump them) gives the pool's DaemonSet
-    the controller created: the same flag and values reach both."""
-    kinds = [("v1", "Node", None), (CP, "ClusterPolicy", None)]
+async def _dump(env: Env) -> list[dict[str, Any]]:
+    """The cluster's objects ``nimctl render --nodes`` reads, as kubectl would dump them."""
+    kinds = [("v1", "Node", None)]
     if env.openshift:
         kinds += [
             ("config.openshift.io/v1", "ClusterVersion", None),
             ("config.openshift.io/v1", "Proxy", None),
             ("image.openshift.io/v1", "ImageStream", "openshift"),
         ]
-    dump: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
     for api, kind, ns in kinds:
-        dump += [
-            {"apiVersion": api, "kind": kind, **o}
-            for o in (await env.admin.list(api, kind, ns))["items"]
-        ]
+        items = (await env.admin.list(api, kind, ns))["items"]
+        out += [{"apiVersion": api, "kind": kind, **o} for o in items]
+    return out
+
+
+def shape(ds: Mapping[str, Any]) -> dict[str, Any]:
+    pod = ds["spec"]["template"]["spec"]
+    return {
+        "nodeSelector": pod["nodeSelector"],
+        "containers": {c["name"]: (c["image"], env_of(c)) for c in pod["containers"]},
+        "initContainers": [c["name"] for c in pod.get("initContainers") or []],
+        "volumes": sorted(v["name"] for v in pod.get("volumes") or []),
+    }
+
+
+async def _render_agrees(
+    env: Env, policy_driver: Mapping[str, Any], pool: Mapping[str, Any]
+) -> None:
+    """``nimctl render`` of the same cluster gives the driver DaemonSets the controllers
+    created, the ClusterPolicy's and the NVIDIADriver pool's: the same flag and values
+    reach both."""
+    dump = await _dump(env)
+    live_policy = await env.admin.get(CP, "ClusterPolicy", "cluster-policy")
+    live_policy["spec"]["driver"]["useNvidiaDriverCRD"] = False  # as it was when rendered
+    rendered = render_policy(ClusterPolicy.model_validate(live_policy), dump, err=io.StringIO())
+    (offline,) = [
+        o
+        for o in rendered
+        if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "nvidia-driver-daemonset"
+    ]
+    assert shape(offline) == shape(policy_driver)
+
     driver = NVIDIADriver.model_validate(await env.admin.get(ND, "NVIDIADriver", "default"))
+    dump.append(await env.admin.get(CP, "ClusterPolicy", "cluster-policy"))
     rendered = render_drivers([driver], dump, namespace=env.namespace, err=io.StringIO())
     (offline,) = [o for o in rendered if o["kind"] == "DaemonSet"]
-    assert offline["metadata"]["name"] == live["metadata"]["name"]
-
-    def shape(ds: Mapping[str, Any]) -> dict[str, Any]:
-        pod = ds["spec"]["template"]["spec"]
-        return {
-            "nodeSelector": pod["nodeSelector"],
-            "containers": {c["name"]: (c["image"], env_of(c)) for c in pod["containers"]},
-            "initContainers": [c["name"] for c in pod.get("initContainers") or []],
-        }
-
-    assert shape(offline) == shape(live)
+    assert offline["metadata"]["name"] == pool["metadata"]["name"]
+    assert shape(offline) == shape(pool)
 
 
 @pytest.mark.parametrize("openshift", [False, True], ids=["kubernetes", "openshift"])
@@ -277,7 +298,7 @@ async def test_operands_are_the_openshift_variant_exactly_on_openshift(
     tmp_path: Path, openshift: bool
 ) -> None:
     async with running(tmp_path, openshift) as env:
-        await _clusterpolicy_operands(env)
+        policy_driver = await _clusterpolicy_operands(env)
         pool = await _nvidiadriver_operands(env)
         reads = extensions_of(env.cluster).audit.records(resource="clusterversions")
         if openshift:
@@ -286,4 +307,4 @@ async def test_operands_are_the_openshift_variant_exactly_on_openshift(
             assert len([r for r in reads if r.verb == "list"]) == 2
         else:
             assert reads == [], "nothing is looked up where the API is not served"
-        await _render_agrees(env, pool)
+        await _render_agrees(env, policy_driver, pool)
