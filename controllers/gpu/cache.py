@@ -13,6 +13,8 @@ and node-labelling controllers read:
   container runtime and the ``nvidia.com/*`` capacity. Memory per node does
   not grow with the size of the Node (images, conditions, NFD's hundreds of
   labels);
+- on OpenShift the ClusterVersion ``version`` (its update history only) and the
+  ``cluster`` Proxy (its spec);
 - Pods: only driver pods (``app.kubernetes.io/component=nvidia-driver``),
   trimmed to what the OnDelete readiness check reads.
 """
@@ -177,11 +179,16 @@ def trim_driver_pod(pod: Obj) -> Obj:
 
 
 def gpu_cache(
-    client: Client, operator_namespace: str, owned_kinds: Iterable[tuple[str, str]]
+    client: Client,
+    operator_namespace: str,
+    owned_kinds: Iterable[tuple[str, str]],
+    extra: Mapping[tuple[str, str], ByObject] | None = None,
 ) -> Cache:
-    """The cache the ClusterPolicy and node-labelling controllers read from."""
+    """The cache the ClusterPolicy and node-labelling controllers read from; ``extra``:
+    more kinds' options (OpenShift's ClusterVersion and Proxy, ``controllers.gpu.openshift``)."""
     managed = ByObject(label_selector={MANAGED_BY_LABEL: MANAGED_BY_VALUE})
     by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in owned_kinds}
+    by_object.update(extra or {})
     # Nodes are read whole, never by label selector: no label index (its sets cost
     # more per node than the trimmed node itself), no label pairs beside the node.
     by_object[("v1", "Node")] = ByObject(transform=trim_node, index_labels=False, keep_labels=False)

@@ -8,7 +8,8 @@ becomes and when it is ready; the skeleton creates, updates by hash
   a tie) is active; any other is reported ``ignored``. NVIDIA only sets that in
   memory; we write it, with an Event naming the active one;
 - facts from the GPU cache: ``ClusterFacts.from_nodes`` over the (trimmed)
-  Nodes, the served optional CRDs, the operator env's image fallbacks, the keys
+  Nodes, OpenShift, its version and Proxy (``controllers.gpu.openshift``), the served
+  optional CRDs, the operator env's image fallbacks, the keys
   of the driver's user ConfigMaps (read through the API: they carry no label of
   ours), and the driver pods and ControllerRevisions of the OnDelete check;
 - status (§1.4): ``state``, ``namespace`` and exactly the two conditions
@@ -20,16 +21,19 @@ becomes and when it is ready; the skeleton creates, updates by hash
   "conflicting GPUCluster resource ... cannot co-exist", nothing deployed;
 - with ``psa.enabled`` the operator namespace is labelled
   ``pod-security.kubernetes.io/{enforce,audit,warn}=privileged`` (§2.6),
-  through ``namespace_labels``;
+  through ``namespace_labels``; on OpenShift only when it is NVIDIA's suggested
+  ``nvidia-gpu-operator``, which also gets ``openshift.io/cluster-monitoring=true``
+  unless the label is set;
 - once the last ClusterPolicy is gone, ``gpu_operator_reconciliation_status``
   is -1 (``forget``).
 
 It runs on ``KindReconciler`` itself: the orphaning delete of the driver
-DaemonSets is its ``write_policy``, the PSA labels its ``namespace_labels``.
+DaemonSets is its ``write_policy``, the namespace labels its ``namespace_labels``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +51,7 @@ from api.nvidia.v1.clusterpolicy import (
 from controllers.gpu import metrics
 from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL
 from controllers.gpu.config import GPUConfig
+from controllers.gpu.openshift import read_openshift
 from controllers.plan import WritePolicy
 from controllers.reconciler import Event, Kind, NamespaceLabels
 from nimctl_runtime.client.errors import ApiError, NotFound
@@ -77,6 +82,9 @@ RECORDER_NAME = "clusterpolicy-controller"
 PSA_LABELS: Mapping[str, str] = {
     f"pod-security.kubernetes.io/{mode}": "privileged" for mode in ("enforce", "audit", "warn")
 }
+OCP_SUGGESTED_NAMESPACE = "nvidia-gpu-operator"
+"""On OpenShift the namespace NVIDIA's operator trusts as its own (not shared with others)."""
+OCP_MONITORING_LABEL = "openshift.io/cluster-monitoring"
 
 __all__ = [
     "RECORDER_NAME",
@@ -174,9 +182,12 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         namespace = self.config.operator_namespace
         nodes = await reader.list("v1", "Node")
         crds = [g for g in (SERVICE_MONITOR, PROMETHEUS_RULE) if self.capabilities.has(g)]
+        openshift = await read_openshift(reader, self.capabilities)
         cluster = ClusterFacts.from_nodes(
             nodes,
             operator_namespace=namespace,
+            openshift=openshift.version,
+            openshift_proxy=openshift.proxy,
             crds=crds,
             operator_env=self.config.operator_env,
             config_map_keys=await self._config_map_keys(cr),
@@ -227,9 +238,21 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
 
     def namespace_labels(self, cr: ClusterPolicy, facts: PolicyFacts) -> NamespaceLabels | None:
         """``psa.enabled``: the operator namespace admits privileged pods (the operands are)."""
-        if not cr.spec.psa.is_enabled():
+        # On OpenShift NVIDIA labels only its suggested namespace, which no other
+        # operator shares: PSA labels there, and cluster monitoring unless the user
+        # set the label (to "false", say).
+        namespace = self.config.operator_namespace
+        own_namespace = namespace == OCP_SUGGESTED_NAMESPACE
+        openshift = facts.cluster.openshift is not None
+        labels = (
+            PSA_LABELS
+            if cr.spec.psa.is_enabled() and (own_namespace or not openshift)
+            else {}
+        )
+        defaults = {OCP_MONITORING_LABEL: "true"} if openshift and own_namespace else {}
+        if not labels and not defaults:
             return None
-        return NamespaceLabels(self.config.operator_namespace, PSA_LABELS)
+        return NamespaceLabels(namespace, labels, defaults)
 
     def write_policy(self, owner: ObjView, obj: ObjView) -> WritePolicy:
         """ServiceAccounts are created only; once NVIDIADriver objects own the drivers
@@ -254,6 +277,8 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
             dig(obj, "metadata", "generation"),
             nodes,
             c.container_runtime,
+            c.openshift,
+            json.dumps(c.openshift_proxy, sort_keys=True),
             c.has_nfd_labels,
             c.crds,
             tuple(sorted(c.config_map_keys.items())),

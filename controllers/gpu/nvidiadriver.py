@@ -19,12 +19,16 @@ pools that are gone (owner-UID index). This module adds (gpu-operator.md §6.1,
   writes the same decision as ``nvidia.com/gpu-operator.driver.owner=<name>``
   on the nodes, which the pools' DaemonSets select on. This module writes no
   Node;
+- OpenShift (``controllers.gpu.openshift``): the version, the Driver Toolkit
+  images and the cluster Proxy, read from the cache as NVIDIA's state reads
+  them from the API server;
 - status as NVIDIA writes it: ``state`` (ready, notReady, disabled),
   ``namespace`` and the two conditions ``Ready`` and ``Error``, only on change.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,10 +50,12 @@ from api.nvidia.v1alpha1.nvidiadriver import (
 )
 from controllers.gpu.clusterpolicy import active_policy
 from controllers.gpu.config import GPUConfig
+from controllers.gpu.openshift import read_openshift
 from controllers.reconciler import Event, Kind
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
 from nimctl_runtime.meta import Obj, dig, name_of, set_condition
+from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.gpu.facts import ClusterFacts
 from platforms.gpu.nvidiadriver import (
@@ -146,10 +152,17 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
     create_only = frozenset({"ServiceAccount"})
     keep_on_prune: frozenset[str] = frozenset()
 
-    def __init__(self, *, config: GPUConfig, api_reader: KeyReader) -> None:
+    def __init__(
+        self,
+        *,
+        config: GPUConfig,
+        api_reader: KeyReader,
+        capabilities: Capabilities | None = None,
+    ) -> None:
         self.contract = NVIDIADriverContract()
         self.config = config
         self.api_reader = api_reader
+        self.capabilities = capabilities or Capabilities.nothing()
 
     def parse(self, obj: Obj) -> NVIDIADriver:
         return parse_or_fail(NVIDIADriver, obj, REASON_RECONCILE_FAILED, stored=True)
@@ -173,9 +186,12 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
                 host_paths = ClusterPolicy.model_validate(cp_obj).spec.host_paths
             except ValidationError:
                 host_paths = None  # the ClusterPolicy controller reports its spec
+        ocp = await read_openshift(reader, self.capabilities, driver=True)
         cluster = ClusterFacts.from_nodes(
             nodes,
             operator_namespace=self.config.operator_namespace,
+            openshift=ocp.version,
+            openshift_proxy=ocp.proxy,
             operator_env=self.config.operator_env,
             config_map_keys=await self._config_map_keys(cr),
         )
@@ -186,6 +202,8 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
             nodes=tuple(nodes),
             owners=owners,
             host_paths=host_paths,
+            dtk_images=ocp.dtk_images,
+            proxy=ocp.proxy,
             shared_owner=shared_owner(owners, conflicts(selectors, nodes)),
             pods=tuple(pods),
         )
@@ -235,6 +253,9 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
             tuple(sorted(facts.cluster.config_map_keys.items())),
             host_paths,
             facts.shared_owner,
+            facts.cluster.openshift,
+            tuple(sorted(facts.dtk_images.items())),
+            json.dumps(facts.proxy, sort_keys=True),
         )
 
     def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:

@@ -23,16 +23,19 @@ a new generation → every Node.
 
 The cache holds Nodes with their labels only (any label can be in a user's
 nodeSelector, so none is trimmed; status, spec and annotations are), the
-owned kinds in ``OPERATOR_NAMESPACE`` filtered by nimctl's managed-by label,
-the driver pods there (trimmed; a pod whose blocker changes wakes every
-NVIDIADriver, whose readiness names it), and the ClusterPolicies and
-NVIDIADrivers.
+owned kinds in ``OPERATOR_NAMESPACE`` filtered by nimctl's managed-by label
+(the pools' SecurityContextConstraints too, where served), the driver pods
+there (trimmed; a pod whose blocker changes wakes every NVIDIADriver, whose
+readiness names it), the ClusterPolicies and NVIDIADrivers, and on OpenShift
+the ClusterVersion, the cluster Proxy and the Driver Toolkit ImageStream
+(``controllers.gpu.openshift``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from controllers.gpu import openshift
 from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL, trim_driver_pod
 from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
 from controllers.gpu.nodelabeling import DriverOwnerLabeler
@@ -49,7 +52,8 @@ from nimctl_runtime.predicate import Funcs, GenerationChangedPredicate
 from nimctl_runtime.reconcile import Request
 from nimctl_runtime.workqueue import ItemExponentialFailureRateLimiter
 from platforms.blockers import pod_blocker
-from platforms.gpu.nvidiadriver import API_VERSION, KIND, OWNED_KINDS
+from platforms.capabilities import Capabilities
+from platforms.gpu.nvidiadriver import API_VERSION, KIND, NVIDIADriverContract
 
 if TYPE_CHECKING:
     from controllers.wiring import SetupOptions
@@ -94,10 +98,17 @@ def _pool_labels_changed() -> Funcs:
     return Funcs(update=changed)
 
 
-def nvidiadriver_cache(client: Client, operator_namespace: str) -> Cache:
+def nvidiadriver_cache(
+    client: Client,
+    operator_namespace: str,
+    capabilities: Capabilities | None = None,
+) -> Cache:
     """The cache the NVIDIADriver controller reads from (see the module docstring)."""
+    caps = capabilities or Capabilities.nothing()
     managed = ByObject(label_selector={MANAGED_BY_LABEL: MANAGED_BY_VALUE})
-    by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in OWNED_KINDS}
+    owned = NVIDIADriverContract().owned_kinds(caps)
+    by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in owned}
+    by_object.update(openshift.cache_options(caps, driver=True))
     by_object[("v1", "Node")] = ByObject(transform=trim_node, index_labels=False)
     # driver pods, trimmed: readiness names the one that blocks (issue 25)
     by_object[("v1", "Pod")] = ByObject(
@@ -123,10 +134,12 @@ def setup_nvidiadriver(manager: Manager, client: Client, options: SetupOptions) 
         config = GPUConfig.from_env(options.extra.get("environ"))
     except MissingOperatorNamespace:
         return  # setup_gpu logs what to set
-    cache = nvidiadriver_cache(client, config.operator_namespace)
+    cache = nvidiadriver_cache(client, config.operator_namespace, options.capabilities)
     manager.add(cache)
     reconciler = KindReconciler(
-        kind=NVIDIADriverKind(config=config, api_reader=cache.api_reader),
+        kind=NVIDIADriverKind(
+            config=config, api_reader=cache.api_reader, capabilities=options.capabilities
+        ),
         cache=cache,
         client=client,
         api_reader=cache.api_reader,
@@ -159,7 +172,7 @@ def setup_nvidiadriver(manager: Manager, client: Client, options: SetupOptions) 
             rate_limiter=ItemExponentialFailureRateLimiter[Request](base_delay=0.1, max_delay=3.0),
         )
     )
-    for api_version, kind in OWNED_KINDS:
+    for api_version, kind in NVIDIADriverContract().owned_kinds(options.capabilities):
         cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
         builder.owns(api_version, kind)
     builder.complete(reconciler)

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from controllers.gpu import openshift
 from controllers.gpu.cache import gpu_cache
 from controllers.gpu.clusterpolicy import (
     RECORDER_NAME,
@@ -152,7 +153,9 @@ def setup_gpu(manager: Manager, client: Client, options: SetupOptions) -> None:
         return
     contract = ClusterPolicyContract()
     owned = contract.owned_kinds(options.capabilities)
-    cache = gpu_cache(client, config.operator_namespace, owned)
+    cache = gpu_cache(
+        client, config.operator_namespace, owned, openshift.cache_options(options.capabilities)
+    )
     manager.add(cache)
 
     reconciler = KindReconciler(

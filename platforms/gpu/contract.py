@@ -49,7 +49,7 @@ from api.nvidia.v1.clusterpolicy import (
 )
 from nimctl_runtime.meta import Obj
 from platforms.blockers import Blocker
-from platforms.capabilities import GVK, Capabilities
+from platforms.capabilities import GVK, SECURITY_CONTEXT_CONSTRAINTS, Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError, observed_key
 from platforms.gpu import ClusterFacts, RenderError, StateRender
 from platforms.gpu import owned_kinds as gpu_owned_kinds
@@ -173,7 +173,10 @@ class ClusterPolicyContract:
 
     def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
         crds = frozenset(g for g in (SERVICE_MONITOR, PROMETHEUS_RULE) if capabilities.has(g))
-        return tuple(gpu_owned_kinds(ClusterFacts(operator_namespace="", crds=crds)))
+        # Where SecurityContextConstraints are served (OpenShift) the operands get one each.
+        openshift = "" if capabilities.has(SECURITY_CONTEXT_CONSTRAINTS) else None
+        facts = ClusterFacts(operator_namespace="", crds=crds, openshift=openshift)
+        return tuple(gpu_owned_kinds(facts))
 
     def __init__(self) -> None:
         # The states of the last (policy, facts) pair: a pass renders, then judges

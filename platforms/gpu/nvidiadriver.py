@@ -36,7 +36,7 @@ from api.nvidia.v1alpha1.nvidiadriver import (
     STATE_READY,
     NVIDIADriver,
 )
-from platforms.capabilities import GVK, Capabilities
+from platforms.capabilities import GVK, SECURITY_CONTEXT_CONSTRAINTS, Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError
 from platforms.gpu.errors import RenderError
 from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of, render_driver
@@ -101,6 +101,9 @@ class NVIDIADriverContract:
     kind = KIND
 
     def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
+        # On OpenShift (SecurityContextConstraints served) each pool also has its SCC.
+        if capabilities.has(SECURITY_CONTEXT_CONSTRAINTS):
+            return (*OWNED_KINDS, SECURITY_CONTEXT_CONSTRAINTS)
         return OWNED_KINDS
 
     def render(self, cr: NVIDIADriver, facts: NVIDIADriverFacts) -> list[dict[str, Any]]:
