@@ -109,9 +109,11 @@ async def gather_pod_facts(
     selectors: Iterable[Mapping[str, str]],
     *,
     events: bool,
+    workloads: Iterable[Mapping[str, Any] | None] = (),
 ) -> PodFacts:
-    """The pods matching any selector, the Warning Events about them, and the nodes
-    (only when a pod waits for a GPU). A kind the cache cannot list gives nothing."""
+    """The pods matching any selector, the Warning Events about them (and about the
+    ``workloads``: a Job's ``FailedCreate``), and the nodes (only when a pod waits for a
+    GPU). A kind the cache cannot list gives nothing."""
     pods: dict[str, Obj] = {}
     for selector in selectors:
         try:
@@ -121,7 +123,8 @@ async def gather_pod_facts(
             continue
     found: list[Obj] = []
     if events:
-        for uid in pods:
+        about = [*pods, *(str(uid_of(w)) for w in workloads if w and uid_of(w))]
+        for uid in about:
             try:
                 found.extend(await reader.list(*EVENT, namespace, index=(EVENT_OBJECT_INDEX, uid)))
             except (ApiError, ValueError):
@@ -152,6 +155,10 @@ def pod_blocker_changed() -> Funcs:
     return Funcs(update=update, create=lambda _: False, generic=lambda _: False)
 
 
+_EVENT_SUBJECTS = {"Pod": ("v1", "Pod"), "Job": ("batch/v1", "Job")}
+"""Kinds whose Warning Events wake the owner: pods, and Jobs (a refused pod create).
+A Job carries its pod template's labels, so the owner is found the same way."""
+
 OwnerOfPod = Callable[[Mapping[str, Any]], str | None]
 """The name of the custom resource a pod belongs to (from its labels), or None."""
 
@@ -167,13 +174,14 @@ def pod_event_watches(
 
     async def of_event(event: Obj) -> list[Request]:
         about = event.get("involvedObject") or {}
-        if about.get("kind") != "Pod":
+        gvk = _EVENT_SUBJECTS.get(str(about.get("kind", "")))
+        if gvk is None:
             return []
         namespace = str(about.get("namespace") or namespace_of(event))
         try:
-            pod = await cache.get("v1", "Pod", str(about.get("name", "")), namespace)
+            subject = await cache.get(*gvk, str(about.get("name", "")), namespace)
         except (NotFound, ApiError):
             return []
-        return await of_pod(pod)
+        return await of_pod(subject)
 
     return of_pod, of_event

@@ -45,6 +45,13 @@ from api.apps.v1alpha1.nemo_common import (
 )
 from api.base import CustomResource
 from controllers import nimservice_status as status_words
+from controllers.blocker_facts import (
+    EVENT,
+    gather_pod_facts,
+    pod_blocker_changed,
+    pod_event_watches,
+    warning_event_cache,
+)
 from controllers.reconciler import Event, Kind, KindReconciler
 from controllers.wiring import (
     SECRET,
@@ -130,8 +137,11 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
         capabilities: Capabilities,
         operator_version: str = "",
         recorder: EventRecorder | None = None,
+        read_events: bool = False,
     ) -> None:
         self.contract = contract
+        #: Warning Events are read from the cache (``blocker_facts.warning_event_cache``).
+        self.read_events = read_events
         self.recorder = recorder
         self._skipped: dict[tuple[str, str], tuple[Any, tuple[str, ...]]] = {}
         self.nemo = contract
@@ -202,15 +212,20 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
             versions.append(("ConfigMap", cm_name, dig(cm, "metadata", "resourceVersion")))
         if isinstance(cr, nemo_customizer.NemoCustomizer):
             self._report_skipped_keys(cr, obj, config_maps, versions)
-        current = await self._current_replicas(cr, obj, reader)
-        versions.append(current)
+        # the Deployment's pods, the Warning Events about them and (when a pod waits
+        # for a GPU) the nodes: what readiness names a blocker from (issue 25)
+        pods, events, nodes = await gather_pod_facts(
+            reader, namespace, [self.nemo.pod_selector(name_of(obj))], events=self.read_events
+        )
         return NemoFacts(
             capabilities=self.capabilities,
             operator_version=self.operator_version,
             db_password=password,
             config_maps=config_maps,
-            current_replicas=current,
             versions=tuple(versions),
+            pods=pods,
+            events=events,
+            nodes=nodes,
         )
 
     def _report_skipped_keys(
@@ -275,13 +290,6 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
         self._passwords[(namespace, secret)] = _Password(live_rv, key, value)
         return value
 
-    async def _current_replicas(self, cr: CustomResource, obj: Obj, reader: Reader) -> int | None:
-        if not dig(obj, "spec", "scale", "enabled"):
-            return None
-        live = await get_or_none(reader, "apps/v1", "Deployment", name_of(obj), namespace_of(obj))
-        replicas = dig(live, "spec", "replicas") if live else None
-        return int(replicas) if replicas is not None else None
-
     def memo_key(self, cr: CustomResource, obj: Obj, facts: NemoFacts) -> tuple[Any, ...] | None:
         generation = dig(obj, "metadata", "generation")
         if generation is None:
@@ -323,12 +331,12 @@ class NemoKind(Kind[CustomResource, NemoFacts]):
         return FAILURE_REASONS.get(kind, REASON_FAILED)
 
 
-
 def setup_nemo(manager: Manager, client: Client, options: SetupOptions) -> None:
     """One controller per NeMo kind (``ControllerEntry("nemo", "nemo", setup_nemo)``)."""
     cache = manager.cache
     # Secrets are cached without their values (see the module docstring).
     cache.by_object.setdefault(SECRET, ByObject(transform=secret_without_values))
+    warning_event_cache(cache)
     for contract in CONTRACTS.values():
         kind = contract.kind
 
@@ -343,6 +351,7 @@ def setup_nemo(manager: Manager, client: Client, options: SetupOptions) -> None:
                 capabilities=options.capabilities,
                 operator_version=options.operator_version,
                 recorder=manager.event_recorder(contract.info.recorder_name),
+                read_events=True,
             ),
             cache=cache,
             client=client,
@@ -375,4 +384,9 @@ def setup_nemo(manager: Manager, client: Client, options: SetupOptions) -> None:
             builder.watches(
                 gvk[0], gvk[1], users(gvk[1]), predicates=[ResourceVersionChangedPredicate()]
             )
+        # What blocks the pods (an init container, a missing Secret, the scheduler)
+        # shows on them and in Warning Events, not on the Deployment (issue 25).
+        of_pod, of_event = pod_event_watches(cache, contract.owner_of_pod)
+        builder.watches("v1", "Pod", of_pod, predicates=[pod_blocker_changed()])
+        builder.watches(*EVENT, of_event)
         builder.complete(reconciler)

@@ -168,7 +168,11 @@ class NIMCacheKind(Kind[NIMCache, NIMCacheFacts]):
             gpus = tuple(profiles.discovered_gpu_products(await _nodes(reader)))
         job = await get_or_none(reader, "batch/v1", "Job", builders.job_name(name), namespace)
         pods, events, nodes = await gather_pod_facts(
-            reader, namespace, [builders.pod_labels(name)], events=self.read_events
+            reader,
+            namespace,
+            [builders.pod_labels(name)],
+            events=self.read_events,
+            workloads=[job],
         )
         return NIMCacheFacts(
             pods=pods,
@@ -278,4 +282,3 @@ async def _nodes(reader: Reader) -> list[Obj]:
         return await reader.list("v1", "Node")
     except ApiError:
         return []
-

@@ -15,7 +15,8 @@ and prunes its NIMServices. This module adds (nim-operator.md §4):
 - Events on a status change: NVIDIA's ``Normal <state>`` "NIMPipeline <n>
   status <state>, service states map[...]", and a ``Warning
   NIMServiceNotOwned`` when a same-named NIMService belongs to someone else
-  (that NIMService is never written: ``overwrite_foreign = False``);
+  (that NIMService is never written: its ``write_policy`` has
+  ``overwrite_foreign=False``);
 - wiring: ``For(NIMPipeline)`` with the spec-change filter, ``Owns(NIMService)``
   (a service's status change wakes its pipeline); no requeue.
 """
@@ -30,10 +31,11 @@ from api.apps.v1alpha1 import nimpipeline as api_np
 from api.apps.v1alpha1.common import STATE_FAILED
 from api.apps.v1alpha1.nimpipeline import NIMPipeline
 from controllers.nimservice_parse import ParseMemo, by_generation, identity_and_spec, invalid
+from controllers.plan import WritePolicy
 from controllers.reconciler import Event, Kind, KindReconciler
 from controllers.wiring import SetupOptions, own_kinds, spec_change_predicate
 from nimctl_runtime.client.interfaces import Reader
-from nimctl_runtime.meta import dig, name_of, set_condition, uid_of
+from nimctl_runtime.meta import ObjView, dig, name_of, set_condition, uid_of
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.nimpipeline import API_VERSION, KIND, NIMPipelineContract
 from platforms.parsing import InvalidResource, parse
@@ -116,7 +118,6 @@ class NIMPipelineKind(Kind[NIMPipeline, None]):
     api_version = API_VERSION
     kind = KIND
     finalizer = api_np.FINALIZER
-    overwrite_foreign = False
     independent_objects = True
 
     def __init__(self) -> None:
@@ -124,6 +125,10 @@ class NIMPipelineKind(Kind[NIMPipeline, None]):
         self.parsed: ParseMemo[NIMPipeline] = ParseMemo(
             lambda o: parse(NIMPipeline, identity_and_spec(o), stored=True), by_generation
         )
+
+    def write_policy(self, owner: ObjView, obj: ObjView) -> WritePolicy:
+        """A same-named NIMService the pipeline does not control is never written."""
+        return WritePolicy(overwrite_foreign=False)
 
     def parse(self, obj: Obj) -> NIMPipeline:
         try:

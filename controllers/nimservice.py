@@ -353,11 +353,6 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
             except ApiError:
                 all_nodes = []
             self.orchestrator = detect_orchestrator(all_nodes)
-        current_replicas = None
-        if cr.spec.scale.enabled:
-            live = await _get(reader, "apps/v1", "Deployment", name_of(obj), namespace)
-            if live is not None:
-                current_replicas = dig(live, "spec", "replicas")
         claims, compute_domain, cd_template = await self._dra_facts(cr, obj, reader)
         status_mode = default_mode = None
         if platform_of(cr) == "kserve" and self.capabilities.has(INFERENCE_SERVICE):
@@ -373,7 +368,6 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
             capabilities=self.capabilities,
             orchestrator=self.orchestrator,
             operator_version=self.operator_version,
-            current_replicas=current_replicas,
             kserve_status_mode=status_mode,
             kserve_default_mode=default_mode,
             resource_claims=claims,
@@ -471,7 +465,6 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
             generation,
             cache_meta.uid if cache_meta is not None else None,
             cache_meta.resource_version if cache_meta is not None else None,
-            facts.current_replicas,
             facts.orchestrator,
             facts.kserve_status_mode,
             facts.kserve_default_mode,

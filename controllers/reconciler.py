@@ -3,7 +3,9 @@
 ``KindReconciler.reconcile(request)`` does, for any kind:
 
 1. read the CR from the cache (gone: forget what this process remembers);
-2. deletion: run the kind's cleanup, release our finalizer, stop. In a
+2. deletion: run the kind's cleanup, delete (foreground) and wait for what
+   its write policy says must go first (``drain_on_delete``), release our
+   finalizer, stop. In a
    namespace that is terminating nothing is created either: the finalizer is
    released and the pass ends (no re-creating children the namespace
    controller is deleting);
@@ -36,13 +38,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from controllers.plan import Action, Key, key, plan
-from controllers.sync import WriteLog, patch_finalizers, sync_object
+from controllers.plan import Action, Key, WritePolicy, by_kind, drain, key, plan
+from controllers.sync import WriteLog, WriteMemo, patch_finalizers, sync_object
 from nimctl_runtime.client import codec
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
 from nimctl_runtime.logsetup import get_logger
-from nimctl_runtime.meta import OWNER_UID_INDEX, Obj, controller_of, name_of, namespace_of, uid_of
+from nimctl_runtime.meta import (
+    OWNER_UID_INDEX,
+    Obj,
+    ObjView,
+    controller_of,
+    name_of,
+    namespace_of,
+    uid_of,
+)
 from nimctl_runtime.reconcile import Request, Result
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, KindContract, Observed, Readiness, ReconcileError
@@ -50,8 +60,10 @@ from platforms.contract import Blocked, KindContract, Observed, Readiness, Recon
 CR = TypeVar("CR")
 Facts = TypeVar("Facts")
 Event = tuple[str, str, str]
+#: Seconds between looks while a deleting CR waits for its ``drain_on_delete`` objects.
+DRAIN_REQUEUE = 5.0
 
-__all__ = ["Kind", "KindReconciler", "WriteFailed", "namespace_terminating"]
+__all__ = ["Kind", "KindReconciler", "NamespaceLabels", "WriteFailed", "namespace_terminating"]
 
 
 class WriteFailed(ReconcileError):
@@ -84,11 +96,9 @@ class Kind(ABC, Generic[CR, Facts]):
     #: removed wherever they are found, so such CRs stay deletable.
     stale_finalizers: tuple[str, ...] = ()
     create_only: frozenset[str] = frozenset({"PersistentVolumeClaim"})
+    """Kinds created once and never updated (the default ``write_policy``)."""
     keep_on_prune: frozenset[str] = frozenset({"PersistentVolumeClaim"})
-    overwrite_foreign: bool = True
-    """False: a desired object whose name is taken by an object this CR does not
-    control is never written; ``readiness`` sees the foreign object in ``Observed``
-    (its ownerReferences tell) and reports it."""
+    """Kinds never pruned (the default ``write_policy``)."""
     independent_objects: bool = False
     """True: the desired objects do not depend on one another (NIMPipeline's
     NIMServices), so a write that fails does not stop the others; the first
@@ -114,6 +124,26 @@ class Kind(ABC, Generic[CR, Facts]):
         was learnt (NIMCache's ``type: model-free``).
         """
         return old
+
+    def write_policy(self, owner: ObjView, obj: ObjView) -> WritePolicy:
+        """How ``plan`` writes and prunes ``obj`` for the CR ``owner`` (pure).
+
+        Default: ``create_only`` and ``keep_on_prune`` by kind. A kind overrides
+        it for a rule of its own: never overwrite a foreign object
+        (NIMPipeline), delete orphaning the pods (ClusterPolicy's driver
+        DaemonSets once NVIDIADrivers own the drivers). ``plan`` adds the HPA's
+        ``keep_live_replicas`` itself.
+        """
+        return by_kind(self.create_only, self.keep_on_prune)(obj)
+
+    def namespace_labels(self, cr: CR, facts: Facts) -> NamespaceLabels | None:
+        """Labels a namespace must carry before this CR's objects are written (None:
+        none). Written once the facts are known (not while ``Blocked``) and never
+        removed: the operator namespace's
+        ``pod-security.kubernetes.io/*`` for privileged GPU operands (ClusterPolicy
+        ``psa.enabled``), ``resource.kubernetes.io/admin-access`` for admin-access
+        ResourceClaims (GPUCluster)."""
+        return None
 
     def materialize(self, obj: Obj) -> Obj:
         """The object to create for a desired one that does not exist yet (default: itself).
@@ -147,6 +177,10 @@ class Kind(ABC, Generic[CR, Facts]):
         """The Event for a written status change (default: ``event``)."""
         return self.event(obj, readiness)
 
+    def drain_event(self, obj: Obj, waiting: list[str]) -> Event | None:
+        """The Event while a deleting CR waits for its ``drain_on_delete`` objects."""
+        return None
+
     def failure_reason(self, kind: str) -> str:
         """The ``Failed`` reason when writing an object of ``kind`` fails."""
         return "Failed"
@@ -161,12 +195,23 @@ class Kind(ABC, Generic[CR, Facts]):
         """Drop what the binding keeps about an object that is gone (default: nothing)."""
 
 
-@dataclass
-class _StatusMemo:
-    """The status this process last wrote, and the resourceVersion it was written on."""
+@dataclass(frozen=True)
+class NamespaceLabels:
+    """Labels a kind needs on a namespace (``Kind.namespace_labels``).
 
-    base_rv: str
-    status: Obj
+    ``labels`` are set to these values; ``defaults`` only where the label is
+    absent, so a value the user set (``"false"``, say) is kept.
+    """
+
+    namespace: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    defaults: Mapping[str, str] = field(default_factory=dict)
+
+    def missing(self, have: Mapping[str, str]) -> dict[str, str]:
+        """The labels to merge into a namespace that carries ``have`` (pure)."""
+        out = {k: v for k, v in self.defaults.items() if k not in have}
+        out.update({k: v for k, v in self.labels.items() if have.get(k) != v})
+        return out
 
 
 @dataclass
@@ -189,7 +234,8 @@ class KindReconciler(Generic[CR, Facts]):
     _writes: WriteLog = field(default_factory=WriteLog)
     _status_written_at: dict[tuple[str, str], float] = field(default_factory=dict)
     _blockers: dict[tuple[str, str], tuple[str, str] | None] = field(default_factory=dict)
-    _status: dict[tuple[str, str], _StatusMemo] = field(default_factory=dict)
+    #: the status this process last wrote, over the CR's resourceVersion
+    _status: WriteMemo[tuple[str, str], Obj] = field(default_factory=WriteMemo)
     _renders: dict[tuple[str, str], tuple[tuple[Any, ...], bytes]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -209,6 +255,8 @@ class KindReconciler(Generic[CR, Facts]):
         finalizers = list(meta.get("finalizers") or [])
         if meta.get("deletionTimestamp"):
             await k.cleanup(obj, self.cache, self.client)
+            if self.use_finalizer and k.finalizer in finalizers and await self._drain(obj):
+                return Result(requeue_after=DRAIN_REQUEUE)
             return await self._release_finalizer(obj)
         if namespace and await self._namespace_terminating(namespace):
             return await self._release_finalizer(obj)
@@ -268,6 +316,9 @@ class KindReconciler(Generic[CR, Facts]):
             cr = k.parse(obj)
             facts = await k.gather(cr, obj, self.cache)
             progress.append(k.progress(progress[-1], facts))
+            labels = k.namespace_labels(cr, facts)
+            if labels is not None:
+                await self._label_namespace(labels)
             desired = self._render(cr, obj, facts)
         except Blocked as blocked:
             if not blocked.objects:
@@ -286,8 +337,7 @@ class KindReconciler(Generic[CR, Facts]):
             owned,
             live,
             owner_uid=uid_of(obj),
-            create_only=k.create_only,
-            keep_on_prune=k.keep_on_prune,
+            policy=lambda o: k.write_policy(obj, o),
         )
         created: set[Key] = set()
         failures: list[WriteFailed] = []
@@ -359,7 +409,9 @@ class KindReconciler(Generic[CR, Facts]):
         try:
             if action.verb == "delete":
                 with contextlib.suppress(NotFound):
-                    await self.client.delete(api_version, kind, name, ns)
+                    await self.client.delete(
+                        api_version, kind, name, ns, propagation_policy=action.policy.propagation
+                    )
                 self._writes.forget((api_version, kind, ns or "", name))
                 return None
             if action.live is None:
@@ -370,10 +422,10 @@ class KindReconciler(Generic[CR, Facts]):
                 reader=self.api_reader,
                 writer=self.client,
                 log=self._writes,
-                create_only=action.create_only,
-                keep_live_replicas=action.keep_live_replicas,
+                create_only=action.policy.create_only,
+                keep_live_replicas=action.policy.keep_live_replicas,
                 controller_uid=None
-                if self.kind.overwrite_foreign
+                if action.policy.overwrite_foreign
                 else (controller_of(obj) or {}).get("uid"),
             )
         except Conflict:
@@ -388,6 +440,34 @@ class KindReconciler(Generic[CR, Facts]):
         return out.live, out.action
 
     # -- writes ------------------------------------------------------------------
+
+    async def _drain(self, obj: Obj) -> list[str]:
+        """Delete (foreground) what must go before the finalizer; the names still there."""
+        actions, waiting = drain(
+            await self._owned(obj),
+            owner_uid=uid_of(obj),
+            policy=lambda o: self.kind.write_policy(obj, o),
+        )
+        namespace = namespace_of(obj)
+        for action in actions:
+            await self._execute(action, namespace)
+        if waiting:
+            event = self.kind.drain_event(obj, waiting)
+            if event is not None:
+                self.recorder.event(obj, *event)
+        return waiting
+
+    async def _label_namespace(self, want: NamespaceLabels) -> None:
+        """Merge the labels the namespace lacks, one patch or none (read through the API:
+        the caches hold no Namespace labels)."""
+        try:
+            ns = await self.api_reader.get("v1", "Namespace", want.namespace)
+        except NotFound:
+            return
+        missing = want.missing((ns.get("metadata") or {}).get("labels") or {})
+        if missing:
+            patch = {"metadata": {"labels": missing}}
+            await self.client.patch("v1", "Namespace", want.namespace, patch)
 
     async def _release_finalizer(self, obj: Obj) -> Result:
         """Remove our finalizers. A stale copy (409) is retried from the cache, quietly:
@@ -415,10 +495,10 @@ class KindReconciler(Generic[CR, Facts]):
 
     def _current_status(self, obj: Obj) -> Mapping[str, Any]:
         """The status as last written: the cache's, or ours if the cache lags behind it."""
-        memo = self._status.get((namespace_of(obj), name_of(obj)))
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        if memo is not None and memo.base_rv == rv:
-            return memo.status
+        written = self._status.written((namespace_of(obj), name_of(obj)), rv)
+        if written is not None:
+            return written
         current: Mapping[str, Any] = obj.get("status") or {}
         return current
 
@@ -460,12 +540,12 @@ class KindReconciler(Generic[CR, Facts]):
             patch_type="merge",
             subresource="status",
         )
-        self._status[(namespace, name)] = _StatusMemo(base_rv=rv, status=copy.deepcopy(status))
+        self._status.record((namespace, name), rv, copy.deepcopy(status))
         self._status_written_at[(namespace, name)] = self.clock()
         return True
 
     def _forget(self, namespace: str, name: str) -> None:
-        self._status.pop((namespace, name), None)
+        self._status.forget((namespace, name))
         self._status_written_at.pop((namespace, name), None)
         self._blockers.pop((namespace, name), None)
         self._renders.pop((namespace, name), None)

@@ -13,12 +13,16 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from manifests.hashing import LAST_APPLIED_HASH_ANNOTATION, desired_hash, stamp_hash
+from manifests.labels import OPERATOR_VERSION_LABEL
 from nimctl_runtime.client.errors import AlreadyExists, ApiError, Conflict, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Writer
 from nimctl_runtime.meta import Obj
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 # Fields the API server allocates on create that an update must carry over.
 _SERVICE_ALLOCATED = (
@@ -28,6 +32,36 @@ _SERVICE_ALLOCATED = (
     "ipFamilyPolicy",
     "healthCheckNodePort",
 )
+
+
+# Pod-template labels nimctl does not render but an update keeps when the live
+# template has them: NVIDIA's operator puts its version on the pod templates
+# (docs/differences.md item 4), and dropping a pod label restarts every pod of
+# the workload, so a Deployment or LeaderWorkerSet taken over from NVIDIA keeps it.
+KEPT_POD_TEMPLATE_LABELS: tuple[str, ...] = (OPERATOR_VERSION_LABEL,)
+
+
+def pod_templates(obj: Mapping[str, Any], kind: str) -> list[Any]:
+    """The pod templates of a workload of ``kind`` (Deployment-like or LeaderWorkerSet)."""
+    spec = obj.get("spec") or {}
+    if kind == "LeaderWorkerSet":
+        lwt = spec.get("leaderWorkerTemplate") or {}
+        return [lwt.get("leaderTemplate"), lwt.get("workerTemplate")]
+    return [spec.get("template")]
+
+
+def keep_live_pod_labels(body: Obj, live: Mapping[str, Any]) -> None:
+    """Carry :data:`KEPT_POD_TEMPLATE_LABELS` of ``live``'s pod templates into ``body``'s."""
+    kind = str(body.get("kind", ""))
+    for want, have in zip(pod_templates(body, kind), pod_templates(live, kind), strict=True):
+        if not isinstance(want, dict) or not isinstance(have, Mapping):
+            continue
+        have_labels = (have.get("metadata") or {}).get("labels") or {}
+        kept = {k: have_labels[k] for k in KEPT_POD_TEMPLATE_LABELS if k in have_labels}
+        if kept:
+            labels = want.setdefault("metadata", {}).setdefault("labels", {})
+            for k, v in kept.items():
+                labels.setdefault(k, v)
 
 
 def hash_of(obj: Mapping[str, Any] | None) -> str | None:
@@ -114,6 +148,8 @@ def update_body(
             node_port = (live_ports.get(p.get("name")) or {}).get("nodePort")
             if node_port and "nodePort" not in p and keeps_node_ports:
                 p["nodePort"] = node_port
+    if body.get("kind") in ("Deployment", "LeaderWorkerSet"):
+        keep_live_pod_labels(body, live)
     if body.get("kind") == "Deployment" and "replicas" not in (body.get("spec") or {}):
         replicas = (live.get("spec") or {}).get("replicas")
         if replicas is not None:
@@ -144,6 +180,34 @@ class WriteLog:
 
     def wrote(self, desired: Mapping[str, Any]) -> bool:
         return self.written.get(key_of(desired)) == hash_of(desired)
+
+
+@dataclass
+class WriteMemo(Generic[K, V]):
+    """What this process last wrote to an object, with the resourceVersion it was written over.
+
+    The one "RV-keyed memo of what I last wrote": while the cache still shows
+    that resourceVersion it has not seen our write yet, so the value written
+    is what the server holds (``written``) and the same write is not sent
+    again (``pending``). A newer resourceVersion makes the memo stale.
+    """
+
+    _memo: dict[K, tuple[str, V]] = field(default_factory=dict)
+
+    def record(self, key: K, resource_version: str, value: V) -> None:
+        self._memo[key] = (resource_version, value)
+
+    def written(self, key: K, resource_version: str) -> V | None:
+        """The value written over ``resource_version`` (None: none, or the cache moved on)."""
+        memo = self._memo.get(key)
+        return memo[1] if memo is not None and memo[0] == resource_version else None
+
+    def pending(self, key: K, resource_version: str, value: V) -> bool:
+        """Whether ``value`` was written over ``resource_version``: the cache has not caught up."""
+        return self._memo.get(key) == (resource_version, value)
+
+    def forget(self, key: K) -> None:
+        self._memo.pop(key, None)
 
 
 @dataclass
@@ -218,6 +282,7 @@ def _foreign(live: Mapping[str, Any], controller_uid: str | None) -> bool:
 __all__ = [
     "SyncOutcome",
     "WriteLog",
+    "WriteMemo",
     "desired_hash",
     "ensure_hash",
     "hash_of",

@@ -23,7 +23,7 @@ from nimctl_runtime.handler import UpdateEvent
 from nimctl_runtime.manager import Manager
 from nimctl_runtime.meta import OWNER_UID_INDEX, dig, owner_uid_index
 from nimctl_runtime.predicate import Funcs
-from platforms.capabilities import GVK, OPTIONAL_GVKS, Capabilities
+from platforms.capabilities import DISCOVERED_GVKS, GVK, Capabilities
 
 __all__ = [
     "ALSO_FILTERED",
@@ -123,9 +123,10 @@ FILTERED_IF_PRESENT: tuple[GVK, ...] = (
 
 
 async def discover_capabilities(
-    client: Client, gvks: Iterable[GVK] = OPTIONAL_GVKS
+    client: Client, gvks: Iterable[GVK] = DISCOVERED_GVKS
 ) -> Capabilities:
-    """Which optional kinds the API server serves (discovery; a miss is not an error)."""
+    """Which optional (and OpenShift) kinds the API server serves (discovery; a miss is
+    not an error)."""
     present: set[GVK] = set()
     for api_version, kind in gvks:
         try:

@@ -11,6 +11,8 @@ nothing else:
   running cluster (the ``/debug/`` API serves the same);
 * ``install_ecosystem``: the third-party CRDs NVIDIA's samples use (LWS,
   KServe, Gateway API, ...);
+* ``install_openshift``: opt-in, what OpenShift serves beside Kubernetes
+  (ClusterVersion, Proxy, SCCs, the Driver Toolkit ImageStream);
 * ``serve_forever``: ``nimctl localcluster``, the server as a process;
 * ``claim_state_dir`` / ``StateDirBusy``: one process per state directory;
 * ``parse_kubernetes_version``: what ``--kubernetes-version`` accepts.
@@ -29,6 +31,7 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time __getattr__ loads 
     from .cluster import LocalCluster
     from .discovery import parse_kubernetes_version
     from .extensions import extensions_of
+    from .openshift import install_openshift
     from .simulator.nodes import load_profile
     from .standalone import main as serve_forever
     from .statedir import StateDirBusy
@@ -39,6 +42,7 @@ _PUBLIC = {
     "load_profile": ("simulator.nodes", "load_profile"),
     "extensions_of": ("extensions", "extensions_of"),
     "install_ecosystem": ("addons", "install_ecosystem"),
+    "install_openshift": ("openshift", "install_openshift"),
     "serve_forever": ("standalone", "main"),
     "claim_state_dir": ("statedir", "claim"),
     "StateDirBusy": ("statedir", "StateDirBusy"),
@@ -51,6 +55,7 @@ __all__ = [
     "claim_state_dir",
     "extensions_of",
     "install_ecosystem",
+    "install_openshift",
     "load_profile",
     "parse_kubernetes_version",
     "serve_forever",

@@ -40,10 +40,15 @@ def _image_pull_policy(image: str) -> str:
 def _probe(probe: Any) -> None:
     if not isinstance(probe, dict):
         return
-    probe.setdefault("timeoutSeconds", 1)
-    probe.setdefault("periodSeconds", 10)
-    probe.setdefault("successThreshold", 1)
-    probe.setdefault("failureThreshold", 3)
+    # SetDefaults_Probe: a zero is unset (the Go field is a plain int32), so it is defaulted
+    for key, default in (
+        ("timeoutSeconds", 1),
+        ("periodSeconds", 10),
+        ("successThreshold", 1),
+        ("failureThreshold", 3),
+    ):
+        if not probe.get(key):
+            probe[key] = default
     http = probe.get("httpGet")
     if isinstance(http, dict):
         http.setdefault("scheme", "HTTP")

@@ -56,6 +56,7 @@ from localcluster.catalog import ImageCatalog
 from localcluster.errors import StatusError
 from localcluster.faults import FaultInjector
 from localcluster.hooks import Handler, RequestInfo
+from localcluster.quota import ResourceQuotaAdmission
 from localcluster.simulator.engine import Simulator
 
 DEBUG_PREFIX = "/debug/"
@@ -243,7 +244,8 @@ async def start_extensions(cluster: Any) -> Extensions:
         catalog=catalog,
     )
     cluster.request_hooks[:0] = [audit.hook, ext.debug_hook, faults.hook, warnings_hook]
-    cluster.admission_plugins[:0] = [builtin, webhooks]
+    # ResourceQuota runs after the webhooks, last, as in kube-apiserver
+    cluster.admission_plugins[:0] = [builtin, webhooks, ResourceQuotaAdmission(storage)]
     try:
         storage.get("v1", "Service", "kubernetes", "default")
     except StatusError:

@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="node profile: a built-in name (e.g. gpu-rdma) or a YAML file "
         "(default: 2 GPU + 1 CPU; gpu-bare with --gpu-operator, "
-        "gpu-host-driver with --gpu-cluster)",
+        "gpu-host-driver with --gpu-cluster, else gpu-openshift with --openshift)",
     )
     local.add_argument(
         "--gpu-operator",
@@ -279,6 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="start on GPU nodes with a host driver, apply NVIDIA's sample GPUCluster (the DRA "
         "stack), show it coming up and the GPUs published, then run the NIM demo on a DRA claim",
+    )
+    local.add_argument(
+        "--openshift",
+        action="store_true",
+        help="play OpenShift: RHCOS GPU nodes on cri-o (profile gpu-openshift) and OpenShift's "
+        "ClusterVersion, Proxy, SCC and Driver Toolkit ImageStream, so the GPU operands are "
+        "rendered for OpenShift",
     )
     _add_operator_flags(local)
     # An embedded dev cluster needs no probe or metrics ports unless asked for.

@@ -180,7 +180,7 @@ def usage(kubeconfig: Path, demo: str | None, log_file: Path | None = None) -> s
 async def run_local(
     args: argparse.Namespace, kubeconfig: Path, webhook: LocalWebhook | None = None
 ) -> int:
-    from localcluster import LocalCluster, install_ecosystem
+    from localcluster import LocalCluster, install_ecosystem, install_openshift
     from nimctl_runtime.client import AlreadyExists, Client
 
     stop = asyncio.Event()
@@ -200,10 +200,17 @@ async def run_local(
     # Operands go to the GPU Operator's usual namespace (the chart sets it in a
     # cluster), so a ClusterPolicy applied to any local cluster is served.
     os.environ.setdefault("OPERATOR_NAMESPACE", "gpu-operator")
+    openshift = bool(getattr(args, "openshift", False))
+    default_profile: str | None = None
+    if gpu_cluster:
+        default_profile = "gpu-host-driver"  # a GPUCluster needs a host driver
+    elif openshift:
+        default_profile = "gpu-openshift"  # RHCOS nodes on cri-o, bare as gpu-bare's
+    elif gpu_operator:
+        default_profile = "gpu-bare"
     async with LocalCluster(
         port=args.port,
-        profile=getattr(args, "profile", None)
-        or ("gpu-bare" if gpu_operator else "gpu-host-driver" if gpu_cluster else None),
+        profile=getattr(args, "profile", None) or default_profile,
         kubernetes_version=getattr(args, "kubernetes_version", None),
         authorization_mode=getattr(args, "authorization_mode", None) or "AlwaysAllow",
     ) as cluster:
@@ -211,6 +218,8 @@ async def run_local(
         async with Client(str(kubeconfig)) as client:
             await install_crds(client)
             await install_ecosystem(client)  # LWS, KServe, Gateway API, ... for NVIDIA's samples
+            if openshift:  # what OpenShift serves beside Kubernetes (ClusterVersion, SCCs, ...)
+                await install_openshift(client)
             with contextlib.suppress(AlreadyExists):  # where a ClusterPolicy's operands go
                 await client.create(
                     {

@@ -13,8 +13,12 @@
 owner of the given kind when it is the ``for_`` kind (every owner of that kind
 with ``match_every_owner=True``); ``watches`` enqueues what a map function
 returns (or uses any ``EventHandler`` given instead). ``with_event_filter``
-adds predicates to every watch. ``complete`` builds the ``Controller``, adds
-it to the manager (it runs only while leading) and returns it.
+adds predicates to every watch. ``with_cache`` makes the watches read a
+cache of the controller's own instead of the manager's (the GPU controllers
+keep their trimmed Nodes apart). A controller that reconciles one request for
+the whole cluster has no ``for_``: it is ``named`` and only ``watches``, as
+controller-runtime allows. ``complete`` builds the ``Controller``, adds it to
+the manager (it runs only while leading) and returns it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from nimctl_runtime.reconcile import Reconciler, Request
 from nimctl_runtime.workqueue import RateLimiter
 
 if TYPE_CHECKING:
+    from nimctl_runtime.cache.cache import Cache
     from nimctl_runtime.manager import Manager
 
 __all__ = ["Builder"]
@@ -55,6 +60,7 @@ class Builder:
         self._reconcile_timeout: float | None = None
         self._cache_sync_timeout: float | None = None
         self._needs_leader_election = True
+        self._cache: Cache | None = None
 
     def named(self, name: str) -> Builder:
         """The controller's name: metric label, log field, workqueue name (must be unique)."""
@@ -104,6 +110,11 @@ class Builder:
         self._global_predicates.append(predicate)
         return self
 
+    def with_cache(self, cache: Cache) -> Builder:
+        """The cache this controller's watches read (default: the manager's)."""
+        self._cache = cache
+        return self
+
     def with_options(
         self,
         *,
@@ -127,10 +138,14 @@ class Builder:
 
     def build(self, reconciler: Reconciler) -> Controller:
         """Build the controller and add it to the manager."""
-        if self._for is None:
-            raise ValueError("must call for_() before complete(): which kind is reconciled?")
-        for_av, for_kind, for_preds = self._for
-        name = self._name or for_kind.lower()
+        if self._for is None and (self._name is None or not self._watches):
+            raise ValueError(
+                "must call for_() (or named(), for a controller of watches only) before "
+                "complete(): which kind is reconciled?"
+            )
+        if self._for is None and self._owns:
+            raise ValueError("owns() needs for_(): the owner kind to enqueue")
+        name = self._name or (self._for[1].lower() if self._for else "")
         if self.manager.has_controller(name):
             raise ValueError(
                 f"controller name {name!r} is already used; give each controller a unique "
@@ -140,7 +155,7 @@ class Builder:
         ctrl = Controller(
             name,
             reconciler,
-            self.manager.cache,
+            self._cache if self._cache is not None else self.manager.cache,
             max_concurrent_reconciles=self._max_concurrent_reconciles,
             rate_limiter=self._rate_limiter,
             reconcile_timeout=self._reconcile_timeout,
@@ -153,10 +168,12 @@ class Builder:
             needs_leader_election=self._needs_leader_election,
         )
         common = tuple(self._global_predicates)
-        ctrl.watch(for_av, for_kind, EnqueueRequestForObject(), *for_preds, *common)
-        for av, kind, preds, every in self._owns:
-            owner = EnqueueRequestForOwner(for_av, for_kind, only_controller=not every)
-            ctrl.watch(av, kind, owner, *preds, *common)
+        if self._for is not None:
+            for_av, for_kind, for_preds = self._for
+            ctrl.watch(for_av, for_kind, EnqueueRequestForObject(), *for_preds, *common)
+            for av, kind, preds, every in self._owns:
+                owner = EnqueueRequestForOwner(for_av, for_kind, only_controller=not every)
+                ctrl.watch(av, kind, owner, *preds, *common)
         for av, kind, handler, preds in self._watches:
             ctrl.watch(av, kind, handler, *preds, *common)
         self.manager.add(ctrl)

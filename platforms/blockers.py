@@ -9,13 +9,16 @@ Pure functions, one per layer, over the objects the cache holds (no I/O):
 ``workload_blocker(workload)``
     what the workload's own status says: a ReplicaSet that cannot create pods
     (quota, admission: the Deployment's ``ReplicaFailure`` condition), a
-    rollout past its deadline, a Job that failed;
+    rollout past its deadline, a Job that failed; and, for a workload with no
+    pods, the ``FailedCreate`` Warning Event about it (a Job's quota or
+    admission refusal, which sets no condition);
 ``pod_blocker(pod, events)``
     the pod's first blocking cause: an init container before the app
     containers, a waiting reason (missing Secret or ConfigMap or key, image
     pull, crash loop), the scheduler's ``PodScheduled=False`` message, then the
     last Warning Event about the pod (``FailedMount``, ``FailedScheduling``, a
-    pull secret that cannot be read);
+    pull secret that cannot be read, a ResourceClaimTemplate the resourceclaim
+    controller cannot find: ``FailedResourceClaimCreation``);
 ``node_blocker(node)``
     the GPU side of one node: cordoned for a driver upgrade (the upgrade state
     label), or GPUs present but none advertised (the GPU operands are not ready);
@@ -112,6 +115,12 @@ REASONS: dict[str, str] = {
     "disk space) and fix the NIMCache spec",
     "JobFailed": "read the Job's pod logs and fix the cause",
     "NIMCacheNotFound": "create the NIMCache named in spec.storage.nimCache.name",
+    "DaemonSetNotReady": "look at the DaemonSet's pods on the nodes "
+    "(kubectl get pods -o wide in its namespace) and at the node's GPU operands",
+    "ResourceClaimTemplateNotFound": "create the ResourceClaimTemplate in the namespace "
+    "(or fix the name in spec.draResources)",
+    "ResourceClaimNotFound": "create the ResourceClaim in the namespace "
+    "(or fix the name in spec.draResources)",
 }
 
 
@@ -254,6 +263,8 @@ _PVC_MISSING = re.compile(r'persistentvolumeclaim "([^"]+)" not found')
 _IMAGE_IN_MESSAGE = re.compile(r'(?:image|reference) "([^"]+)"')
 _INSUFFICIENT = re.compile(r"Insufficient (\S+?)[,.]?(?:\s|$)")
 _PULL_SECRETS = re.compile(r"image pull secrets \(([^)]*)\)")
+_TEMPLATE_MISSING = re.compile(r'resourceclaimtemplate(?:\.resource\.k8s\.io)? "([^"]+)" not found')
+_CLAIM_MISSING = re.compile(r'resourceclaim(?:\.resource\.k8s\.io)? "([^"]+)" not found')
 
 
 def events_about(obj: ObjView, events: Iterable[ObjView]) -> list[ObjView]:
@@ -394,6 +405,21 @@ def _scheduling_blocker(name: str, message: str, hop: str) -> Blocker:
             f"pod {name} cannot be scheduled: its PersistentVolumeClaims are not bound",
             hop,
         )
+    template = _TEMPLATE_MISSING.search(message)
+    if template:
+        return Blocker(
+            "ResourceClaimTemplateNotFound",
+            f"pod {name} cannot be scheduled: "
+            f'resourceclaimtemplate "{template.group(1)}" not found',
+            hop,
+        )
+    claim = _CLAIM_MISSING.search(message)
+    if claim:
+        return Blocker(
+            "ResourceClaimNotFound",
+            f'pod {name} cannot be scheduled: resourceclaim "{claim.group(1)}" not found',
+            hop,
+        )
     first = message.split(" preemption:", 1)[0].strip()
     missing = set(_INSUFFICIENT.findall(first))
     if missing == {GPU_RESOURCE}:
@@ -423,6 +449,17 @@ def _event_blocker(name: str, ev: ObjView, hop: str) -> Blocker | None:
         return Blocker("VolumeMountFailed", f"pod {name} cannot attach a volume: {message}", hop)
     if reason == "FailedScheduling":
         return _scheduling_blocker(name, message, hop)
+    if reason == "FailedResourceClaimCreation":
+        # kube-controller-manager's resourceclaim controller: the template is missing
+        template = _TEMPLATE_MISSING.search(message)
+        if template:
+            return Blocker(
+                "ResourceClaimTemplateNotFound",
+                f"pod {name} cannot get its resource claim: resourceclaimtemplate "
+                f'"{template.group(1)}" not found',
+                hop,
+            )
+        return Blocker("Unschedulable", f"pod {name} cannot get its resource claim: {message}", hop)
     if reason == "FailedCreatePodSandBox":
         return Blocker("ContainerStartFailed", f"pod {name} has no sandbox: {message}", hop)
     return None
@@ -615,10 +652,26 @@ def find_blocker(
             return own
         # A missed progress deadline is a consequence: the pod's cause (unschedulable,
         # a missing secret...) is the answer when there is one.
-        for pod in newest_pods(workload, pods):
+        newest = newest_pods(workload, pods)
+        for pod in newest:
             found = pod_blocker(pod, events)
             if found is not None:
                 return gpu_blocker(found, nodes) if nodes is not None else found
+        if not newest:
+            refused = _refused_create(workload, events)
+            if refused is not None:
+                return refused
         if own is not None:
             return own
     return None
+
+
+def _refused_create(workload: ObjView, events: Sequence[ObjView]) -> Blocker | None:
+    """A workload without pods whose controller says it cannot create them: the Job
+    controller's ``FailedCreate`` Warning Event (quota, admission), which sets no
+    condition on the Job."""
+    mine = events_about(workload, events)
+    if not mine or mine[-1].get("reason") != "FailedCreate":
+        return None
+    kind, name = str(workload.get("kind", "")).lower(), _name(workload)
+    return _create_failed(str(mine[-1].get("message") or ""), f"{kind} {name}", f"{kind}/{name}")

@@ -34,6 +34,21 @@ OPTIONAL_GVKS: frozenset[GVK] = frozenset(
     }
 )
 
+# What an OpenShift cluster serves and vanilla Kubernetes does not: discovered
+# too (``controllers.gpu.openshift`` reads the first three from the GPU caches;
+# the GPU operands get a SecurityContextConstraints each there). Not part of
+# ``everything()``: the offline default is a Kubernetes cluster.
+CLUSTER_VERSION: GVK = ("config.openshift.io/v1", "ClusterVersion")
+CLUSTER_PROXY: GVK = ("config.openshift.io/v1", "Proxy")
+IMAGE_STREAM: GVK = ("image.openshift.io/v1", "ImageStream")
+SECURITY_CONTEXT_CONSTRAINTS: GVK = ("security.openshift.io/v1", "SecurityContextConstraints")
+
+OPENSHIFT_GVKS: frozenset[GVK] = frozenset(
+    {CLUSTER_VERSION, CLUSTER_PROXY, IMAGE_STREAM, SECURITY_CONTEXT_CONSTRAINTS}
+)
+DISCOVERED_GVKS: frozenset[GVK] = OPTIONAL_GVKS | OPENSHIFT_GVKS
+"""Every kind discovery looks for."""
+
 ORCHESTRATOR_KUBERNETES = "Kubernetes"
 ORCHESTRATOR_OPENSHIFT = "OpenShift"
 ORCHESTRATOR_TKGS = "TKGS"

@@ -14,7 +14,7 @@ enabled service to its ``status.state`` (``NotReady`` while it does not exist,
 or exists but belongs to someone else); the pipeline is ``Failed`` when one
 service failed, ``Ready`` when all are Ready (also with none enabled), else
 ``NotReady``. A same-named NIMService the pipeline does not control is never
-written (``Kind.overwrite_foreign = False``) and is reported with NVIDIA's
+written (its write policy: ``overwrite_foreign=False``) and is reported with NVIDIA's
 error text.
 
 The contract reads the ``NIMPipeline`` model (a stored dict given instead is

@@ -13,6 +13,8 @@ and node-labelling controllers read:
   container runtime and the ``nvidia.com/*`` capacity. Memory per node does
   not grow with the size of the Node (images, conditions, NFD's hundreds of
   labels);
+- on OpenShift the ClusterVersion ``version`` (its update history only) and the
+  ``cluster`` Proxy (its spec);
 - Pods: only driver pods (``app.kubernetes.io/component=nvidia-driver``),
   trimmed to what the OnDelete readiness check reads.
 """
@@ -25,7 +27,7 @@ from typing import Final
 from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from nimctl_runtime.cache.cache import ByObject, Cache
 from nimctl_runtime.client.client import Client
-from nimctl_runtime.meta import Obj
+from nimctl_runtime.meta import Obj, dig
 from platforms.gpu.facts import (
     KERNEL_LABEL,
     NFD_GPU_LABELS,
@@ -105,9 +107,31 @@ def trim_node(node: Obj) -> Obj:
     return {"apiVersion": "v1", "kind": "Node", "metadata": out_meta, "status": out_status}
 
 
+def _trim_container_status(status: Obj) -> Obj:
+    """What readiness and the blocker finder read of a container status."""
+    out: Obj = {k: status[k] for k in ("name", "restartCount") if k in status}
+    out["ready"] = bool(status.get("ready"))
+    waiting = dig(status, "state", "waiting")
+    if waiting:
+        out["state"] = {"waiting": {k: waiting[k] for k in ("reason", "message") if k in waiting}}
+    elif dig(status, "state", "terminated"):
+        term = status["state"]["terminated"]
+        out["state"] = {"terminated": {k: term[k] for k in _TERMINATED if k in term}}
+    last = dig(status, "lastState", "terminated")
+    if last:
+        out["lastState"] = {"terminated": {k: last[k] for k in _TERMINATED if k in last}}
+    return out
+
+
+_TERMINATED = ("exitCode", "reason")
+_POD_CONDITIONS = ("PodScheduled", "Ready")
+
+
 def trim_driver_pod(pod: Obj) -> Obj:
-    """What the OnDelete readiness check reads of a driver pod: its DaemonSet's selector
-    labels (``app``, the component) and revision hash, its controller, phase and readiness."""
+    """What the OnDelete readiness check and the blocker finder read of an operand pod:
+    its DaemonSet's selector labels (``app``, the component) and revision hash, its
+    controller, node, phase, container states (waiting reason, last exit) and the
+    scheduling and ready conditions."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
     labels = {k: v for k, v in (meta.get("labels") or {}).items() if k in KEPT_POD_LABELS}
@@ -118,34 +142,57 @@ def trim_driver_pod(pod: Obj) -> Obj:
     ]
     out_meta: Obj = {
         k: meta[k]
-        for k in ("name", "namespace", "resourceVersion", "deletionTimestamp")
+        for k in (
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+        )
         if k in meta
     }
     out_meta["labels"] = labels
     out_meta["ownerReferences"] = owners
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": out_meta,
-        "status": {
-            "phase": status.get("phase"),
-            "containerStatuses": [
-                {"ready": bool(s.get("ready"))} for s in status.get("containerStatuses") or []
-            ],
-        },
+    out_status: Obj = {
+        "phase": status.get("phase"),
+        "containerStatuses": [
+            _trim_container_status(s) for s in status.get("containerStatuses") or []
+        ],
     }
+    if status.get("initContainerStatuses"):
+        out_status["initContainerStatuses"] = [
+            _trim_container_status(s) for s in status["initContainerStatuses"]
+        ]
+    conditions = [
+        {k: c[k] for k in ("type", "status", "reason", "message") if k in c}
+        for c in status.get("conditions") or []
+        if c.get("type") in _POD_CONDITIONS
+    ]
+    if conditions:
+        out_status["conditions"] = conditions
+    out: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": out_meta, "status": out_status}
+    node = dig(pod, "spec", "nodeName")
+    if node:
+        out["spec"] = {"nodeName": node}
+    return out
 
 
 def gpu_cache(
-    client: Client, operator_namespace: str, owned_kinds: Iterable[tuple[str, str]]
+    client: Client,
+    operator_namespace: str,
+    owned_kinds: Iterable[tuple[str, str]],
+    extra: Mapping[tuple[str, str], ByObject] | None = None,
 ) -> Cache:
-    """The cache the ClusterPolicy and node-labelling controllers read from."""
+    """The cache the ClusterPolicy and node-labelling controllers read from; ``extra``:
+    more kinds' options (OpenShift's ClusterVersion and Proxy, ``controllers.gpu.openshift``)."""
     managed = ByObject(label_selector={MANAGED_BY_LABEL: MANAGED_BY_VALUE})
     by_object: dict[tuple[str, str], ByObject] = {gvk: managed for gvk in owned_kinds}
+    by_object.update(extra or {})
     # Nodes are read whole, never by label selector: no label index (its sets cost
     # more per node than the trimmed node itself), no label pairs beside the node.
     by_object[("v1", "Node")] = ByObject(transform=trim_node, index_labels=False, keep_labels=False)
-    by_object[("v1", "Pod")] = ByObject(
-        label_selector={DRIVER_COMPONENT_LABEL: DRIVER_COMPONENT}, transform=trim_driver_pod
-    )
+    # Every operand pod (they all carry their DaemonSet's ``app`` label), trimmed: the
+    # driver's OnDelete readiness and the blocker a not-ready operand names (issue 25).
+    by_object[("v1", "Pod")] = ByObject(label_selector="app", transform=trim_driver_pod)
     return Cache(client, by_object=by_object, namespace=operator_namespace)

@@ -8,7 +8,8 @@ becomes and when it is ready; the skeleton creates, updates by hash
   a tie) is active; any other is reported ``ignored``. NVIDIA only sets that in
   memory; we write it, with an Event naming the active one;
 - facts from the GPU cache: ``ClusterFacts.from_nodes`` over the (trimmed)
-  Nodes, the served optional CRDs, the operator env's image fallbacks, the keys
+  Nodes, OpenShift, its version and Proxy (``controllers.gpu.openshift``), the served
+  optional CRDs, the operator env's image fallbacks, the keys
   of the driver's user ConfigMaps (read through the API: they carry no label of
   ours), and the driver pods and ControllerRevisions of the OnDelete check;
 - status (§1.4): ``state``, ``namespace`` and exactly the two conditions
@@ -19,15 +20,23 @@ becomes and when it is ready; the skeleton creates, updates by hash
 - a GPUCluster beside it blocks it: ``notReady`` / ``ReconcileFailed``
   "conflicting GPUCluster resource ... cannot co-exist", nothing deployed;
 - with ``psa.enabled`` the operator namespace is labelled
-  ``pod-security.kubernetes.io/{enforce,audit,warn}=privileged`` (§2.6).
+  ``pod-security.kubernetes.io/{enforce,audit,warn}=privileged`` (§2.6),
+  through ``namespace_labels``; on OpenShift only when it is NVIDIA's suggested
+  ``nvidia-gpu-operator``, which also gets ``openshift.io/cluster-monitoring=true``
+  unless the label is set;
+- once the last ClusterPolicy is gone, ``gpu_operator_reconciliation_status``
+  is -1 (``forget``).
+
+It runs on ``KindReconciler`` itself: the orphaning delete of the driver
+DaemonSets is its ``write_policy``, the namespace labels its ``namespace_labels``.
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any
 
 from api.nvidia.v1.clusterpolicy import (
     CONDITION_ERROR,
@@ -42,12 +51,12 @@ from api.nvidia.v1.clusterpolicy import (
 from controllers.gpu import metrics
 from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL
 from controllers.gpu.config import GPUConfig
-from controllers.plan import Action, key
-from controllers.reconciler import Event, Kind, KindReconciler
+from controllers.gpu.openshift import read_openshift
+from controllers.plan import WritePolicy
+from controllers.reconciler import Event, Kind, NamespaceLabels
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
-from nimctl_runtime.meta import Obj, dig, name_of, namespace_of, set_condition
-from nimctl_runtime.reconcile import Request, Result
+from nimctl_runtime.meta import Obj, ObjView, dig, name_of, set_condition
 from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.gpu import ORPHAN, ClusterFacts
@@ -73,11 +82,13 @@ RECORDER_NAME = "clusterpolicy-controller"
 PSA_LABELS: Mapping[str, str] = {
     f"pod-security.kubernetes.io/{mode}": "privileged" for mode in ("enforce", "audit", "warn")
 }
+OCP_SUGGESTED_NAMESPACE = "nvidia-gpu-operator"
+"""On OpenShift the namespace NVIDIA's operator trusts as its own (not shared with others)."""
+OCP_MONITORING_LABEL = "openshift.io/cluster-monitoring"
 
 __all__ = [
     "RECORDER_NAME",
     "ClusterPolicyKind",
-    "ClusterPolicyReconciler",
     "active_policy",
     "policy_status",
 ]
@@ -134,27 +145,23 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
     api_version = API_VERSION
     kind = KIND
     finalizer = None
-    create_only = frozenset({"ServiceAccount"})
-    keep_on_prune: frozenset[str] = frozenset()
     shared_status = True  # the driver upgrade controller sets the DriverUpgrade condition
 
     def __init__(
         self, *, config: GPUConfig, capabilities: Capabilities, api_reader: KeyReader
     ) -> None:
         self.contract = ClusterPolicyContract()
-        self.orphan_drivers = False
-        self.psa_enabled = False
+        #: the ClusterPolicies reconciled and not gone: none left is the -1 metric
+        self.known: set[str] = set()
         self.config = config
         self.capabilities = capabilities
         self.api_reader = api_reader
 
     def parse(self, obj: Obj) -> ClusterPolicy:
+        self.known.add(name_of(obj))
         return parse_or_fail(ClusterPolicy, obj, REASON_RECONCILE_FAILED, stored=True)
 
     async def gather(self, cr: ClusterPolicy, obj: Obj, reader: Reader) -> PolicyFacts:
-        # Read by the reconciler (one worker: this pass's policy decides).
-        self.orphan_drivers = bool(cr.spec.driver.use_nvidia_driver_crd)
-        self.psa_enabled = False
         policies = await reader.list(API_VERSION, KIND)
         active = active_policy(policies)
         if active is not None and active != name_of(obj):
@@ -172,13 +179,15 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         clusters = sorted(name_of(c) for c in await reader.list(GC_API, GC_KIND))
         if clusters:
             raise Blocked(gpucluster_conflict_readiness(clusters[0]))
-        self.psa_enabled = cr.spec.psa.is_enabled()
         namespace = self.config.operator_namespace
         nodes = await reader.list("v1", "Node")
         crds = [g for g in (SERVICE_MONITOR, PROMETHEUS_RULE) if self.capabilities.has(g)]
+        openshift = await read_openshift(reader, self.capabilities)
         cluster = ClusterFacts.from_nodes(
             nodes,
             operator_namespace=namespace,
+            openshift=openshift.version,
+            openshift_proxy=openshift.proxy,
             crds=crds,
             operator_env=self.config.operator_env,
             config_map_keys=await self._config_map_keys(cr),
@@ -227,6 +236,37 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
             out[str(name)] = sorted({*(cm.get("data") or {}), *(cm.get("binaryData") or {})})
         return out
 
+    def namespace_labels(self, cr: ClusterPolicy, facts: PolicyFacts) -> NamespaceLabels | None:
+        """``psa.enabled``: the operator namespace admits privileged pods (the operands are)."""
+        # On OpenShift NVIDIA labels only its suggested namespace, which no other
+        # operator shares: PSA labels there, and cluster monitoring unless the user
+        # set the label (to "false", say).
+        namespace = self.config.operator_namespace
+        own_namespace = namespace == OCP_SUGGESTED_NAMESPACE
+        openshift = facts.cluster.openshift is not None
+        labels = (
+            PSA_LABELS
+            if cr.spec.psa.is_enabled() and (own_namespace or not openshift)
+            else {}
+        )
+        defaults = {OCP_MONITORING_LABEL: "true"} if openshift and own_namespace else {}
+        if not labels and not defaults:
+            return None
+        return NamespaceLabels(namespace, labels, defaults)
+
+    def write_policy(self, owner: ObjView, obj: ObjView) -> WritePolicy:
+        """ServiceAccounts are created only; once NVIDIADriver objects own the drivers
+        (``driver.useNvidiaDriverCRD``), the driver DaemonSets are deleted orphaning
+        their pods, as NVIDIA does: the drivers keep running on the nodes until the
+        NVIDIADrivers' replace them."""
+        orphan = _is_driver_daemonset(obj) and bool(
+            dig(owner, "spec", "driver", "useNvidiaDriverCRD")
+        )
+        return WritePolicy(
+            create_only=obj.get("kind") == "ServiceAccount",
+            propagation=ORPHAN if orphan else None,
+        )
+
     def memo_key(self, cr: ClusterPolicy, obj: Obj, facts: PolicyFacts) -> tuple[Any, ...] | None:
         c = facts.cluster
         nodes = tuple(
@@ -237,6 +277,8 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
             dig(obj, "metadata", "generation"),
             nodes,
             c.container_runtime,
+            c.openshift,
+            json.dumps(c.openshift_proxy, sort_keys=True),
             c.has_nfd_labels,
             c.crds,
             tuple(sorted(c.config_map_keys.items())),
@@ -264,73 +306,13 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
     def failure_event(self, obj: Obj, message: str) -> Event | None:
         return ("Warning", REASON_RECONCILE_FAILED, message)
 
-
-class _OrphanDeleter(Protocol):
-    async def delete(
-        self,
-        api_version: str,
-        kind: str,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: str | None = None,
-    ) -> Any: ...
+    def forget(self, namespace: str, name: str) -> None:
+        """A ClusterPolicy is gone: with none left the status metric says so (-1)."""
+        self.known.discard(name)
+        if not self.known:
+            metrics.reconciliation_status.set(metrics.STATUS_NO_POLICY)
 
 
 def _is_driver_daemonset(obj: Mapping[str, Any]) -> bool:
     labels = dig(obj, "metadata", "labels") or {}
     return obj.get("kind") == "DaemonSet" and labels.get(DRIVER_COMPONENT_LABEL) == DRIVER_COMPONENT
-
-
-class ClusterPolicyReconciler(KindReconciler[ClusterPolicy, PolicyFacts]):
-    """The skeleton running ``ClusterPolicyKind`` (no finalizer: owner references clean up).
-
-    Once NVIDIADriver objects own the drivers (``driver.useNvidiaDriverCRD``), the
-    ClusterPolicy's driver DaemonSets are deleted orphaning their pods, as NVIDIA
-    does: the drivers keep running on the nodes until NVIDIADriver's replace them.
-    """
-
-    kind: ClusterPolicyKind
-
-    async def reconcile(self, request: Request) -> Result:
-        result = await super().reconcile(request)
-        if self.kind.psa_enabled:
-            await self._label_namespace_privileged()
-        if not await self.cache.list(API_VERSION, KIND):
-            metrics.reconciliation_status.set(metrics.STATUS_NO_POLICY)
-        return result
-
-    async def _label_namespace_privileged(self) -> None:
-        """``psa.enabled``: the operator namespace admits privileged pods (the operands are)."""
-        namespace = self.kind.config.operator_namespace
-        try:
-            ns = await self.api_reader.get("v1", "Namespace", namespace)
-        except NotFound:
-            return
-        labels = dig(ns, "metadata", "labels") or {}
-        if all(labels.get(k) == v for k, v in PSA_LABELS.items()):
-            return
-        await self.client.patch(
-            "v1", "Namespace", namespace, {"metadata": {"labels": dict(PSA_LABELS)}}
-        )
-
-    async def _execute(
-        self, action: Action, namespace: str, *args: Any, **kwargs: Any
-    ) -> tuple[Obj, str] | None:
-        if (
-            action.verb == "delete"
-            and self.kind.orphan_drivers
-            and _is_driver_daemonset(action.obj)
-        ):
-            api_version, kind, name = key(action.obj)
-            deleter = cast(_OrphanDeleter, self.client)
-            with contextlib.suppress(NotFound):
-                await deleter.delete(
-                    api_version,
-                    kind,
-                    name,
-                    namespace_of(action.obj) or namespace or None,
-                    propagation_policy=ORPHAN,
-                )
-            return None
-        return await super()._execute(action, namespace, *args, **kwargs)

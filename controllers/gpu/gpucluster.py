@@ -14,11 +14,13 @@ by hash and prunes (a state switched off loses its objects). This module adds
   v1beta1 and fails the states when none is served);
 - **namespace label**: the operator namespace is labelled
   ``resource.kubernetes.io/admin-access=true`` (never removed), without which
-  the operands' admin-access claims are refused;
+  the operands' admin-access claims are refused (``namespace_labels``: while a
+  ClusterPolicy blocks it, not);
 - **finalizer** ``gpucluster.nvidia.com/dra-resourceclaim``: on deletion every
   DaemonSet the GPUCluster controls whose pods hold ResourceClaims is deleted
   first (foreground), with the Event ``DrainingClaimConsumers``, looked at
-  again every 5 s until none is left; then the finalizer goes and the rest
+  again every 5 s until none is left (the skeleton does it: those DaemonSets'
+  write policy is ``drain_on_delete``); then the finalizer goes and the rest
   (the kubelet plugin among them) is removed by owner references, so the
   plugin outlives the claims it must unprepare;
 - status as NVIDIA writes it: ``state`` (ready, notReady), ``namespace`` and
@@ -27,17 +29,15 @@ by hash and prunes (a state switched off loses its objects). This module adds
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final
 
 from api.nvidia.v1alpha1.gpucluster import STATE_NOT_READY, STATE_READY, GPUCluster
 from controllers.gpu.config import GPUConfig
-from controllers.reconciler import Event, Kind, KindReconciler
-from nimctl_runtime.client.errors import NotFound
+from controllers.plan import WritePolicy
+from controllers.reconciler import Event, Kind, NamespaceLabels
 from nimctl_runtime.client.interfaces import Reader
-from nimctl_runtime.meta import OWNER_UID_INDEX, Obj, dig, name_of, set_condition, uid_of
-from nimctl_runtime.reconcile import Request, Result
+from nimctl_runtime.meta import Obj, ObjView, dig, name_of, set_condition
 from platforms.capabilities import SERVICE_MONITOR, Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.gpu.gpucluster import (
@@ -57,7 +57,6 @@ ADMIN_ACCESS_LABEL: Final = "resource.kubernetes.io/admin-access"
 CP_API: Final = "nvidia.com/v1"
 CP_KIND: Final = "ClusterPolicy"
 REASON_DRAINING: Final = "DrainingClaimConsumers"
-DRAIN_REQUEUE: Final = 5.0
 CONDITION_READY: Final = "Ready"
 CONDITION_ERROR: Final = "Error"
 
@@ -67,7 +66,6 @@ __all__ = [
     "REASON_DRAINING",
     "RECORDER_NAME",
     "GPUClusterKind",
-    "GPUClusterReconciler",
     "claim_consumers",
     "gpucluster_status",
 ]
@@ -93,6 +91,12 @@ def gpucluster_status(old: Mapping[str, Any], readiness: Readiness, namespace: s
     return {"state": state, "namespace": namespace, "conditions": conditions}
 
 
+def _consumes_claims(obj: ObjView) -> bool:
+    return obj.get("kind") == "DaemonSet" and bool(
+        dig(obj, "spec", "template", "spec", "resourceClaims")
+    )
+
+
 def claim_consumers(daemonsets: list[Obj], owner_uid: str) -> list[Obj]:
     """The DaemonSets ``owner_uid`` controls whose pods hold ResourceClaims, by name."""
     out = []
@@ -110,8 +114,6 @@ class GPUClusterKind(Kind[GPUCluster, GPUClusterFacts]):
     api_version = API_VERSION
     kind = KIND
     finalizer = FINALIZER
-    create_only = frozenset({"ServiceAccount"})
-    keep_on_prune: frozenset[str] = frozenset()
 
     def __init__(
         self, *, config: GPUConfig, capabilities: Capabilities, dra_versions: DraVersions
@@ -135,6 +137,25 @@ class GPUClusterKind(Kind[GPUCluster, GPUClusterFacts]):
             service_monitor=self.capabilities.has(SERVICE_MONITOR),
         )
 
+    def namespace_labels(self, cr: GPUCluster, facts: GPUClusterFacts) -> NamespaceLabels | None:
+        """The operands' admin-access claims are refused without it (never removed)."""
+        return NamespaceLabels(facts.operator_namespace, {ADMIN_ACCESS_LABEL: "true"})
+
+    def write_policy(self, owner: ObjView, obj: ObjView) -> WritePolicy:
+        """ServiceAccounts are created only, nothing is kept on prune, and on deletion the
+        DaemonSets whose pods hold ResourceClaims go first (``claim_consumers``)."""
+        return WritePolicy(
+            create_only=obj.get("kind") == "ServiceAccount",
+            drain_on_delete=_consumes_claims(obj),
+        )
+
+    def drain_event(self, obj: Obj, waiting: list[str]) -> Event | None:
+        return (
+            "Normal",
+            REASON_DRAINING,
+            "Waiting for ResourceClaim-consuming DaemonSet(s) to terminate: " + ", ".join(waiting),
+        )
+
     def memo_key(self, cr: GPUCluster, obj: Obj, facts: GPUClusterFacts) -> tuple[Any, ...] | None:
         return (
             cr.metadata.uid,
@@ -156,76 +177,3 @@ class GPUClusterKind(Kind[GPUCluster, GPUClusterFacts]):
 
     def failure_event(self, obj: Obj, message: str) -> Event | None:
         return ("Warning", REASON_RECONCILE_FAILED, message)
-
-
-class _ForegroundDeleter(Protocol):
-    async def delete(
-        self,
-        api_version: str,
-        kind: str,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: str | None = None,
-    ) -> Any: ...
-
-
-class GPUClusterReconciler(KindReconciler[GPUCluster, GPUClusterFacts]):
-    """The skeleton running ``GPUClusterKind``, with the drain on deletion and the
-    operator namespace's admin-access label."""
-
-    kind: GPUClusterKind
-
-    async def reconcile(self, request: Request) -> Result:
-        try:
-            obj = await self.cache.get(API_VERSION, KIND, request.name)
-        except NotFound:
-            return await super().reconcile(request)
-        if dig(obj, "metadata", "deletionTimestamp"):
-            if FINALIZER in (dig(obj, "metadata", "finalizers") or []):
-                waiting = await self._drain(obj)
-                if waiting:
-                    return Result(requeue_after=DRAIN_REQUEUE)
-            return await super().reconcile(request)
-        if not await self.cache.list(CP_API, CP_KIND):
-            await self._label_namespace()
-        return await super().reconcile(request)
-
-    async def _drain(self, obj: Obj) -> list[str]:
-        """Delete the claim-consuming DaemonSets; the names of those still there."""
-        namespace = self.kind.config.operator_namespace
-        owned = await self.cache.list(
-            "apps/v1", "DaemonSet", namespace, index=(OWNER_UID_INDEX, uid_of(obj))
-        )
-        consumers = claim_consumers(owned, uid_of(obj))
-        if not consumers:
-            return []
-        names = [name_of(ds) for ds in consumers]
-        deleter = cast(_ForegroundDeleter, self.client)
-        for ds in consumers:
-            if dig(ds, "metadata", "deletionTimestamp"):
-                continue
-            with contextlib.suppress(NotFound):
-                await deleter.delete(
-                    "apps/v1", "DaemonSet", name_of(ds), namespace, propagation_policy="Foreground"
-                )
-        self.recorder.event(
-            obj,
-            "Normal",
-            REASON_DRAINING,
-            "Waiting for ResourceClaim-consuming DaemonSet(s) to terminate: " + ", ".join(names),
-        )
-        return names
-
-    async def _label_namespace(self) -> None:
-        """``resource.kubernetes.io/admin-access=true`` on the operator namespace."""
-        namespace = self.kind.config.operator_namespace
-        try:
-            ns = await self.api_reader.get("v1", "Namespace", namespace)
-        except NotFound:
-            return
-        if (dig(ns, "metadata", "labels") or {}).get(ADMIN_ACCESS_LABEL) == "true":
-            return
-        await self.client.patch(
-            "v1", "Namespace", namespace, {"metadata": {"labels": {ADMIN_ACCESS_LABEL: "true"}}}
-        )

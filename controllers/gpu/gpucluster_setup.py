@@ -20,18 +20,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
-from controllers.gpu.gpucluster import (
-    CP_API,
-    CP_KIND,
-    RECORDER_NAME,
-    GPUClusterKind,
-    GPUClusterReconciler,
-)
+from controllers.gpu.gpucluster import CP_API, CP_KIND, RECORDER_NAME, GPUClusterKind
+from controllers.reconciler import KindReconciler
 from manifests.labels import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from nimctl_runtime.builder import Builder
 from nimctl_runtime.cache.cache import ByObject, Cache
 from nimctl_runtime.client.errors import ApiError
-from nimctl_runtime.controller import Controller
-from nimctl_runtime.handler import EnqueueRequestForOwner, EnqueueRequestsFromMapFunc
 from nimctl_runtime.meta import OWNER_UID_INDEX, name_of, owner_uid_index
 from nimctl_runtime.predicate import Funcs, GenerationChangedPredicate
 from nimctl_runtime.reconcile import Request
@@ -83,7 +77,7 @@ def setup_gpucluster(manager: Manager, client: Client, options: SetupOptions) ->
     async def dra_versions() -> frozenset[str]:
         return await served_dra_versions(client)
 
-    reconciler = GPUClusterReconciler(
+    reconciler = KindReconciler(
         kind=GPUClusterKind(
             config=config, capabilities=options.capabilities, dra_versions=dra_versions
         ),
@@ -93,26 +87,29 @@ def setup_gpucluster(manager: Manager, client: Client, options: SetupOptions) ->
         recorder=manager.event_recorder(RECORDER_NAME),
         capabilities=options.capabilities,
     )
-    controller = Controller(
-        GPUCLUSTER_CONTROLLER,
-        reconciler,
-        cache,
-        max_concurrent_reconciles=1,
-        rate_limiter=ItemExponentialFailureRateLimiter[Request](base_delay=0.1, max_delay=3.0),
-        cache_sync_timeout=manager.options.cache_sync_timeout,
-        scope_resolver=client.mapper.is_namespaced,
-    )
 
     async def every_cluster(obj: Obj) -> list[Request]:
-        names = {name_of(c) for c in await cache.list(API_VERSION, KIND)}
-        if obj.get("kind") == KIND:
-            names.add(name_of(obj))
-        return [Request("", n) for n in sorted(names)]
+        return [
+            Request("", n)
+            for n in sorted({name_of(c) for c in await cache.list(API_VERSION, KIND)})
+        ]
 
-    to_all = EnqueueRequestsFromMapFunc(every_cluster)
-    controller.watch(API_VERSION, KIND, to_all, GenerationChangedPredicate())
-    controller.watch(CP_API, CP_KIND, to_all, Funcs(update=lambda e: False))
+    async def the_other_clusters(obj: Obj) -> list[Request]:
+        return [r for r in await every_cluster(obj) if r.name != name_of(obj)]  # it: for_
+
+    builder = (
+        Builder(manager)
+        .named(GPUCLUSTER_CONTROLLER)
+        .with_cache(cache)
+        .for_(API_VERSION, KIND, predicates=[GenerationChangedPredicate()])
+        .watches(API_VERSION, KIND, the_other_clusters, predicates=[GenerationChangedPredicate()])
+        .watches(CP_API, CP_KIND, every_cluster, predicates=[Funcs(update=lambda e: False)])
+        .with_options(
+            max_concurrent_reconciles=1,
+            rate_limiter=ItemExponentialFailureRateLimiter[Request](base_delay=0.1, max_delay=3.0),
+        )
+    )
     for api_version, kind in owned:
         cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
-        controller.watch(api_version, kind, EnqueueRequestForOwner(API_VERSION, KIND))
-    manager.add(controller)
+        builder.owns(api_version, kind)
+    builder.complete(reconciler)

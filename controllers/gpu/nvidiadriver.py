@@ -1,4 +1,4 @@
-"""NVIDIADriver's binding to the reconciler skeleton: facts, the blocked states, node owners.
+"""NVIDIADriver's binding to the reconciler skeleton: facts, the blocked states, NVIDIA's status.
 
 ``platforms.gpu.nvidiadriver.NVIDIADriverContract`` decides what an
 NVIDIADriver becomes (one driver DaemonSet per node pool) and when it is
@@ -14,17 +14,21 @@ pools that are gone (owner-UID index). This module adds (gpu-operator.md §6.1,
   non-default NVIDIADriver picks renders nothing and reports
   ``ConflictingNodeSelector`` (state ``notReady``); more than one default
   NVIDIADriver is ``ReconcileFailed``;
-- **node owners**: every pass labels the GPU nodes with their owner,
-  ``nvidia.com/gpu-operator.driver.owner=<name>`` (removing it where no
-  NVIDIADriver owns the node), one merge patch per changed node. NVIDIA's node
-  labelling controller writes it; here the controller that renders the pools
-  does, so a pool's DaemonSet and its nodes' labels come from one decision;
+- **node owners**: the pools are rendered from ``assign_owners``; the node
+  labelling reconciler (``controllers.gpu.nodelabeling.DriverOwnerLabeler``)
+  writes the same decision as ``nvidia.com/gpu-operator.driver.owner=<name>``
+  on the nodes, which the pools' DaemonSets select on. This module writes no
+  Node;
+- OpenShift (``controllers.gpu.openshift``): the version, the Driver Toolkit
+  images and the cluster Proxy, read from the cache as NVIDIA's state reads
+  them from the API server;
 - status as NVIDIA writes it: ``state`` (ready, notReady, disabled),
   ``namespace`` and the two conditions ``Ready`` and ``Error``, only on change.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,11 +50,12 @@ from api.nvidia.v1alpha1.nvidiadriver import (
 )
 from controllers.gpu.clusterpolicy import active_policy
 from controllers.gpu.config import GPUConfig
-from controllers.reconciler import Event, Kind, KindReconciler
+from controllers.gpu.openshift import read_openshift
+from controllers.reconciler import Event, Kind
 from nimctl_runtime.client.errors import ApiError, NotFound
 from nimctl_runtime.client.interfaces import KeyReader, Reader
 from nimctl_runtime.meta import Obj, dig, name_of, set_condition
-from nimctl_runtime.reconcile import Request, Result
+from platforms.capabilities import Capabilities
 from platforms.contract import Blocked, Observed, Readiness
 from platforms.gpu.facts import ClusterFacts
 from platforms.gpu.nvidiadriver import (
@@ -62,7 +67,6 @@ from platforms.gpu.nvidiadriver import (
     multiple_defaults_readiness,
 )
 from platforms.gpu.nvidiadriver_pools import (
-    DRIVER_OWNER_LABEL,
     OS_MAJOR_LABEL,
     OSTREE_LABEL,
     DriverSelector,
@@ -78,7 +82,6 @@ CP_API = "nvidia.com/v1"
 __all__ = [
     "RECORDER_NAME",
     "NVIDIADriverKind",
-    "NVIDIADriverReconciler",
     "driver_mode",
     "driver_selectors",
     "driver_status",
@@ -149,10 +152,17 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
     create_only = frozenset({"ServiceAccount"})
     keep_on_prune: frozenset[str] = frozenset()
 
-    def __init__(self, *, config: GPUConfig, api_reader: KeyReader) -> None:
+    def __init__(
+        self,
+        *,
+        config: GPUConfig,
+        api_reader: KeyReader,
+        capabilities: Capabilities | None = None,
+    ) -> None:
         self.contract = NVIDIADriverContract()
         self.config = config
         self.api_reader = api_reader
+        self.capabilities = capabilities or Capabilities.nothing()
 
     def parse(self, obj: Obj) -> NVIDIADriver:
         return parse_or_fail(NVIDIADriver, obj, REASON_RECONCILE_FAILED, stored=True)
@@ -176,19 +186,26 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
                 host_paths = ClusterPolicy.model_validate(cp_obj).spec.host_paths
             except ValidationError:
                 host_paths = None  # the ClusterPolicy controller reports its spec
+        ocp = await read_openshift(reader, self.capabilities, driver=True)
         cluster = ClusterFacts.from_nodes(
             nodes,
             operator_namespace=self.config.operator_namespace,
+            openshift=ocp.version,
+            openshift_proxy=ocp.proxy,
             operator_env=self.config.operator_env,
             config_map_keys=await self._config_map_keys(cr),
         )
         owners = assign_owners(selectors, nodes)
+        pods = await reader.list("v1", "Pod", self.config.operator_namespace)
         return NVIDIADriverFacts(
             cluster=cluster,
             nodes=tuple(nodes),
             owners=owners,
             host_paths=host_paths,
+            dtk_images=ocp.dtk_images,
+            proxy=ocp.proxy,
             shared_owner=shared_owner(owners, conflicts(selectors, nodes)),
+            pods=tuple(pods),
         )
 
     async def _config_map_keys(self, cr: NVIDIADriver) -> dict[str, list[str]]:
@@ -236,6 +253,9 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
             tuple(sorted(facts.cluster.config_map_keys.items())),
             host_paths,
             facts.shared_owner,
+            facts.cluster.openshift,
+            tuple(sorted(facts.dtk_images.items())),
+            json.dumps(facts.proxy, sort_keys=True),
         )
 
     def status(self, old: Obj, readiness: Readiness, observed: Observed) -> Obj:
@@ -251,45 +271,3 @@ class NVIDIADriverKind(Kind[NVIDIADriver, NVIDIADriverFacts]):
 
     def failure_event(self, obj: Obj, message: str) -> Event | None:
         return ("Warning", REASON_RECONCILE_FAILED, message)
-
-
-class NVIDIADriverReconciler(KindReconciler[NVIDIADriver, NVIDIADriverFacts]):
-    """The skeleton running ``NVIDIADriverKind``, with the node owner labels written first."""
-
-    kind: NVIDIADriverKind
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        # Node -> (owner written, the node's resourceVersion we wrote it over): a cache
-        # that has not seen our patch yet is not patched again.
-        self._owner_writes: dict[str, tuple[str | None, str]] = {}
-
-    async def reconcile(self, request: Request) -> Result:
-        await self._label_owners()
-        return await super().reconcile(request)
-
-    async def _label_owners(self) -> None:
-        """``nvidia.com/gpu-operator.driver.owner`` on every node as ``assign_owners`` says."""
-        enabled, _ = driver_mode(await self.cache.list(CP_API, "ClusterPolicy"))
-        if not enabled:
-            return
-        selectors = driver_selectors(await self.cache.list(API_VERSION, KIND))
-        nodes = await self.cache.list("v1", "Node")
-        owners = assign_owners(selectors, nodes)
-        for node in sorted(nodes, key=name_of):
-            name = name_of(node)
-            have = (dig(node, "metadata", "labels") or {}).get(DRIVER_OWNER_LABEL)
-            want = owners.get(name)
-            rv = str(dig(node, "metadata", "resourceVersion") or "")
-            if have == want:
-                self._owner_writes.pop(name, None)
-                continue
-            if self._owner_writes.get(name) == (want, rv):
-                continue  # written already; the cache has not caught up
-            try:
-                await self.client.patch(
-                    "v1", "Node", name, {"metadata": {"labels": {DRIVER_OWNER_LABEL: want}}}
-                )
-            except NotFound:
-                continue
-            self._owner_writes[name] = (want, rv)

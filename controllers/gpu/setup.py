@@ -29,20 +29,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from controllers.gpu import openshift
 from controllers.gpu.cache import gpu_cache
 from controllers.gpu.clusterpolicy import (
     RECORDER_NAME,
     ClusterPolicyKind,
-    ClusterPolicyReconciler,
 )
 from controllers.gpu.coalesce import Coalesced
 from controllers.gpu.config import GPUConfig, MissingOperatorNamespace
 from controllers.gpu.nodelabeling import GC_KIND, ND_API, ND_KIND, NodeLabelingReconciler
-from nimctl_runtime.controller import Controller
+from controllers.reconciler import KindReconciler
+from nimctl_runtime.builder import Builder
 from nimctl_runtime.handler import (
     CreateEvent,
     DeleteEvent,
-    EnqueueRequestForObject,
     EnqueueRequestForOwner,
     EnqueueRequestsFromMapFunc,
     UpdateEvent,
@@ -52,6 +52,7 @@ from nimctl_runtime.meta import OWNER_UID_INDEX, dig, name_of, owner_uid_index
 from nimctl_runtime.predicate import Funcs, GenerationChangedPredicate
 from nimctl_runtime.reconcile import Request
 from nimctl_runtime.workqueue import ItemExponentialFailureRateLimiter
+from platforms.blockers import pod_blocker
 from platforms.gpu.contract import API_VERSION, KIND, ClusterPolicyContract
 from platforms.gpu.facts import (
     GPU_PRESENT_LABEL,
@@ -121,10 +122,12 @@ def node_facts_changed() -> Funcs:
 def _driver_pod_changed() -> Funcs:
     def facts(pod: Mapping[str, Any]) -> tuple[Any, ...]:
         statuses = dig(pod, "status", "containerStatuses") or []
+        found = pod_blocker(pod)
         return (
             dig(pod, "metadata", "labels", REVISION_HASH_LABEL),
             dig(pod, "status", "phase"),
             tuple(bool(s.get("ready")) for s in statuses),
+            found.key if found is not None else None,
         )
 
     return Funcs(update=lambda e: facts(e.object_old) != facts(e.object_new))
@@ -150,11 +153,12 @@ def setup_gpu(manager: Manager, client: Client, options: SetupOptions) -> None:
         return
     contract = ClusterPolicyContract()
     owned = contract.owned_kinds(options.capabilities)
-    cache = gpu_cache(client, config.operator_namespace, owned)
+    cache = gpu_cache(
+        client, config.operator_namespace, owned, openshift.cache_options(options.capabilities)
+    )
     manager.add(cache)
-    scope = client.mapper.is_namespaced
 
-    reconciler = ClusterPolicyReconciler(
+    reconciler = KindReconciler(
         kind=ClusterPolicyKind(
             config=config, capabilities=options.capabilities, api_reader=cache.api_reader
         ),
@@ -165,66 +169,57 @@ def setup_gpu(manager: Manager, client: Client, options: SetupOptions) -> None:
         capabilities=options.capabilities,
         use_finalizer=False,
     )
-    policy = Controller(
-        CLUSTERPOLICY_CONTROLLER,
-        reconciler,
-        cache,
-        max_concurrent_reconciles=1,
-        rate_limiter=_rate_limiter(),
-        cache_sync_timeout=manager.options.cache_sync_timeout,
-        scope_resolver=scope,
-    )
 
     async def every_policy(_: Obj) -> list[Request]:
         return [Request("", name_of(p)) for p in await cache.list(API_VERSION, KIND)]
 
-    policy.watch(API_VERSION, KIND, EnqueueRequestForObject(), GenerationChangedPredicate())
-    policy.watch(
-        API_VERSION,
-        KIND,
-        EnqueueRequestsFromMapFunc(every_policy),
-        Funcs(create=lambda e: False, update=lambda e: False),
+    policy = (
+        Builder(manager)
+        .named(CLUSTERPOLICY_CONTROLLER)
+        .with_cache(cache)
+        .for_(API_VERSION, KIND, predicates=[GenerationChangedPredicate()])
+        .watches(
+            API_VERSION,
+            KIND,
+            every_policy,
+            predicates=[Funcs(create=lambda e: False, update=lambda e: False)],
+        )
+        .with_options(max_concurrent_reconciles=1, rate_limiter=_rate_limiter())
     )
     for api_version, kind in owned:
         cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
-        policy.watch(api_version, kind, Coalesced(EnqueueRequestForOwner(API_VERSION, KIND)))
+        policy.watches(api_version, kind, Coalesced(EnqueueRequestForOwner(API_VERSION, KIND)))
     # Node, driver-pod and operand events come in O(nodes) while a rollout runs and
     # each reconcile reads every node: they share one reconcile per COALESCE_SECONDS.
-    policy.watch(
-        "v1", "Node", Coalesced(EnqueueRequestsFromMapFunc(every_policy)), node_facts_changed()
+    policy.watches(
+        "v1",
+        "Node",
+        Coalesced(EnqueueRequestsFromMapFunc(every_policy)),
+        predicates=[node_facts_changed()],
     )
-    policy.watch(
-        "v1", "Pod", Coalesced(EnqueueRequestsFromMapFunc(every_policy)), _driver_pod_changed()
+    policy.watches(
+        "v1",
+        "Pod",
+        Coalesced(EnqueueRequestsFromMapFunc(every_policy)),
+        predicates=[_driver_pod_changed()],
     )
-    manager.add(policy)
-
-    labeler = Controller(
-        NODE_LABELING_CONTROLLER,
-        NodeLabelingReconciler(cache=cache, client=client),
-        cache,
-        # One node per request, so nodes can be labelled side by side (NVIDIA: one
-        # request for the whole cluster, one worker).
-        max_concurrent_reconciles=LABELING_WORKERS,
-        rate_limiter=_rate_limiter(),
-        cache_sync_timeout=manager.options.cache_sync_timeout,
-        scope_resolver=scope,
-    )
+    # A GPUCluster beside the ClusterPolicy blocks it (and its going unblocks it).
+    policy.watches(ND_API, GC_KIND, every_policy, predicates=[Funcs(update=lambda e: False)])
+    policy.complete(reconciler)
 
     async def every_node(_: Obj) -> list[Request]:
         return [Request("", name_of(n)) for n in await cache.list("v1", "Node")]
 
-    labeler.watch("v1", "Node", EnqueueRequestForObject(), _labels_changed())
-    labeler.watch(
-        API_VERSION, KIND, EnqueueRequestsFromMapFunc(every_node), GenerationChangedPredicate()
+    (
+        Builder(manager)
+        .named(NODE_LABELING_CONTROLLER)
+        .with_cache(cache)
+        .for_("v1", "Node", predicates=[_labels_changed()])
+        .watches(API_VERSION, KIND, every_node, predicates=[GenerationChangedPredicate()])
+        .watches(ND_API, ND_KIND, every_node, predicates=[GenerationChangedPredicate()])
+        .watches(ND_API, GC_KIND, every_node, predicates=[GenerationChangedPredicate()])
+        # One node per request, so nodes can be labelled side by side (NVIDIA: one
+        # request for the whole cluster, one worker).
+        .with_options(max_concurrent_reconciles=LABELING_WORKERS, rate_limiter=_rate_limiter())
+        .complete(NodeLabelingReconciler(cache=cache, client=client))
     )
-    labeler.watch(
-        ND_API, ND_KIND, EnqueueRequestsFromMapFunc(every_node), GenerationChangedPredicate()
-    )
-    labeler.watch(
-        ND_API, GC_KIND, EnqueueRequestsFromMapFunc(every_node), GenerationChangedPredicate()
-    )
-    # A GPUCluster beside the ClusterPolicy blocks it (and its going unblocks it).
-    policy.watch(
-        ND_API, GC_KIND, EnqueueRequestsFromMapFunc(every_policy), Funcs(update=lambda e: False)
-    )
-    manager.add(labeler)

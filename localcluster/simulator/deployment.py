@@ -117,9 +117,42 @@ def reconcile_replicaset(rs: Obj, ctx: Context) -> list[Action]:
     for key in ("readyReplicas", "availableReplicas", "fullyLabeledReplicas"):
         if not status[key]:
             del status[key]
+    conditions = _replica_failure(rs, ctx, short=diff > 0)
+    if conditions:
+        status["conditions"] = conditions
     if status_changed(rs, status):
         actions.append(UpdateStatus(with_status(rs, status)))
     return actions
+
+
+def _replica_failure(rs: Obj, ctx: Context, *, short: bool) -> list[Obj]:
+    """The ReplicaSet's conditions with ``ReplicaFailure`` as Kubernetes keeps it: set
+    (reason ``FailedCreate``, the API's error) while pods it lacks cannot be created
+    (a ResourceQuota, an admission webhook), removed once a create succeeds."""
+    conditions = list((rs.get("status") or {}).get("conditions") or [])
+    failures: dict[str, str] = ctx.options.get("create_failures") or {}
+    error = failures.get(str((rs.get("metadata") or {}).get("uid", ""))) if short else None
+    if error:
+        if get_condition(rs, "ReplicaFailure") is None:
+            conditions = set_condition(
+                conditions,
+                "ReplicaFailure",
+                "True",
+                reason="FailedCreate",
+                message=error,
+                stamp=ctx.stamp(),
+            )
+        return conditions
+    return [c for c in conditions if c.get("type") != "ReplicaFailure"]
+
+
+def _replica_failures(new_rs: Obj | None, old_rs: list[Obj]) -> Obj | None:
+    """The Deployment's ``ReplicaFailure``: the new ReplicaSet's, else an old one's."""
+    for rs in ([new_rs] if new_rs is not None else []) + old_rs:
+        found = get_condition(rs, "ReplicaFailure")
+        if found is not None:
+            return found
+    return None
 
 
 def _rs_replicas(rs: Obj) -> int:
@@ -481,6 +514,19 @@ def _deployment_status(
                     )
                 else:
                     actions.append(Requeue(float(deadline) - elapsed + 1.0))
+    failure = _replica_failures(new_rs, old_rs)
+    if failure is not None:
+        conditions = set_condition(
+            conditions,
+            "ReplicaFailure",
+            str(failure.get("status", "True")),
+            reason=str(failure.get("reason", "")),
+            message=str(failure.get("message", "")),
+            stamp=str(failure.get("lastTransitionTime") or stamp),
+            with_update_time=True,
+        )
+    else:
+        conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
     status["conditions"] = conditions
     if status_changed(d, status):
         actions.append(UpdateStatus(with_status(d, status)))

@@ -288,6 +288,32 @@ def _generated_claims(pod: Mapping[str, Any], view: ObjectLookup) -> dict[str, O
     return out
 
 
+def missing_templates(pod: Obj, view: ObjectLookup) -> list[tuple[str, str]]:
+    """``(pod claim, template)`` of the pod's claims whose ResourceClaimTemplate does not
+    exist and whose claim was not made yet: kube-controller-manager's resourceclaim
+    controller cannot create them (a ``FailedResourceClaimCreation`` Warning Event on the
+    pod) and the scheduler keeps the pod waiting without a ``PodScheduled`` condition."""
+    namespace = namespace_of(pod)
+    generated = _generated_claims(pod, view)
+    out: list[tuple[str, str]] = []
+    for pc in (pod.get("spec") or {}).get("resourceClaims") or []:
+        template = pc.get("resourceClaimTemplateName")
+        pc_name = str(pc.get("name", ""))
+        if not template or pc_name in generated:
+            continue
+        if view.get("ResourceClaimTemplate", namespace, str(template)) is None:
+            out.append((pc_name, str(template)))
+    return out
+
+
+def template_missing_message(pod_claim: str, template: str) -> str:
+    """The resourceclaim controller's Event text for a template that does not exist."""
+    return (
+        f'PodResourceClaim {pod_claim}: resource claim template "{template}": '
+        f'resourceclaimtemplate.resource.k8s.io "{template}" not found'
+    )
+
+
 def pod_claims(pod: Obj, view: ObjectLookup) -> tuple[list[Action], dict[str, Obj], str]:
     """(claims to create or pod status to write, the pod's claims by pod claim name, problem).
 
@@ -426,9 +452,9 @@ Device = tuple[str, str, str]  # (driver, pool, device)
 def _allocated(view: ObjectLookup) -> set[Device]:
     out: set[Device] = set()
     for claim in view.list("ResourceClaim"):
-        results = (
-            ((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}
-        ).get("results") or []
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
+            "results"
+        ) or []
         for r in results:
             if r.get("adminAccess"):
                 continue  # admin access never takes a device

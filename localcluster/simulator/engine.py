@@ -88,6 +88,7 @@ from localcluster.simulator.pulls import (
     mount_problem,
     pull_secret_names,
 )
+from localcluster.simulator.quota import reconcile_resourcequota
 from localcluster.simulator.scheduling import (
     ScheduleResult,
     Usage,
@@ -129,6 +130,7 @@ WATCHED: dict[tuple[str, str], str] = {
     ("apps", "controllerrevisions"): "ControllerRevision",
     ("batch", "jobs"): "Job",
     ("policy", "poddisruptionbudgets"): "PodDisruptionBudget",
+    ("", "resourcequotas"): "ResourceQuota",
     ("storage.k8s.io", "storageclasses"): "StorageClass",
     ("autoscaling", "horizontalpodautoscalers"): "HorizontalPodAutoscaler",
     ("networking.k8s.io", "ingresses"): "Ingress",
@@ -158,6 +160,7 @@ CONTROLLERS: dict[str, Reconciler] = {
     "LeaderWorkerSet": reconcile_leaderworkerset,
     "InferenceService": reconcile_inferenceservice,
     "PodDisruptionBudget": reconcile_pdb,
+    "ResourceQuota": reconcile_resourcequota,
     # NVIDIA's DRA driver publishes each GPU node's devices; claims lose gone pods.
     "Node": dra.reconcile_node_slices,
     "ResourceClaim": dra.reconcile_resourceclaim,
@@ -223,6 +226,9 @@ class Simulator:
         self._plans: dict[str, PodPlan] = {}
         self._ip_counters: dict[str, int] = {}
         self._event_names: dict[tuple[str, str, str], tuple[str, int]] = {}
+        # owner UID -> the error of its last refused pod create (quota, admission), until a
+        # create succeeds: the ReplicaSet controller's ``ReplicaFailure`` condition reads it.
+        self._create_failures: dict[str, str] = {}
         self._task: asyncio.Task[None] | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._node_ordinals: dict[str, int] = {}
@@ -457,6 +463,8 @@ class Simulator:
             for pvc in self.view.list("PersistentVolumeClaim"):
                 self._enqueue(("PersistentVolumeClaim", namespace_of(pvc), name_of(pvc)))
         if kind == "Pod":
+            for quota in self.view.list("ResourceQuota", namespace):
+                self._enqueue(("ResourceQuota", namespace, name_of(quota)))
             for pdb in self.view.list("PodDisruptionBudget", namespace):
                 if pdb_selects(pdb, obj):
                     self._enqueue(("PodDisruptionBudget", namespace, name_of(pdb)))
@@ -596,7 +604,7 @@ class Simulator:
             stamp=lambda: rfc3339(clock.wall()),
             sim_of=sim_of,
             # Core objects the simulator does not watch (KServe reads its ConfigMap).
-            options={"lookup": self._lookup},
+            options={"lookup": self._lookup, "create_failures": self._create_failures},
         )
 
     async def _process(self, key: Key) -> None:
@@ -919,6 +927,18 @@ class Simulator:
         nodes = self.view.list("Node")
         claims: dict[str, Obj] = {}
         if spec.get("resourceClaims"):
+            missing = dra.missing_templates(pod, self.view)
+            if missing:
+                # the resourceclaim controller retries; the pod waits, unscheduled
+                for pod_claim, template in missing:
+                    self._emit(
+                        pod,
+                        "Warning",
+                        "FailedResourceClaimCreation",
+                        dra.template_missing_message(pod_claim, template),
+                    )
+                self._after(2.0, key)
+                return
             # DRA: claims made from templates first, then only nodes that can hold them all.
             actions, claims, problem = dra.pod_claims(pod, self.view)
             await self._execute(key, actions)
@@ -1060,7 +1080,10 @@ class Simulator:
             if isinstance(action, Create):
                 admitted = await self._admit(key, action.obj)
                 if admitted is not None:
-                    self._write(functools.partial(self.storage.create, admitted), key)
+                    created = self._write(functools.partial(self.storage.create, admitted), key)
+                    ref = controller_ref(admitted)
+                    if created is not None and ref is not None:
+                        self._create_failures.pop(str(ref.get("uid", "")), None)
             elif isinstance(action, Update):
                 self._write(functools.partial(self.storage.update, action.obj), key)
             elif isinstance(action, UpdateStatus):
@@ -1129,6 +1152,7 @@ class Simulator:
             owner = self.view.get(key[0], key[1], key[2]) if ref is not None else None
             if owner is not None:
                 self._emit(owner, "Warning", "FailedCreate", f"Error creating: {err.message}")
+                self._create_failures[uid_of(owner)] = err.message
             self._after(1.0, key)
             return None
         return current

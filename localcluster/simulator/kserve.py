@@ -17,8 +17,10 @@ NVIDIA's operator finds KServe's namespace).
   revision's Deployment ``<name>-predictor-00001-deployment`` (Knative's
   naming) and Service ``<name>-predictor``;
 - the pod: the predictor's PodSpec with KServe's own fields removed, labelled
-  ``serving.kserve.io/inferenceservice``, ``component: predictor`` and
-  ``app: isvc.<name>-predictor``; ``minReplicas`` replicas (default 1);
+  as KServe labels a component: the InferenceService's labels, the
+  predictor's, then ``serving.kserve.io/inferenceservice``, ``component:
+  predictor`` and ``app: isvc.<name>-predictor`` (the Deployment likewise);
+  ``minReplicas`` replicas (default 1);
 - status: ``PredictorReady``, ``IngressReady`` and ``Ready`` conditions, the
   ``url`` (external, or the cluster-local address with
   ``networking.kserve.io/visibility: cluster-local``), ``address.url`` and
@@ -237,7 +239,10 @@ def predictor_deployment_name(name: str, mode: str) -> str:
 def _pod_template(isvc: Obj, predictor: Mapping[str, Any]) -> Obj:
     name = name_of(isvc)
     spec = {k: copy.deepcopy(v) for k, v in predictor.items() if k not in COMPONENT_FIELDS}
+    # KServe's component metadata: the InferenceService's labels, then the predictor's,
+    # then its own (so the pods carry what the InferenceService's owner labelled it with)
     labels = {
+        **labels_of(isvc),
         **dict(predictor.get("labels") or {}),
         ISVC_LABEL: name,
         "component": "predictor",
@@ -275,7 +280,12 @@ def _deployment(isvc: Obj, mode: str, predictor: Mapping[str, Any]) -> Obj:
         "metadata": {
             "name": predictor_deployment_name(name, mode),
             "namespace": namespace,
-            "labels": {ISVC_LABEL: name, "component": "predictor"},
+            "labels": {
+                **labels_of(isvc),
+                **dict(predictor.get("labels") or {}),
+                ISVC_LABEL: name,
+                "component": "predictor",
+            },
             "ownerReferences": [owner_reference(isvc)],
         },
         "spec": spec,

@@ -39,6 +39,10 @@ def _statefulset(
 ) -> Obj:
     template = copy.deepcopy(template)
     meta = template.setdefault("metadata", {})
+    # The controller copies a typed template: the StatefulSet's always reads back
+    # ``creationTimestamp: null``, whether the LeaderWorkerSet's JSON had it or not
+    # (Go clients write it, others do not), so that difference never rolls pods.
+    meta["creationTimestamp"] = None
     meta["labels"] = {**(meta.get("labels") or {}), **labels}
     size = int(((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("size", 1))
     meta["annotations"] = {**(meta.get("annotations") or {}), SIZE_ANNOTATION: str(size)}

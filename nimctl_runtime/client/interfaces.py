@@ -89,7 +89,13 @@ class Writer(Protocol):
     ) -> Obj: ...
 
     async def delete(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
     ) -> Any: ...
 
 

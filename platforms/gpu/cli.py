@@ -5,7 +5,10 @@ the same file).
 The nodes file is what ``kubectl get nodes -o yaml`` prints (a List, or a YAML
 stream of Nodes). It may also hold the ConfigMaps the driver mounts file by
 file (``kernelModuleConfig``, ``repoConfig``, ``certConfig``), the
-CustomResourceDefinitions the cluster serves and an OpenShift ClusterVersion.
+CustomResourceDefinitions the cluster serves and an OpenShift ClusterVersion
+(``version``; its first Completed update gives the OpenShift version, as the
+controllers read it: ``platforms.gpu.openshift_cluster``) with the ``cluster``
+Proxy.
 A file that lists no CRDs is taken as a cluster with the Prometheus Operator,
 so the render shows the ServiceMonitors the operator would create there (as the
 offline NeMo render assumes every optional API installed); list the CRDs the
@@ -35,6 +38,12 @@ from platforms.gpu.facts import (
     is_gpu_node_by_nfd,
 )
 from platforms.gpu.images import DEFAULT_OPERATOR_ENV
+from platforms.gpu.openshift_cluster import (
+    CLUSTER_VERSION_NAME,
+    PROXY_NAME,
+    openshift_version,
+    proxy_spec,
+)
 from platforms.gpu.states import render
 
 DEFAULT_NAMESPACE = "gpu-operator"
@@ -78,6 +87,7 @@ def facts_from(
     config_maps: dict[str, list[str]] = {}
     crds: set[tuple[str, str]] = set()
     openshift: str | None = None
+    proxy: dict[str, Any] | None = None
     for obj in objects:
         kind = obj.get("kind")
         meta = obj.get("metadata") or {}
@@ -93,9 +103,10 @@ def facts_from(
             for version in spec.get("versions") or []:
                 if version.get("served", True):
                     crds.add((f"{group}/{version.get('name')}", crd_kind))
-        elif kind == "ClusterVersion":
-            desired = ((obj.get("status") or {}).get("desired") or {}).get("version")
-            openshift = str(desired or "")
+        elif kind == "ClusterVersion" and meta.get("name") == CLUSTER_VERSION_NAME:
+            openshift = _file_openshift_version(obj, err)
+        elif kind == "Proxy" and meta.get("name") == PROXY_NAME:
+            proxy = proxy_spec(obj)
     if not crds:
         crds.update(default_crds)
     env = {**DEFAULT_OPERATOR_ENV}
@@ -104,10 +115,31 @@ def facts_from(
         nodes,
         operator_namespace=namespace,
         openshift=openshift,
+        openshift_proxy=proxy,
         crds=crds,
         operator_env=env,
         config_map_keys=config_maps,
     )
+
+
+def _file_openshift_version(cluster_version: Mapping[str, Any], err: TextIO) -> str:
+    """The OpenShift version as the controllers read it; a hand-written ClusterVersion
+    with only ``status.desired.version`` gives that one's ``major.minor`` (with a note)."""
+    try:
+        return openshift_version(cluster_version)
+    except RenderError:
+        desired = str(
+            ((cluster_version.get("status") or {}).get("desired") or {}).get("version") or ""
+        )
+        if not desired:
+            raise
+    version = ".".join(desired.split(".")[:2])
+    print(
+        f"note: ClusterVersion version has no Completed update in status.history; using "
+        f"status.desired.version ({version}), where the operator would wait for one",
+        file=err,
+    )
+    return version
 
 
 def assume_labelled(node: Mapping[str, Any], err: TextIO) -> dict[str, Any]:

@@ -48,13 +48,14 @@ from api.nvidia.v1.clusterpolicy import (
     ClusterPolicy,
 )
 from nimctl_runtime.meta import Obj
-from platforms.capabilities import GVK, Capabilities
+from platforms.blockers import Blocker
+from platforms.capabilities import GVK, SECURITY_CONTEXT_CONSTRAINTS, Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError, observed_key
 from platforms.gpu import ClusterFacts, RenderError, StateRender
 from platforms.gpu import owned_kinds as gpu_owned_kinds
 from platforms.gpu import render as render_states
 from platforms.gpu.facts import PROMETHEUS_RULE, SERVICE_MONITOR
-from platforms.gpu.readiness import daemonset_ready
+from platforms.gpu.readiness import daemonset_blocker, daemonset_ready
 
 API_VERSION: Final = "nvidia.com/v1"
 KIND: Final = "ClusterPolicy"
@@ -172,7 +173,10 @@ class ClusterPolicyContract:
 
     def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
         crds = frozenset(g for g in (SERVICE_MONITOR, PROMETHEUS_RULE) if capabilities.has(g))
-        return tuple(gpu_owned_kinds(ClusterFacts(operator_namespace="", crds=crds)))
+        # Where SecurityContextConstraints are served (OpenShift) the operands get one each.
+        openshift = "" if capabilities.has(SECURITY_CONTEXT_CONSTRAINTS) else None
+        facts = ClusterFacts(operator_namespace="", crds=crds, openshift=openshift)
+        return tuple(gpu_owned_kinds(facts))
 
     def __init__(self) -> None:
         # The states of the last (policy, facts) pair: a pass renders, then judges
@@ -205,6 +209,7 @@ class ClusterPolicyContract:
     def readiness(self, cr: ClusterPolicy, facts: PolicyFacts, observed: Observed) -> Readiness:
         not_ready: list[str] = []
         details: list[str] = []
+        first: Blocker | None = None
         states = self.states(cr, facts)
         self._last = None  # the pass is over: do not keep its facts (every node's labels)
         for state in states:
@@ -224,7 +229,21 @@ class ClusterPolicyContract:
                     )
                 if not ok:
                     not_ready.append(state.name)
-                    details.append(f"{state.name}: DaemonSet {key[2]}: {why}")
+                    detail = f"{state.name}: DaemonSet {key[2]}: {why}"
+                    # Beyond NVIDIA's words: the pod (and node) that holds it back.
+                    found = (
+                        None
+                        if key in observed.created
+                        else daemonset_blocker(observed.objects.get(key), facts.driver_pods)
+                    )
+                    if found is not None:
+                        detail = (
+                            f"{state.name}: {found.message}"
+                            if found.reason == "DaemonSetNotReady"
+                            else f"{detail}: {found.message}"
+                        )
+                        first = first or found
+                    details.append(detail)
                     break
             else:
                 if state.name == DRIVER_STATE and _stale_driver_pods(state, facts, observed):
@@ -242,6 +261,7 @@ class ClusterPolicyContract:
                 message=not_ready_message(not_ready, details, reasons),
                 # Only an operand is polled; an upgrade moves on Node label events.
                 requeue_after=NOT_READY_REQUEUE if not_ready else None,
+                blocker=first.key if first is not None else None,
             )
         if facts.unlabelled_gpu_nodes:
             return Readiness(

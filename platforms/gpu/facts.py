@@ -120,6 +120,8 @@ class ClusterFacts:
     """The runtime the toolkit configures (cri-o on OpenShift; containerd wins otherwise)."""
     openshift: str | None = None
     """OpenShift version, or None when not on OpenShift."""
+    openshift_proxy: Mapping[str, Any] | None = None
+    """OpenShift: the spec of the ``cluster`` Proxy (None: none, or not OpenShift)."""
     kubernetes_version: str = "v1.32.0"
     """Server version (``v1.32.0``): RuntimeClasses are ``node.k8s.io/v1beta1`` up to v1.20.0."""
     crds: frozenset[tuple[str, str]] = frozenset()
@@ -170,6 +172,7 @@ class ClusterFacts:
         *,
         operator_namespace: str,
         openshift: str | None = None,
+        openshift_proxy: Mapping[str, Any] | None = None,
         kubernetes_version: str = "v1.32.0",
         crds: Iterable[tuple[str, str]] = (),
         operator_env: Mapping[str, str] | None = None,
@@ -201,6 +204,7 @@ class ClusterFacts:
             nodes=tuple(gpu_nodes),
             container_runtime=runtime,
             openshift=openshift,
+            openshift_proxy=openshift_proxy if openshift is not None else None,
             kubernetes_version=kubernetes_version,
             crds=frozenset(crds),
             has_nfd_labels=nfd,

@@ -31,7 +31,7 @@ from platforms.contract import Observed, Readiness, ReconcileError
 from platforms.gpu import gpucluster_dra_driver, gpucluster_operands
 from platforms.gpu.errors import RenderError
 from platforms.gpu.gpucluster_common import GPUClusterFacts
-from platforms.gpu.nvidiadriver import daemonset_ready
+from platforms.gpu.readiness import daemonset_ready
 
 __all__ = [
     "API_VERSION",
@@ -153,7 +153,7 @@ class GPUClusterContract:
         waiting = sorted(
             key[2]
             for key, obj in observed.objects.items()
-            if key[1] == "DaemonSet" and (key in observed.created or not daemonset_ready(obj))
+            if key[1] == "DaemonSet" and (key in observed.created or not daemonset_ready(obj)[0])
         )
         if waiting:
             return Readiness(

@@ -22,7 +22,6 @@ the cluster (``Blocked``); their texts are here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Final
 
 from api.nvidia.v1.clusterpolicy import (
@@ -37,10 +36,11 @@ from api.nvidia.v1alpha1.nvidiadriver import (
     STATE_READY,
     NVIDIADriver,
 )
-from platforms.capabilities import GVK, Capabilities
+from platforms.capabilities import GVK, SECURITY_CONTEXT_CONSTRAINTS, Capabilities
 from platforms.contract import Observed, Readiness, ReconcileError
 from platforms.gpu.errors import RenderError
 from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of, render_driver
+from platforms.gpu.readiness import daemonset_blocker, daemonset_ready
 
 API_VERSION: Final = "nvidia.com/v1alpha1"
 KIND: Final = "NVIDIADriver"
@@ -68,36 +68,9 @@ __all__ = [
     "NOT_READY_REQUEUE",
     "NVIDIADriverContract",
     "conflict_readiness",
-    "daemonset_ready",
     "disabled_readiness",
     "multiple_defaults_readiness",
 ]
-
-
-def _int(obj: Mapping[str, Any], *path: str) -> int:
-    value: Any = obj
-    for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-def daemonset_ready(ds: Mapping[str, Any] | None) -> bool:
-    """NVIDIA's state-skeleton DaemonSet check, only once the controller observed the spec."""
-    if ds is None:
-        return False
-    if _int(ds, "status", "observedGeneration") < _int(ds, "metadata", "generation"):
-        return False
-    desired = _int(ds, "status", "desiredNumberScheduled")
-    if desired == 0:
-        return (
-            _int(ds, "status", "numberMisscheduled") == 0
-            and _int(ds, "status", "currentNumberScheduled") == 0
-        )
-    available = _int(ds, "status", "numberAvailable")
-    return desired == available and _int(ds, "status", "updatedNumberScheduled") == available
 
 
 def disabled_readiness() -> Readiness:
@@ -128,6 +101,9 @@ class NVIDIADriverContract:
     kind = KIND
 
     def owned_kinds(self, capabilities: Capabilities) -> tuple[GVK, ...]:
+        # On OpenShift (SecurityContextConstraints served) each pool also has its SCC.
+        if capabilities.has(SECURITY_CONTEXT_CONSTRAINTS):
+            return (*OWNED_KINDS, SECURITY_CONTEXT_CONSTRAINTS)
         return OWNED_KINDS
 
     def render(self, cr: NVIDIADriver, facts: NVIDIADriverFacts) -> list[dict[str, Any]]:
@@ -150,16 +126,31 @@ class NVIDIADriverContract:
                 )
             return Readiness(state=STATE_NOT_READY, reason=REASON_RECONCILE_FAILED, message=message)
         waiting = sorted(
-            key[2]
-            for key, obj in observed.objects.items()
-            if key[1] == "DaemonSet" and (key in observed.created or not daemonset_ready(obj))
+            (
+                (key[2], obj)
+                for key, obj in observed.objects.items()
+                if key[1] == "DaemonSet"
+                and (key in observed.created or not daemonset_ready(obj)[0])
+            ),
+            key=lambda pair: pair[0],
         )
         if waiting:
+            message = (
+                f"{NOT_READY_MESSAGE}; DaemonSets not ready: [{' '.join(n for n, _ in waiting)}]"
+            )
+            # Beyond NVIDIA's words: the driver pod (and node) that holds it back.
+            found = next(
+                (b for _, obj in waiting if (b := daemonset_blocker(obj, facts.pods)) is not None),
+                None,
+            )
+            if found is not None:
+                message += f": {found.message}"
             return Readiness(
                 state=STATE_NOT_READY,
                 reason=REASON_DRIVER_NOT_READY,
-                message=f"{NOT_READY_MESSAGE}; DaemonSets not ready: [{' '.join(waiting)}]",
+                message=message,
                 requeue_after=NOT_READY_REQUEUE,
+                blocker=found.key if found is not None else None,
             )
         return Readiness(
             state=STATE_READY, reason=REASON_RECONCILED, message=READY_MESSAGE, ready=True

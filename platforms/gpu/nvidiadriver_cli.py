@@ -43,6 +43,8 @@ from platforms.gpu.nvidiadriver import (
 )
 from platforms.gpu.nvidiadriver_pools import DriverSelector, assign_owners, conflicts
 from platforms.gpu.nvidiadriver_render import NVIDIADriverFacts, pools_of, shared_owner
+from platforms.gpu.openshift_cluster import DTK_IMAGE_STREAM, DTK_NAMESPACE, PROXY_NAME, proxy_spec
+from platforms.gpu.openshift_cluster import dtk_images as openshift_dtk_images
 
 __all__ = ["cluster_policies", "cluster_proxy", "dtk_images", "render_drivers"]
 
@@ -50,25 +52,20 @@ __all__ = ["cluster_policies", "cluster_proxy", "dtk_images", "render_drivers"]
 def dtk_images(cluster: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """RHCOS release -> Driver Toolkit image, from the ImageStream ``openshift/driver-toolkit``
     (each tag names a release; ``latest`` is not one)."""
-    out: dict[str, str] = {}
     for obj in cluster:
         meta = obj.get("metadata") or {}
-        if obj.get("kind") != "ImageStream" or meta.get("name") != "driver-toolkit":
+        if obj.get("kind") != "ImageStream" or meta.get("name") != DTK_IMAGE_STREAM:
             continue
-        if meta.get("namespace", "openshift") != "openshift":
-            continue
-        for tag in (obj.get("spec") or {}).get("tags") or []:
-            name, image = tag.get("name"), (tag.get("from") or {}).get("name")
-            if name and name != "latest" and image:
-                out[str(name)] = str(image)
-    return out
+        if meta.get("namespace", DTK_NAMESPACE) == DTK_NAMESPACE:
+            return openshift_dtk_images(obj)
+    return {}
 
 
 def cluster_proxy(cluster: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The spec of the OpenShift Proxy ``cluster``, if the file holds it."""
     for obj in cluster:
-        if obj.get("kind") == "Proxy" and (obj.get("metadata") or {}).get("name") == "cluster":
-            return dict(obj.get("spec") or {})
+        if obj.get("kind") == "Proxy" and (obj.get("metadata") or {}).get("name") == PROXY_NAME:
+            return proxy_spec(obj)
     return None
 
 

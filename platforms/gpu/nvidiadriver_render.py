@@ -71,6 +71,8 @@ class NVIDIADriverFacts:
     shared_owner: str | None = None
     """The NVIDIADriver that renders the objects every pool shares (the startup-probe and
     trusted-CA ConfigMaps); None: each one does (one NVIDIADriver). See ``shared_owner``."""
+    pods: tuple[Mapping[str, Any], ...] = ()
+    """Driver pods of the operator namespace (trimmed): readiness names the one that blocks."""
 
     def openshift(self) -> OpenShift | None:
         """What the render reads of OpenShift, None elsewhere."""

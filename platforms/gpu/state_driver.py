@@ -7,7 +7,9 @@ first evicts GPU pods and unloads an old driver. The DaemonSet is always
 per node is enforced by a pod anti-affinity. With precompiled drivers there is
 one DaemonSet per kernel the GPU nodes run, each pinned to that kernel. The
 state is off with a host driver (``driver.enabled: false``) and when
-NVIDIADriver objects own the drivers (``driver.useNvidiaDriverCRD``).
+NVIDIADriver objects own the drivers (``driver.useNvidiaDriverCRD``). On
+OpenShift a driver built on the node is told ``OPENSHIFT_VERSION`` and gets the
+cluster-wide proxy and trusted CA (``platforms.gpu.openshift_proxy``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ from platforms.gpu.nvidiadriver_daemonset import (
     role_rules,
 )
 from platforms.gpu.nvidiadriver_digest import config_digest, from_pod_spec
+from platforms.gpu.openshift_proxy import (
+    apply_cluster_proxy,
+    trusted_ca_config_map,
+    trusted_ca_name,
+)
 
 NAME = "nvidia-driver"
 DAEMONSET = "nvidia-driver-daemonset"
@@ -124,6 +131,8 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
                 "(is Node Feature Discovery running on it?)"
             )
     else:
+        if ctx.facts.openshift is not None and trusted_ca_name(ctx.facts.openshift_proxy):
+            out.append(trusted_ca_config_map())  # OpenShift fills in the cluster's CA bundle
         out.append(driver_daemonset(ctx, ctx.facts.nodes[0]))
     return out
 
@@ -408,8 +417,9 @@ def transform_driver(
         if driver.secret_env:  # 10
             ctr["envFrom"] = [{"secretRef": {"name": driver.secret_env}}]
         _subscriptions(ds, ctr, ctx, node)  # 11
-    if ctx.facts.openshift is not None:  # 12
+    if ctx.facts.openshift is not None and not precompiled:  # 12
         t.set_env(ctr, "OPENSHIFT_VERSION", ctx.facts.openshift)
+        apply_cluster_proxy(ds, ctx.facts.openshift_proxy)
 
     # 13. optional sidecars
     if precompiled and (gds_on or gdrcopy_on):

@@ -64,23 +64,27 @@ def build(ctx: StateContext) -> list[dict[str, Any]]:
     return out
 
 
-def _validation(component: str, *extra: dict[str, Any], wait: bool = False) -> dict[str, Any]:
+def _validation(component: str, *env_vars: dict[str, Any]) -> dict[str, Any]:
+    """A component check; its env in the order of NVIDIA's asset (an env list in another
+    order is another pod template, so a take-over would restart the validator)."""
     return container(
         f"{component}-validation",
         command=["sh", "-c"],
         args=["nvidia-validator"],
-        env_vars=[
-            env("WITH_WAIT", "true" if wait else "false"),
-            env("COMPONENT", component),
-            *extra,
-        ],
+        env_vars=list(env_vars),
         security_context=PRIV,
         mounts=[VALIDATIONS],
     )
 
 
 def _asset() -> dict[str, Any]:
-    driver = _validation("driver", field_env("OPERATOR_NAMESPACE", "metadata.namespace"), wait=True)
+    no_wait = env("WITH_WAIT", "false")
+    driver = _validation(
+        "driver",
+        env("WITH_WAIT", "true"),
+        env("COMPONENT", "driver"),
+        field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
+    )
     driver["securityContext"] = json_copy(PRIV_S0)
     driver["volumeMounts"] = [
         mount("host-root", "/host", read_only=True, propagation=HTOC),
@@ -88,13 +92,23 @@ def _asset() -> dict[str, Any]:
         dict(VALIDATIONS),
         mount("host-dev-char", "/host-dev-char"),
     ]
-    toolkit = _validation("toolkit", env("NVIDIA_VISIBLE_DEVICES", "all"))
+    toolkit = _validation(
+        "toolkit", env("NVIDIA_VISIBLE_DEVICES", "all"), no_wait, env("COMPONENT", "toolkit")
+    )
     node_env = [
         field_env("NODE_NAME", "spec.nodeName"),
         field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
     ]
-    cuda = _validation("cuda", *node_env)
-    plugin = _validation("plugin", env("WITH_WORKLOAD", "false"), *node_env)
+    cuda = _validation("cuda", no_wait, env("COMPONENT", "cuda"), *node_env)
+    # MIG_STRATEGY holds its place in NVIDIA's asset; the transform fills it in.
+    plugin = _validation(
+        "plugin",
+        env("COMPONENT", "plugin"),
+        no_wait,
+        env("WITH_WORKLOAD", "false"),
+        env("MIG_STRATEGY", ""),
+        *node_env,
+    )
     main = container(
         NAME,
         command=["sh", "-c"],
@@ -148,8 +162,8 @@ def transform(ds: dict[str, Any], ctx: StateContext) -> None:
         c = t.find(ds, name)
         if c is None:
             continue
-        if name == "plugin-validation" and ctx.spec.mig.strategy:
-            t.set_env(c, "MIG_STRATEGY", ctx.spec.mig.strategy)
+        if name == "plugin-validation":
+            t.set_env(c, "MIG_STRATEGY", ctx.spec.mig.strategy or "")
         t.set_env(c, "VALIDATOR_IMAGE", image)
         t.set_env(c, "VALIDATOR_IMAGE_PULL_POLICY", validator.image_pull_policy or "")
         if validator.image_pull_secrets:

@@ -268,11 +268,8 @@ class NemoRenderer(Generic[CR]):
                 objs.append(maybe)
         objs.extend(self.objects_before_deployment())
         objs.append(self.deployment())
-        objs = [stamped_copy(o) for o in objs]
-        current = self.facts.current_replicas
-        if self.autoscaling and current is not None:
-            objs[-1]["spec"]["replicas"] = current  # the HPA owns it; outside the hash
-        return objs
+        # Under an HPA the live replica count is kept by controllers.plan's HPA rule.
+        return [stamped_copy(o) for o in objs]
 
     @property
     def autoscaling(self) -> bool:

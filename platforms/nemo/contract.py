@@ -10,6 +10,10 @@ one in status instead of failing silently as NVIDIA's operator does.
 
 Readiness is the Deployment's rollout, in ``kubectl rollout status`` words
 (nim-operator.md §5), with no requeue: the Deployment watch reports progress.
+When something blocks the rollout (a pod's init container crashing on the
+database, a missing Secret, no node that fits, a quota), the reason and message
+are the blocker finder's (``platforms.blockers``), naming the pod or the
+Deployment, as for a NIMService; the state stays ``NotReady``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from api.apps.v1alpha1 import (
 from api.apps.v1alpha1.common import STATE_NOT_READY, STATE_READY
 from api.apps.v1alpha1.nemo_common import REASON_NOT_READY, REASON_READY, DatabaseConfig
 from api.base import CustomResource
+from manifests.labels import INSTANCE_LABEL, PART_OF_LABEL
 from nimctl_runtime.meta import ObjView, dig
+from platforms.blockers import find_blocker
 from platforms.capabilities import GVK, HTTP_ROUTE, SERVICE_MONITOR, Capabilities
 from platforms.contract import Observed, Readiness
 from platforms.nemo.common import NemoRenderer, pvc_name
@@ -67,7 +73,6 @@ BUILTIN_OWNED: tuple[GVK, ...] = (
 )
 """Built-in kinds a NeMo CR may own (the same list for all five: pruning stays simple)."""
 OPTIONAL_OWNED: tuple[GVK, ...] = (HTTP_ROUTE, SERVICE_MONITOR)
-
 
 
 @dataclass(frozen=True)
@@ -192,10 +197,26 @@ class NemoContract:
 
     def readiness(self, cr: CustomResource, facts: NemoFacts, observed: Observed) -> Readiness:
         name = cr.metadata.name or ""
-        message, ready = deployment_readiness(observed.get("apps/v1", "Deployment", name), name)
+        deployment = observed.get("apps/v1", "Deployment", name)
+        message, ready = deployment_readiness(deployment, name)
         if ready:
             return Readiness(STATE_READY, REASON_READY, message, ready=True)
+        blocker = find_blocker([deployment], facts.pods, facts.events, facts.nodes)
+        if blocker is not None:
+            return Readiness(STATE_NOT_READY, blocker.reason, blocker.message, blocker=blocker.key)
         return Readiness(STATE_NOT_READY, REASON_NOT_READY, message)
+
+    def pod_selector(self, name: str) -> dict[str, str]:
+        """The labels every pod of the CR ``name`` carries (its kind's, not another's)."""
+        return {"app": name, PART_OF_LABEL: self.info.renderer.part_of}
+
+    def owner_of_pod(self, pod: ObjView) -> str | None:
+        """The CR of this kind a pod runs for, from its labels, or None."""
+        labels = dig(pod, "metadata", "labels", default={}) or {}
+        if labels.get(PART_OF_LABEL) != self.info.renderer.part_of:
+            return None
+        owner = labels.get(INSTANCE_LABEL)
+        return str(owner) if owner else None
 
 
 def _info(

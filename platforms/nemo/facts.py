@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nimctl_runtime.meta import Obj
 from platforms.capabilities import Capabilities
 
 __all__ = ["NemoFacts"]
@@ -25,17 +26,21 @@ class NemoFacts:
     (Customizer ``dsn``, Evaluator and Guardrail ``uri``) read it, and it goes
     into that Secret and nowhere else. ``config_maps`` holds the ``data`` of
     the ConfigMaps the CR references (the Customizer's model and training
-    configuration), by name. ``current_replicas`` is the live replica count of
-    the Deployment while an HPA owns it. ``versions`` is not read by the render.
+    configuration), by name. ``versions`` is not read by the render.
     """
 
     capabilities: Capabilities = field(default_factory=Capabilities.nothing)
     operator_version: str = ""
     db_password: str | None = field(default=None, repr=False)
     config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    current_replicas: int | None = None
     versions: tuple[Any, ...] = ()
     """What the facts were read from (resourceVersions): the controller's render memo key."""
+    pods: tuple[Obj, ...] = ()
+    """The Deployment's pods, for readiness's blocker finder (not read by the render)."""
+    events: tuple[Obj, ...] = ()
+    """Warning Events about those pods."""
+    nodes: tuple[Obj, ...] | None = None
+    """The cluster's nodes, only when a pod waits for a GPU or a node (else None)."""
 
     def config_map_data(self, name: str) -> Mapping[str, str] | None:
         return self.config_maps.get(name)

@@ -72,9 +72,6 @@ class RenderContext:
     - ``kserve_status_mode`` / ``kserve_default_mode``: on KServe, the existing
       InferenceService's ``status.deploymentMode`` and KServe's configured
       ``deploy.defaultDeploymentMode`` (None when unknown).
-    - ``current_replicas``: the live Deployment's replicas; used when an HPA
-      owns the scale so rendering never fights it. It does not enter the
-      desired-object hash.
     - ``resource_claims``: the ResourceClaims of the service's namespace (for
       ``status.draResourceStatuses``; render does not read them).
     - ``compute_domain``: the ComputeDomain the service uses, created or
@@ -89,7 +86,6 @@ class RenderContext:
     operator_namespace: str = ""
     operator_version: str = ""
     native_image: bool = False
-    current_replicas: int | None = None
     compute_domain_claim_template: str | None = None
     kserve_status_mode: str | None = None
     kserve_default_mode: str | None = None

@@ -18,6 +18,24 @@ from platforms.standalone.inputs import NIMServiceInputs, given
 
 __all__ = ["compute_domain_pod_claim", "compute_domain_template", "leader_worker_set"]
 
+# What NVIDIA's LeaderWorkerSet template (manifests/lws.yaml) leaves out of the pods,
+# unlike its Deployment: no service account, affinity or runtime class on either pod,
+# no scheduler on the workers, and neither pull policy nor command on the NIM
+# container. Rendering them would change the pod templates of every multi-node NIM
+# NVIDIA's operator made, and a LeaderWorkerSet restarts its groups on any change.
+_NOT_ON_LWS_PODS = ("serviceAccountName", "affinity", "runtimeClassName")
+_NOT_ON_LWS_NIM_CONTAINER = ("imagePullPolicy", "command")
+
+
+def _lws_pod_spec(spec: dict[str, Any], *, leader: bool) -> dict[str, Any]:
+    """``spec`` (a NIM PodSpec) with only the fields NVIDIA's LeaderWorkerSet pods have."""
+    dropped = _NOT_ON_LWS_PODS if leader else (*_NOT_ON_LWS_PODS, "schedulerName")
+    out = {k: v for k, v in spec.items() if k not in dropped}
+    nim, *sidecars = out["containers"]
+    nim = {k: v for k, v in nim.items() if k not in _NOT_ON_LWS_NIM_CONTAINER}
+    out["containers"] = [nim, *sidecars]
+    return out
+
 
 def compute_domain_template(inp: NIMServiceInputs) -> str | None:
     """The ResourceClaimTemplate of the ComputeDomain channel the pods claim (None: none)."""
@@ -114,6 +132,7 @@ def leader_worker_set(
         sub_path=sub_path,
         pod_claims=pod_claims,
         container_claims=container_claims,
+        side_env=multinode.common_env(inp.pipeline, inp.tensor),
     )
     worker_spec = podspec.nim_pod_spec(
         inp,
@@ -128,7 +147,10 @@ def leader_worker_set(
         sub_path=sub_path,
         pod_claims=pod_claims,
         container_claims=container_claims,
+        side_env=multinode.common_env(inp.pipeline, inp.tensor),
     )
+    leader_spec = _lws_pod_spec(leader_spec, leader=True)
+    worker_spec = _lws_pod_spec(worker_spec, leader=False)
     annotations = inp.pod_annotations()
     objs.append(
         multinode.leader_worker_set(

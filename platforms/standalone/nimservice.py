@@ -66,12 +66,9 @@ def render(
         objs.append(podspec.deployment(inp, volume, sub_path, pod_claims, container_claims))
     # Independent copies: no dict is shared between objects (or with the input).
     # (A JSON round trip, unlike deepcopy, also unshares within one object.)
-    objs = [stamped_copy(obj) for obj in objs]
-    current = inp.ctx.current_replicas
-    if networking.is_autoscaling_enabled(inp.spec) and current is not None:
-        # The HPA owns the scale: keep the live value, outside the hash.
-        objs[-1]["spec"]["replicas"] = current
-    return objs
+    # Under an HPA the Deployment carries the replicas it starts with; the
+    # live count is kept by controllers.plan's one HPA rule.
+    return [stamped_copy(obj) for obj in objs]
 
 
 def _networking(inp: NIMServiceInputs) -> list[dict[str, Any]]:

@@ -271,10 +271,14 @@ def nim_pod_spec(
     command: list[str] | None = None,
     args: list[str] | None = None,
     probes: dict[str, dict[str, Any]] | None = None,
+    side_env: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The PodSpec running the NIM (Deployment pods, LWS leaders and workers).
 
-    ``extra_env`` sits under the NIM env (the NIMService's env wins).
+    ``extra_env`` sits under the NIM env (the NIMService's env wins). User init
+    and sidecar containers get the NIM container's env, or the NIM env over
+    ``side_env`` when given (NVIDIA's LeaderWorkerSet gives them the multi-node
+    env common to leader and workers, without the role's own).
     """
     spec = inp.spec
     ca_config_map = spec.proxy.cert_config_map if spec.proxy is not None else None
@@ -302,9 +306,9 @@ def nim_pod_spec(
     volumes.extend(extra_volumes or [])
     mounts.extend(extra_mounts or [])
 
-    env = nim_env(inp)
-    if extra_env:
-        env = pod.merge_env_vars(extra_env, env)
+    base_env = nim_env(inp)
+    env = pod.merge_env_vars(extra_env, base_env) if extra_env else base_env
+    extras_env = env if side_env is None else pod.merge_env_vars(side_env, base_env)
     resources = nim_resources(inp, bool(pod_claims))
     if container_claims:
         resources = {**(resources or {}), "claims": container_claims}
@@ -351,8 +355,8 @@ def nim_pod_spec(
         init_mounts.append(pod.volume_mount("scratch", "/scratch"))
     if ca_config_map:
         init_mounts.append(pod.volume_mount("ca-cert-volume", "/etc/ssl"))
-    init_containers.extend(_extra_container(inp, c, env, init_mounts) for c in user_inits)
-    containers = [main, *(_extra_container(inp, c, env, mounts) for c in sidecars)]
+    init_containers.extend(_extra_container(inp, c, extras_env, init_mounts) for c in user_inits)
+    containers = [main, *(_extra_container(inp, c, extras_env, mounts) for c in sidecars)]
 
     security_context: dict[str, Any] = {
         "runAsUser": DEFAULT_USER_ID if spec.user_id is None else spec.user_id,

@@ -310,6 +310,28 @@ used is missing, nothing granted goes unused (exceptions are marked
 - group: config.openshift.io
   resources: [clusterversions]
   verbs: [get, list]
+# OpenShift: the ClusterPolicy and NVIDIADriver controllers tell it from Kubernetes
+# by the ClusterVersion and read the cluster Proxy, NVIDIADriver also the Driver
+# Toolkit ImageStream, all from their caches (listed and watched by name); there
+# each operand gets a SecurityContextConstraints the operator creates, updates and
+# prunes. NVIDIA's chart grants the same SCC verbs (patch too, which nimctl, writing
+# with PUT, does not use).
+- group: config.openshift.io
+  resources: [clusterversions]
+  verbs: [watch]
+  api: config.openshift.io/v1/ClusterVersion
+- group: config.openshift.io
+  resources: [proxies]
+  verbs: [list, watch]
+  api: config.openshift.io/v1/Proxy
+- group: image.openshift.io
+  resources: [imagestreams]
+  verbs: [list, watch]
+  api: image.openshift.io/v1/ImageStream
+- group: security.openshift.io
+  resources: [securitycontextconstraints]
+  verbs: [get, list, watch, create, update, patch, delete]
+  api: security.openshift.io/v1/SecurityContextConstraints
 # GPUCluster: reconciled, status patched, its finalizer (dra-resourceclaim) set.
 - group: nvidia.com
   resources: [gpuclusters]

@@ -30,8 +30,8 @@ from controllers.gpu.upgrade.cache import upgrade_cache
 from controllers.gpu.upgrade.controller import CP_API, REQUEST, UpgradeReconciler
 from controllers.gpu.upgrade.partition import NVIDIADRIVER_API, NVIDIADRIVER_KIND
 from controllers.gpu.upgrade.policy import DEFAULT_STALL_SECONDS
-from nimctl_runtime.controller import Controller
-from nimctl_runtime.handler import EnqueueRequestsFromMapFunc, UpdateEvent
+from nimctl_runtime.builder import Builder
+from nimctl_runtime.handler import UpdateEvent
 from nimctl_runtime.meta import dig
 from nimctl_runtime.predicate import Funcs, GenerationChangedPredicate
 from nimctl_runtime.reconcile import Request
@@ -125,31 +125,45 @@ def setup_driver_upgrade(manager: Manager, client: Client, options: SetupOptions
         operator_namespace=config.operator_namespace,
         stall_after_seconds=_stall_seconds(options.extra.get("environ")),
     )
-    controller = Controller(
-        UPGRADE_CONTROLLER,
-        reconciler,
-        cache,
-        max_concurrent_reconciles=1,
-        rate_limiter=ItemExponentialFailureRateLimiter[Request](base_delay=0.1, max_delay=3.0),
-        cache_sync_timeout=manager.options.cache_sync_timeout,
-        scope_resolver=client.mapper.is_namespaced,
-    )
 
     async def singleton(_: dict[str, Any]) -> list[Request]:
         return [REQUEST]
 
-    to_singleton = EnqueueRequestsFromMapFunc(singleton)
-    controller.watch(CP_API, "ClusterPolicy", to_singleton, GenerationChangedPredicate())
-    controller.watch(CP_API, "ClusterPolicy", to_singleton,
-                     Funcs(create=lambda e: False, update=_upgrade_condition_changed,
-                           delete=lambda e: False))  # fmt: skip
-    controller.watch(NVIDIADRIVER_API, NVIDIADRIVER_KIND, to_singleton,
-                     GenerationChangedPredicate())  # fmt: skip
-    controller.watch("v1", "Node", to_singleton, node_upgrade_facts_changed())
-    controller.watch("apps/v1", "DaemonSet", to_singleton, GenerationChangedPredicate())
-    controller.watch("v1", "Pod", to_singleton, Funcs(update=_pod_changed))
-    # A new driver revision is what makes pods out of sync; it is created after the
-    # DaemonSet's generation changed, so that event alone can come too early.
-    controller.watch("apps/v1", "ControllerRevision", to_singleton,
-                     Funcs(update=lambda e: False))  # fmt: skip
-    manager.add(controller)
+    # One request for the whole cluster: no for_, only watches that map to it.
+    (
+        Builder(manager)
+        .named(UPGRADE_CONTROLLER)
+        .with_cache(cache)
+        .watches(CP_API, "ClusterPolicy", singleton, predicates=[GenerationChangedPredicate()])
+        .watches(
+            CP_API,
+            "ClusterPolicy",
+            singleton,
+            predicates=[
+                Funcs(
+                    create=lambda e: False,
+                    update=_upgrade_condition_changed,
+                    delete=lambda e: False,
+                )
+            ],
+        )
+        .watches(
+            NVIDIADRIVER_API,
+            NVIDIADRIVER_KIND,
+            singleton,
+            predicates=[GenerationChangedPredicate()],
+        )
+        .watches("v1", "Node", singleton, predicates=[node_upgrade_facts_changed()])
+        .watches("apps/v1", "DaemonSet", singleton, predicates=[GenerationChangedPredicate()])
+        .watches("v1", "Pod", singleton, predicates=[Funcs(update=_pod_changed)])
+        # A new driver revision is what makes pods out of sync; it is created after the
+        # DaemonSet's generation changed, so that event alone can come too early.
+        .watches(
+            "apps/v1", "ControllerRevision", singleton, predicates=[Funcs(update=lambda e: False)]
+        )
+        .with_options(
+            max_concurrent_reconciles=1,
+            rate_limiter=ItemExponentialFailureRateLimiter[Request](base_delay=0.1, max_delay=3.0),
+        )
+        .complete(reconciler)
+    )

@@ -73,6 +73,19 @@ OPTIONAL_RESOURCES = {
     ("resource.nvidia.com", "computedomains"),
     ("run.ai", "trainingworkloads"),
     ("run.ai", "runaijobs"),
+    # OpenShift only: the GPU controllers cache the cluster Proxy and the Driver Toolkit ImageStream.
+    ("config.openshift.io", "proxies"),
+    ("image.openshift.io", "imagestreams"),
+}
+# What only an OpenShift cluster exercises, on resources an operand role also grants
+# (SCC use, ClusterVersion get/list): the operands' SCCs the operator writes there, the
+# ClusterVersion watch (tests/integration/gpu/test_openshift.py runs that variant).
+OPENSHIFT_ONLY = {
+    *(
+        ("security.openshift.io", "securitycontextconstraints", verb)
+        for verb in ("get", "list", "watch", "create", "update", "patch", "delete")
+    ),
+    ("config.openshift.io", "clusterversions", "watch"),
 }
 TIMEOUT = 150.0  # two shared cores: generous, never asserted on
 

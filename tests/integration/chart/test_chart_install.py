@@ -26,6 +26,7 @@ from nimctl_runtime.client import AlreadyExists, ApiError
 from tests.integration.chart.helm import find
 from tests.integration.chart.scenario import (
     API,
+    OPENSHIFT_ONLY,
     OPTIONAL_RESOURCES,
     Installed,
     exercise_all,
@@ -45,7 +46,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 #   up front so the operator can use one installed later; where served, they
 #   must be watched, writes need examples the docs do not all have;
 # - the PodDisruptionBudgets a driver upgrade reads only while it drains workloads;
-# - the Endpoints the OpenShift-only prometheus-k8s Role grants cluster monitoring.
+# - the Endpoints the OpenShift-only prometheus-k8s Role grants cluster monitoring;
+# - OpenShift only: the operands' SCCs, the ClusterVersion watch, the Proxy and the
+#   Driver Toolkit ImageStream (this cluster is not OpenShift).
 NO_EXAMPLE = {
     ("policy", "poddisruptionbudgets"),  # read only while a driver upgrade drains workloads
     ("", "endpoints"),  # granted on OpenShift only (state-operator-metrics' prometheus-k8s Role)
@@ -71,7 +74,11 @@ def is_exception(atom: tuple[str, str, str, str], owned: set[tuple[str, str]], o
     verb, group, resource, _name = atom
     if resource.endswith("/finalizers"):
         return verb == "update"
-    if (group, resource) in NO_EXAMPLE or (verb, group, resource) in HELD_FOR_CUSTOMIZER_ROLE:
+    if (
+        (group, resource) in NO_EXAMPLE
+        or (group, resource, verb) in OPENSHIFT_ONLY
+        or (verb, group, resource) in HELD_FOR_CUSTOMIZER_ROLE
+    ):
         return True
     if (group, resource) in OPTIONAL_RESOURCES:
         # granted up front (rbac.optionalAPIs=all); watched only where served

@@ -6,7 +6,9 @@ contract (``GreetingContract``: owned kinds, a pure render, a pure readiness)
 and one ``Kind`` binding (``GreetingKind``), run by the shared skeleton
 (``KindReconciler``) and wired with ``Builder`` and ``wiring.own_kinds``. On
 localcluster it renders, reports Ready, updates by hash, prunes what the
-render drops, and a second pass writes nothing.
+render drops, and a second pass writes nothing. A per-object write rule is one
+method of the binding (``GreetingKind.write_policy``): ConfigMaps of a
+``keep: true`` Greeting survive the prune.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from controllers.plan import WritePolicy
 from controllers.reconciler import Kind, KindReconciler
 from controllers.wiring import own_kinds, spec_change_predicate
 from localcluster import LocalCluster
@@ -28,7 +31,7 @@ from nimctl_runtime.builder import Builder
 from nimctl_runtime.client import Client, NotFound
 from nimctl_runtime.controller import Controller
 from nimctl_runtime.manager import Manager, ManagerOptions
-from nimctl_runtime.meta import Obj, dig
+from nimctl_runtime.meta import Obj, ObjView, dig
 from nimctl_runtime.reconcile import Request
 from platforms.capabilities import GVK, Capabilities
 from platforms.contract import Blocked, Observed, Readiness
@@ -37,6 +40,7 @@ from tests.integration.controllers.harness import CountingClient, wait_for
 GROUP = "example.nimctl.io"
 API_VERSION = f"{GROUP}/v1"
 KIND = "Greeting"
+KEEP_LABEL = f"{GROUP}/keep"
 
 CRD: Obj = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -61,6 +65,7 @@ CRD: Obj = {
                                 "properties": {
                                     "message": {"type": "string"},
                                     "copies": {"type": "integer", "minimum": 1, "default": 1},
+                                    "keep": {"type": "boolean"},
                                 },
                             },
                             "status": {
@@ -88,6 +93,7 @@ class Greeting:
     namespace: str
     message: str
     copies: int
+    keep: bool = False
 
 
 class GreetingContract:
@@ -105,7 +111,10 @@ class GreetingContract:
                 "metadata": object_meta(
                     cr.name if i == 0 else f"{cr.name}-{i}",
                     cr.namespace,
-                    labels=standard_labels(cr.name, "greeting"),
+                    labels={
+                        **standard_labels(cr.name, "greeting"),
+                        **({KEEP_LABEL: "true"} if cr.keep else {}),
+                    },
                     owner_references=[owner_reference(cr.obj)],
                 ),
                 "data": {"message": cr.message},
@@ -142,7 +151,12 @@ class GreetingKind(Kind[Greeting, None]):
             namespace=obj["metadata"]["namespace"],
             message=str(message),
             copies=int(dig(obj, "spec", "copies", default=1)),
+            keep=bool(dig(obj, "spec", "keep", default=False)),
         )
+
+    def write_policy(self, owner: ObjView, obj: ObjView) -> WritePolicy:
+        """A kept greeting's ConfigMaps outlive the render that drops them."""
+        return WritePolicy(keep_on_prune=dig(obj, "metadata", "labels", KEEP_LABEL) == "true")
 
     async def gather(self, cr: Greeting, obj: Obj, reader: Any) -> None:
         return None
@@ -249,10 +263,28 @@ async def test_a_new_kind_renders_reports_updates_prunes_and_settles(
     with pytest.raises(NotFound):
         await admin.get("v1", "ConfigMap", "empty", "default")
 
+    # the binding's write policy: a kept greeting's dropped ConfigMap is not pruned
+    await admin.create({**greeting, "metadata": {"name": "kept", "namespace": "default"},
+                        "spec": {"message": "hi", "copies": 2, "keep": True}})  # fmt: skip
+    await wait_for(lambda: _is(admin, "kept", "Ready"))
+    kept = await admin.get(API_VERSION, KIND, "kept", "default")
+    kept["spec"] = {"message": "bye", "copies": 1, "keep": True}
+    await admin.update(kept)
+
+    async def one_left() -> bool:  # status is written after the pass's writes
+        obj = await admin.get(API_VERSION, KIND, "kept", "default")
+        return bool(dig(obj, "status", "message") == "1 ConfigMap(s) say it")
+
+    await wait_for(one_left)
+    assert (await admin.get("v1", "ConfigMap", "kept", "default"))["data"] == {"message": "bye"}
+    survivor = await admin.get("v1", "ConfigMap", "kept-1", "default")
+    assert survivor["data"] == {"message": "hi"}
+
     # a pass over converged objects writes nothing
     writes_before = len(operator.object_writes())
     controller.enqueue(Request("default", "hello"))
     controller.enqueue(Request("default", "empty"))
+    controller.enqueue(Request("default", "kept"))
     await wait_for(lambda: _drained(controller))
     assert operator.object_writes()[writes_before:] == []
 

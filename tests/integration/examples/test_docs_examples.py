@@ -13,11 +13,14 @@ import asyncio
 import base64
 import copy
 import json
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from api.serialize import dump
 from localcluster import LocalCluster
 from localcluster.addons import install_ecosystem
 from nimctl.demo import apply_objects
@@ -25,6 +28,7 @@ from nimctl.operator import install_crds
 from nimctl.why import explain
 from nimctl_runtime.client import Client
 from nimctl_runtime.meta import Obj
+from platforms.nemo.demo import dependency_objects, sample_crs
 from tests.integration.controllers.harness import start_operator, wait_for
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
@@ -114,6 +118,7 @@ EXAMPLES_PROMISED = [
         "nim-example-com-tls", {"tls.crt": "x", "tls.key": "x"}, "kubernetes.io/tls")]),
     Example("nimservice-full.yaml", needs=[*NGC, _config_map("corporate-ca", {"ca.crt": "x"})]),
     Example("nimservice-kserve-standard.yaml"),
+    Example("nimservice-kserve-knative.yaml"),
     Example("nimservice-lora-existing-pvc.yaml", needs=[*NGC, _pvc("nim-lora-pvc")]),
     Example("nimcache-ngc-mirror-https.yaml", needs=[
         _pull_secret("mirror-registry-secret"), _secret("mirror-api-secret", {"NGC_API_KEY": "x"})]),
@@ -198,7 +203,33 @@ async def test_each_example_reaches_what_the_readme_promises(tmp_path: Path) -> 
                         checks.append(
                             _reaches(admin, namespace, obj["kind"], name, want, example.names)
                         )
+                checks.extend(await _nemo_examples(admin))
                 failures = [f for f in await asyncio.gather(*checks) if f]
                 assert not failures, "\n".join(failures)
             finally:
                 await operator.shutdown()
+
+
+NEMO_NAMESPACE = "nemo"
+"""The NeMo examples (and ``nimcache-datastore.yaml``) stay in the namespace they name:
+their dependency hosts are ``<svc>.nemo.svc.cluster.local``."""
+
+
+async def _nemo_examples(admin: Client) -> list[Coroutine[Any, Any, str]]:
+    """Apply the NeMo examples with what the README says they need (the Secrets and
+    ConfigMaps they name, and the Services at the hosts they name: PostgreSQL,
+    MinIO, Argo, Milvus, MLflow, OTel, Volcano's scheduler is not needed on
+    localcluster), then the NeMo Data Store cache with its ``hf-auth`` Secret;
+    return the checks that each reaches Ready."""
+    crs = sample_crs(EXAMPLES)
+    await apply_objects(admin, dependency_objects(crs))
+    datastore_cache = [d for d in yaml.safe_load_all((EXAMPLES / "nimcache-datastore.yaml").read_text()) if d]  # fmt: skip
+    needs = [_pull_secret("ngc-secret"), _secret("hf-auth", {"HF_TOKEN": "hf_x"})]
+    for obj in needs:
+        obj["metadata"]["namespace"] = NEMO_NAMESPACE
+    await apply_objects(admin, needs)
+    objs = [dump(cr) for cr in crs] + datastore_cache
+    await apply_objects(admin, objs)
+    return [
+        _reaches(admin, NEMO_NAMESPACE, o["kind"], o["metadata"]["name"], "Ready") for o in objs
+    ]

@@ -380,3 +380,43 @@ async def test_gpu_controllers_need_operator_namespace() -> None:
     with pytest.raises(MissingOperatorNamespace, match="OPERATOR_NAMESPACE is not set"):
         GPUConfig.from_env({})
     assert GPUConfig.from_env({"OPERATOR_NAMESPACE": NS}).operator_namespace == NS
+
+
+async def test_a_crashing_driver_pod_is_named_with_its_node(tmp_path: Path) -> None:
+    """NVIDIA's reason and words, then ours: the pod, its container's last exit, its node."""
+    async with running_env(tmp_path, "gpu-bare") as env:
+        await env.admin.patch(
+            "v1",
+            "Node",
+            "gpu-node-0",
+            {"metadata": {"annotations": {"localcluster.nimctl.io/driver-fail-versions": "595.91.07"}}},
+        )  # fmt: skip
+        await env.admin.create(sample())
+
+        async def named() -> dict[str, Any] | None:
+            found = condition(await env.policy(), "Error")
+            return found if "keeps crashing" in found.get("message", "") else None
+
+        error = await wait_for(named, timeout=90, interval=0.2)
+        assert error["reason"] == "OperandNotReady"
+        message = error["message"]
+        assert message.startswith("ClusterPolicy is not ready; states not ready: [state-driver")
+        assert "state-driver: DaemonSet nvidia-driver-daemonset: " in message
+        assert " of pod nvidia-driver-daemonset-" in message
+        assert "(on node gpu-node-0)" in message
+        assert (await env.policy())["status"]["state"] == "notReady"
+
+        # Fixed: the node loads the driver again; the user deletes the crashing pod.
+        await env.admin.patch(
+            "v1",
+            "Node",
+            "gpu-node-0",
+            {"metadata": {"annotations": {"localcluster.nimctl.io/driver-fail-versions": None}}},
+        )
+        for pod in (await env.admin.list("v1", "Pod", NS))["items"]:
+            if (
+                pod["metadata"]["name"].startswith("nvidia-driver-daemonset-")
+                and (pod.get("spec") or {}).get("nodeName") == "gpu-node-0"
+            ):
+                await env.admin.delete("v1", "Pod", pod["metadata"]["name"], NS)
+        await env.wait_state("ready", timeout=120)

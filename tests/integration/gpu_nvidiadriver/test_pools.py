@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +100,29 @@ async def test_disabled_while_clusterpolicy_manages_the_driver(tmp_path: Path) -
         assert error["message"] == "useNvidiaDriverCRD is not enabled in ClusterPolicy"
         assert await env.daemonsets("all") == []
         assert set((await env.labels(OWNER)).values()) == {""}
+
+
+async def test_a_crashing_driver_pod_is_named_with_its_node(tmp_path: Path) -> None:
+    """NVIDIA's DriverNotReady and words, then ours: which driver pod, why, on which node."""
+    async with driver_env(tmp_path, per_pool=1) as env:
+        await env.admin.patch(
+            "v1",
+            "Node",
+            "gpu-b-0",
+            {"metadata": {"annotations": {"localcluster.nimctl.io/driver-fail-versions": "570.148.08"}}},
+        )  # fmt: skip
+        await env.admin.create(nvidia_driver("all", {}))
+
+        async def named() -> dict[str, Any] | None:
+            status = (await env.driver("all")).get("status") or {}
+            error = next((c for c in status.get("conditions") or [] if c["type"] == "Error"), {})
+            return error if "keeps crashing" in error.get("message", "") else None
+
+        error = await wait_for(named, timeout=90, interval=0.25)
+        assert error["reason"] == "DriverNotReady"
+        assert error["message"].startswith(
+            "Waiting for driver pod to be ready; DaemonSets not ready: ["
+        )
+        assert " of pod nvidia-gpu-driver-ubuntu24.04-" in error["message"]
+        assert error["message"].endswith("(on node gpu-b-0)")
+        assert (await env.driver("all"))["status"]["state"] == "notReady"

@@ -793,3 +793,52 @@ async def test_nvidias_current_samples_reach_ready_with_their_dependencies(
         inits = [c["name"] for c in dep["spec"]["template"]["spec"]["initContainers"]]
         assert inits == ["init-directories", "init-app-ini", "configure-datastore"]
         assert dep["spec"]["template"]["spec"]["securityContext"] == {"fsGroup": 1000}
+
+
+# -- a blocked pod is named (issue 25) -----------------------------------------------------
+
+
+async def test_a_blocked_pod_is_named_and_fixing_it_brings_ready(env: Env) -> None:
+    ns = fresh_ns("blocked")
+
+    def extra_secret(o: dict[str, Any]) -> None:
+        o["spec"].setdefault("env", []).append(
+            {
+                "name": "EXTRA_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": "extra-token", "key": "token"}},
+            }
+        )
+
+    obj = sample("NemoEntitystore", ns, extra_secret)
+    name = obj["metadata"]["name"]
+    await apply(env, obj)
+
+    async def blocked() -> dict[str, Any] | None:
+        st = await status_of(env, "NemoEntitystore", name, ns)
+        ready = next((c for c in st.get("conditions", []) if c["type"] == "Ready"), {})
+        return ready if ready.get("reason") == "SecretNotFound" else None
+
+    ready = await wait_for(blocked, timeout=60)
+    assert ready["message"].startswith(f"pod {name}-")
+    assert ready["message"].endswith('cannot start: secret "extra-token" not found')
+    assert (await status_of(env, "NemoEntitystore", name, ns))["state"] == "NotReady"
+
+    def status_writes() -> int:
+        return sum(
+            1
+            for method, path in env.operator.client.writes
+            if method == "PATCH" and path.endswith(f"/nemoentitystores/{name}/status")
+        )
+
+    before = status_writes()
+    await env.admin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "extra-token", "namespace": ns},
+            "stringData": {"token": "x"},
+        }
+    )
+    await wait_state(env, "NemoEntitystore", name, ns, "Ready")
+    # the blocker's end, maybe the rollout words once, then Ready
+    assert status_writes() - before <= 3

@@ -18,6 +18,8 @@ class FakeAPI:
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str, str, str], Obj] = {}
         self.writes: list[tuple[str, str, str]] = []
+        #: (kind, name) -> the propagationPolicy of its last delete (None: the default)
+        self.propagation: dict[tuple[str, str], str | None] = {}
         self._rv = itertools.count(1)
         self._uid = itertools.count(1)
         self.fail_create: dict[str, Exception] = {}
@@ -134,9 +136,16 @@ class FakeAPI:
         return copy.deepcopy(new)
 
     async def delete(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
     ) -> Any:
         self.writes.append(("delete", kind, name))
+        self.propagation[(kind, name)] = propagation_policy
         key = (api_version, kind, namespace or "", name)
         if key not in self.objects:
             raise NotFound(404, "NotFound", "gone")

@@ -133,6 +133,18 @@ async def test_stale_cache_does_not_cause_duplicate_writes() -> None:
     api.put(nimcache())
     api.put(nimservice())
     r, _ = make(api)
+    # the NIMService's resourceVersion each status write was made over
+    status_base: list[str] = []
+    orig_patch = api.patch
+
+    async def recording_patch(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("subresource") == "status" and args[1] == "NIMService":
+            live = api.obj(API, "NIMService", "llm")
+            assert live is not None
+            status_base.append(live["metadata"]["resourceVersion"])
+        return await orig_patch(*args, **kwargs)
+
+    api.patch = recording_patch  # type: ignore[method-assign]
     await r.reconcile(REQ)
     writes = len(api.writes)
     # The cache still shows the NIMService as it was before our status write.
@@ -146,7 +158,7 @@ async def test_stale_cache_does_not_cause_duplicate_writes() -> None:
         if kind == "NIMService":
             s = copy.deepcopy(stale)
             s["status"] = {}
-            s["metadata"]["resourceVersion"] = r._status[("default", "llm")].base_rv
+            s["metadata"]["resourceVersion"] = status_base[-1]
             return s
         return await orig_get(api_version, kind, name, namespace)
 

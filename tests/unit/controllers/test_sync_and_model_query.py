@@ -35,6 +35,56 @@ def test_service_update_keeps_cluster_ip_and_node_ports() -> None:
     assert body["spec"]["ports"][0]["nodePort"] == 31000
 
 
+VERSION = "app.kubernetes.io/operator-version"
+
+
+def _template(labels: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c"}]}}
+
+
+def test_an_update_keeps_the_operator_version_nvidia_put_on_the_pod_template() -> None:
+    """Dropping a pod label rolls the pods: NVIDIA's version label stays where it is."""
+    desired = stamp_hash(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "n", "labels": {VERSION: "v2"}},
+            "spec": {"template": _template({"app": "d"})},
+        }
+    )
+    live = {
+        "metadata": {"name": "d", "resourceVersion": "3"},
+        "spec": {"template": _template({"app": "d", VERSION: ""})},
+    }
+    body = update_body(desired, live)
+    assert body["spec"]["template"]["metadata"]["labels"] == {"app": "d", VERSION: ""}
+    assert body["metadata"]["labels"] == {VERSION: "v2"}  # the object's label is ours
+    # the desired object (and with it the hash) stays as rendered
+    assert desired["spec"]["template"]["metadata"]["labels"] == {"app": "d"}
+    fresh = update_body(desired, {"metadata": {}, "spec": {"template": _template({"app": "d"})}})
+    assert fresh["spec"]["template"]["metadata"]["labels"] == {"app": "d"}
+
+
+def test_a_leader_worker_set_update_keeps_the_leader_template_version_label() -> None:
+    lwt = {"leaderTemplate": _template({"app": "x-lws"}), "workerTemplate": {"spec": {}}}
+    desired = stamp_hash(
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": "x-lws", "namespace": "n"},
+            "spec": {"leaderWorkerTemplate": lwt},
+        }
+    )
+    live_lwt = {
+        "leaderTemplate": _template({"app": "x-lws", VERSION: ""}),
+        "workerTemplate": {"spec": {}},
+    }
+    body = update_body(desired, {"metadata": {}, "spec": {"leaderWorkerTemplate": live_lwt}})
+    got = body["spec"]["leaderWorkerTemplate"]
+    assert got["leaderTemplate"]["metadata"]["labels"] == {"app": "x-lws", VERSION: ""}
+    assert "metadata" not in got["workerTemplate"]  # no labels made up for the workers
+
+
 def test_hpa_owned_deployment_ignores_replica_changes() -> None:
     d: dict[str, Any] = {
         "apiVersion": "apps/v1",

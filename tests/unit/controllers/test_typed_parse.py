@@ -153,7 +153,7 @@ def test_rendering_leaves_the_parsed_model_unchanged() -> None:
     svc["spec"]["storage"] = {"pvc": {"name": "model"}}
     cr = contract.parse(svc)
     before = copy.deepcopy(spec_json(cr.spec))
-    ctx = RenderContext(current_replicas=2)
+    ctx = RenderContext()
 
     first = contract.render(cr, ctx)
     expected = copy.deepcopy(first)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
 
 from api.nvidia.v1.clusterpolicy import ClusterPolicy
+from controllers.gpu.cache import DRIVER_COMPONENT, DRIVER_COMPONENT_LABEL
 from controllers.gpu.clusterpolicy import ClusterPolicyKind
 from controllers.gpu.config import GPUConfig
 from nimctl_runtime.client.errors import NotFound
@@ -89,3 +91,45 @@ async def test_a_younger_policy_is_ignored() -> None:
     assert "ClusterPolicy old is the active one" in blocked.value.readiness.message
     facts = await k.gather(ClusterPolicy.model_validate(old), old, reader)
     assert facts.cluster.operator_namespace == "gpu-operator"
+
+
+def test_driver_daemonsets_are_pruned_orphaning_their_pods_once_nvidiadrivers_own_them() -> None:
+    k = kind(Reader({}))
+    driver_ds = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {
+            "name": "nvidia-driver-daemonset",
+            "labels": {DRIVER_COMPONENT_LABEL: DRIVER_COMPONENT},
+        },
+    }
+    toolkit_ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "toolkit"}}
+    handed_over = policy("cp", "2026-01-01T00:00:00Z", useNvidiaDriverCRD=True)
+    own_driver = policy("cp", "2026-01-01T00:00:00Z")
+    assert k.write_policy(handed_over, driver_ds).propagation == "Orphan"
+    assert k.write_policy(handed_over, toolkit_ds).propagation is None
+    assert k.write_policy(own_driver, driver_ds).propagation is None
+    # ServiceAccounts are created once, and nothing is kept on prune
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "x"}}
+    assert k.write_policy(own_driver, sa).create_only
+    assert not k.write_policy(own_driver, toolkit_ds).create_only
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "x"}}
+    assert not k.write_policy(own_driver, pvc).keep_on_prune
+
+
+def test_the_status_metric_says_no_policy_only_once_the_last_one_is_gone() -> None:
+    from controllers.gpu import metrics
+    from nimctl_runtime.metrics import REGISTRY
+
+    def status() -> float | None:
+        return REGISTRY.get_sample_value("gpu_operator_reconciliation_status")
+
+    k = kind(Reader({}))
+    for name in ("a", "b"):
+        with contextlib.suppress(Exception):  # an incomplete spec still counts as known
+            k.parse(policy(name, "2026-01-01T00:00:00Z"))
+    metrics.reconciliation_status.set(metrics.STATUS_READY)
+    k.forget("", "a")
+    assert status() == metrics.STATUS_READY
+    k.forget("", "b")
+    assert status() == metrics.STATUS_NO_POLICY

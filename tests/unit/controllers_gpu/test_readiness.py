@@ -304,3 +304,83 @@ def test_trimmed_driver_pods_still_answer_the_on_delete_check() -> None:
     assert daemonset_ready(d, pods=[trimmed], revisions=REVISIONS) == (True, "")
     stale = trim_driver_pod(pod("b", "aaa"))
     assert daemonset_ready(d, pods=[stale], revisions=REVISIONS)[0] is False
+
+
+def test_a_crashing_driver_pod_is_named_with_its_node() -> None:
+    from controllers.gpu.cache import trim_driver_pod
+    from platforms.gpu.readiness import daemonset_blocker
+
+    d = ds("OnDelete", desiredNumberScheduled=2, numberReady=1, numberUnavailable=1)
+    crashing = pod("nvidia-driver-daemonset-x2x4q", "bbb", ready=False)
+    crashing["metadata"].update(uid="p1", creationTimestamp="2026-11-28T00:00:00Z")
+    crashing["spec"] = {"nodeName": "gpu-1", "containers": [{"name": "nvidia-driver-ctr"}]}
+    crashing["status"]["containerStatuses"] = [
+        {
+            "name": "nvidia-driver-ctr",
+            "ready": False,
+            "restartCount": 4,
+            "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+            "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+        }
+    ]
+    healthy = pod("nvidia-driver-daemonset-aaaaa", "bbb")
+    # the cache holds trimmed pods: the finder reads the same from them
+    found = daemonset_blocker(d, [trim_driver_pod(crashing), trim_driver_pod(healthy)])
+    assert found is not None and found.reason == "CrashLoopBackOff"
+    assert found.message == (
+        "container nvidia-driver-ctr of pod nvidia-driver-daemonset-x2x4q keeps crashing: "
+        "last exit code 1 (Error) (on node gpu-1)"
+    )
+    # pods of another DaemonSet say nothing about this one
+    assert daemonset_blocker(d, [{**crashing, "metadata": {**crashing["metadata"],
+                                  "ownerReferences": [{"uid": "x", "controller": True}]}}]) is None  # fmt: skip
+
+
+def test_an_operand_with_no_ready_pod_and_no_named_cause() -> None:
+    from platforms.gpu.readiness import daemonset_blocker
+
+    d = ds(desiredNumberScheduled=3, numberReady=0)
+    d["metadata"]["name"] = "nvidia-device-plugin-daemonset"
+    found = daemonset_blocker(d, [])
+    assert found is not None and found.reason == "DaemonSetNotReady"
+    assert found.message == "DaemonSet nvidia-device-plugin-daemonset: none of its 3 pods is ready"
+    assert daemonset_blocker(ds(desiredNumberScheduled=3, numberReady=1), []) is None
+
+
+def test_cluster_policy_message_keeps_nvidias_words_then_names_the_pod() -> None:
+    contract = ClusterPolicyContract()
+    cp, facts = _policy(), _facts(GPU_NODE)
+    desired = contract.render(cp, facts)
+    live = []
+    for want in desired:
+        name = want["metadata"]["name"]
+        obj = {**want, "metadata": {**want["metadata"], "generation": 1, "uid": f"u-{name}"}}
+        obj["status"] = {"observedGeneration": 1}
+        if obj["kind"] == "DaemonSet" and name == "nvidia-driver-daemonset":
+            obj["status"].update(desiredNumberScheduled=1, numberUnavailable=1)
+        live.append(obj)
+    stuck = {
+        "metadata": {
+            "name": "nvidia-driver-daemonset-x2x4q",
+            "uid": "p1",
+            "labels": {"app": "nvidia-driver-daemonset"},
+            "ownerReferences": [{"uid": "u-nvidia-driver-daemonset", "controller": True}],
+        },
+        "spec": {"nodeName": "gpu-node-0"},
+        "status": {
+            "phase": "Pending",
+            "initContainerStatuses": [
+                {"name": "k8s-driver-manager", "ready": False,
+                 "state": {"waiting": {"reason": "ImagePullBackOff",
+                                       "message": 'Back-off pulling image "nvcr.io/x:1"'}}}
+            ],
+        },
+    }  # fmt: skip
+    facts = PolicyFacts(facts.cluster, driver_pods=(stuck,))
+    got = contract.readiness(cp, facts, Observed.of(live))
+    assert (got.state, got.reason) == ("notReady", "OperandNotReady")
+    assert got.message.startswith("ClusterPolicy is not ready; states not ready: [state-driver")
+    assert "state-driver: DaemonSet nvidia-driver-daemonset: pods unavailable: " in got.message
+    assert 'pod nvidia-driver-daemonset-x2x4q cannot pull image "nvcr.io/x:1"' in got.message
+    assert "(on node gpu-node-0)" in got.message
+    assert got.blocker == ("ImagePullFailed", "pod/nvidia-driver-daemonset-x2x4q")

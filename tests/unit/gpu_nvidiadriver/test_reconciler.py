@@ -1,4 +1,5 @@
-"""The NVIDIADriver reconciler on an in-memory API: what it writes, and that it stops writing."""
+"""The NVIDIADriver reconciler and the driver owner labeller on an in-memory API: what they
+write, and that they stop writing."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import copy
 from typing import Any
 
 from controllers.gpu.config import GPUConfig
-from controllers.gpu.nvidiadriver import NVIDIADriverKind, NVIDIADriverReconciler
+from controllers.gpu.nodelabeling import DriverOwnerLabeler
+from controllers.gpu.nvidiadriver import NVIDIADriverKind
+from controllers.reconciler import KindReconciler
 from nimctl_runtime.reconcile import Request
 from tests.unit.controllers.fakes import FakeAPI, FakeRecorder
 from tests.unit.gpu_nvidiadriver.helpers import NS, node
@@ -78,10 +81,10 @@ def _driver(api: MergeAPI, name: str, selector: dict[str, str]) -> None:
                       "nodeSelector": selector}})  # fmt: skip
 
 
-def _reconciler(api: MergeAPI) -> tuple[NVIDIADriverReconciler, FakeRecorder]:
+def _reconciler(api: MergeAPI) -> tuple[KindReconciler[Any, Any], FakeRecorder]:
     recorder = FakeRecorder()
     config = GPUConfig.from_env({"OPERATOR_NAMESPACE": NS})
-    reconciler = NVIDIADriverReconciler(
+    reconciler: KindReconciler[Any, Any] = KindReconciler(
         kind=NVIDIADriverKind(config=config, api_reader=api),
         cache=api,
         client=api,
@@ -90,6 +93,16 @@ def _reconciler(api: MergeAPI) -> tuple[NVIDIADriverReconciler, FakeRecorder]:
         use_finalizer=False,
     )
     return reconciler, recorder
+
+
+async def _label_nodes(api: MergeAPI, labeler: DriverOwnerLabeler | None = None) -> int:
+    """One owner-labelling pass over every node (as a Node/NVIDIADriver event enqueues
+    them); the number of Node writes it made."""
+    labeler = labeler or DriverOwnerLabeler(cache=api, client=api)
+    before = len(api.writes)
+    for n in await api.list("v1", "Node"):
+        await labeler.reconcile(Request(None, n["metadata"]["name"]))
+    return sum(1 for _, kind, _ in api.writes[before:] if kind == "Node")
 
 
 def _status(api: MergeAPI, name: str) -> dict[str, Any]:
@@ -128,6 +141,8 @@ async def test_renders_labels_owners_and_then_writes_nothing() -> None:
     _driver(api, "a", {"pool": "a"})
     reconciler, _ = _reconciler(api)
     result = await reconciler.reconcile(Request(None, "a"))
+    assert not [w for w in api.writes if w[1] == "Node"], "only the node labeller writes Nodes"
+    assert await _label_nodes(api) == 1
     assert _labels(api, "a1")[OWNER] == "a"
     assert OWNER not in _labels(api, "b1")
     created = sorted(k for verb, k, _ in api.writes if verb == "create")
@@ -163,6 +178,7 @@ async def test_an_overlapping_selector_is_refused_and_renders_nothing() -> None:
     assert not [w for w in api.writes if w[0] == "create"]
     assert ("Warning", "ConflictingNodeSelector", error["message"]) in recorder.events
     # The node nobody else selects is the non-conflicting driver's.
+    await _label_nodes(api)
     assert _labels(api, "b1")[OWNER] == "all"
     assert OWNER not in _labels(api, "a1")
 
@@ -170,9 +186,39 @@ async def test_an_overlapping_selector_is_refused_and_renders_nothing() -> None:
 async def test_a_deleted_nvidiadriver_releases_its_nodes() -> None:
     api = _cluster(use_crd=True)
     _driver(api, "a", {"pool": "a"})
-    reconciler, _ = _reconciler(api)
-    await reconciler.reconcile(Request(None, "a"))
+    labeler = DriverOwnerLabeler(cache=api, client=api)
+    assert await _label_nodes(api, labeler) == 1
     assert _labels(api, "a1")[OWNER] == "a"
+    assert await _label_nodes(api, labeler) == 0, "a converged node is not written again"
     del api.objects[(ND, "NVIDIADriver", "", "a")]
-    await reconciler.reconcile(Request(None, "a"))
+    assert await _label_nodes(api, labeler) == 1
     assert OWNER not in _labels(api, "a1")
+    assert await _label_nodes(api, labeler) == 0
+
+
+async def test_owner_labels_are_left_alone_while_the_clusterpolicy_keeps_the_driver() -> None:
+    api = _cluster(use_crd=False)
+    _driver(api, "a", {"pool": "a"})
+    assert await _label_nodes(api) == 0
+    assert OWNER not in _labels(api, "a1")
+
+
+async def test_a_cache_behind_our_own_label_write_gets_no_second_write() -> None:
+    api = _cluster(use_crd=None)
+    _driver(api, "a", {"pool": "a"})
+    stale = copy.deepcopy(api.obj("v1", "Node", "a1", ""))
+    orig_get = api.get
+
+    async def lagging_get(
+        api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> Any:
+        if kind == "Node" and name == "a1":
+            return copy.deepcopy(stale)  # the cache has not seen the owner label yet
+        return await orig_get(api_version, kind, name, namespace)
+
+    labeler = DriverOwnerLabeler(cache=api, client=api)
+    api.get = lagging_get  # type: ignore[method-assign]
+    await labeler.reconcile(Request(None, "a1"))
+    await labeler.reconcile(Request(None, "a1"))
+    assert [w for w in api.writes if w[1] == "Node"] == [("patch", "Node", "a1")]
+    assert _labels(api, "a1")[OWNER] == "a"

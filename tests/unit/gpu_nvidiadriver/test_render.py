@@ -9,7 +9,8 @@ from ruamel.yaml import YAML
 
 from api.nvidia.v1alpha1.nvidiadriver import NVIDIADriver
 from platforms.contract import Observed, ReconcileError
-from platforms.gpu.nvidiadriver import NVIDIADriverContract, daemonset_ready
+from platforms.gpu.nvidiadriver import NVIDIADriverContract
+from platforms.gpu.readiness import daemonset_ready
 from tests.unit.gpu_nvidiadriver.helpers import NS, SAMPLE, driver, facts, node, sample
 
 CONTRACT = NVIDIADriverContract()
@@ -282,8 +283,11 @@ def test_readiness_waits_for_every_pool_daemonset() -> None:
 
 
 def test_an_unobserved_daemonset_is_not_ready() -> None:
-    assert not daemonset_ready({"metadata": {"generation": 1}, "status": {}})
-    assert daemonset_ready(_ds_status(desiredNumberScheduled=0))
+    assert not daemonset_ready({"metadata": {"generation": 1}, "status": {}})[0]
+    assert daemonset_ready(_ds_status(desiredNumberScheduled=0))[0]
+    # the state skeleton's rule: nothing desired is ready only once nothing is scheduled
+    leaving = _ds_status(desiredNumberScheduled=0, currentNumberScheduled=1)
+    assert daemonset_ready(leaving) == (False, "pods still scheduled")
 
 
 def test_the_two_driver_example_splits_the_nodes_between_default_and_selected() -> None:

@@ -14,10 +14,10 @@ from controllers.gpu.gpucluster import (
     FINALIZER,
     REASON_DRAINING,
     GPUClusterKind,
-    GPUClusterReconciler,
     claim_consumers,
 )
 from controllers.gpu.nodelabels import dra_node_patch
+from controllers.reconciler import KindReconciler
 from nimctl_runtime.reconcile import Request
 from platforms.capabilities import Capabilities
 from tests.unit.controllers.fakes import FakeRecorder
@@ -43,9 +43,11 @@ class API(MergeAPI):
 
     async def delete(
         self, api_version: str, kind: str, name: str, namespace: str | None = None,
-        **_: Any,
+        *, propagation_policy: str | None = None,
     ) -> Any:  # fmt: skip
-        return await super().delete(api_version, kind, name, namespace)
+        return await super().delete(
+            api_version, kind, name, namespace, propagation_policy=propagation_policy
+        )
 
     async def patch(
         self, api_version: str, kind: str, name: str, body: Any, *,
@@ -82,7 +84,7 @@ def _reconciler(api: API, versions: frozenset[str] = frozenset({"resource.k8s.io
         capabilities=Capabilities.nothing(),
         dra_versions=dra_versions,
     )
-    return GPUClusterReconciler(
+    return KindReconciler(
         kind=kind, cache=api, client=api, api_reader=api, recorder=FakeRecorder()
     )
 
@@ -161,6 +163,7 @@ async def test_deletion_drains_claim_consumers_before_releasing_the_finalizer() 
     # The consumers (exporter, validator) are deleted first; the plugin stays.
     deleted = {w[2] for w in api.writes if w[0] == "delete"}
     assert deleted == {"nvidia-dcgm-exporter-dra", "nvidia-dra-validator"}
+    assert {api.propagation[("DaemonSet", n)] for n in deleted} == {"Foreground"}
     assert result.requeue_after == 5.0
     assert _gc(api)["metadata"]["finalizers"] == [FINALIZER]
     (event,) = reconciler.recorder.events

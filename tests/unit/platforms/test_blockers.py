@@ -534,3 +534,62 @@ def test_a_missed_progress_deadline_yields_to_the_pods_cause() -> None:
     assert "Insufficient nvidia.com/pgpu" in found.message
     found = find_blocker([deployment([deadline])], [pod(phase="Running")])
     assert found is not None and found.reason == "ProgressDeadlineExceeded"
+
+
+def test_missing_claim_template_from_the_resourceclaim_controller() -> None:
+    # kube-controller-manager cannot make the claim; the scheduler keeps the pod
+    # waiting without a PodScheduled condition: the Event is all there is.
+    p = pod(node=None)
+    ev = event(
+        p,
+        "FailedResourceClaimCreation",
+        'PodResourceClaim claim-0: resource claim template "one-gpu": '
+        'resourceclaimtemplate.resource.k8s.io "one-gpu" not found',
+    )
+    found = pod_blocker(p, [ev])
+    assert found is not None and found.reason == "ResourceClaimTemplateNotFound"
+    assert found.message == (
+        'pod llm-7f9c6d5b8-x2x4q cannot get its resource claim: resourceclaimtemplate "one-gpu" '
+        "not found"
+    )
+
+
+def test_missing_named_claim_from_the_scheduler() -> None:
+    p = pod(
+        node=None,
+        conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                     "message": 'resourceclaim "shared-gpu" not found'}],
+    )  # fmt: skip
+    found = pod_blocker(p)
+    assert found is not None and found.reason == "ResourceClaimNotFound"
+    assert 'resourceclaim "shared-gpu" not found' in found.message
+
+
+def test_a_job_whose_pods_are_refused_names_the_quota() -> None:
+    # The Job controller records the refusal as an Event only (no Job condition).
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "meta-llama-job", "uid": "job-uid"},
+        "status": {},
+    }
+    refused = event(
+        job,
+        "FailedCreate",
+        'Error creating: pods "meta-llama-job-" is forbidden: exceeded quota: pods-quota, '
+        "requested: pods=1, used: pods=1, limited: pods=1",
+    )
+    found = find_blocker([job], [], [refused])
+    assert found is not None and found.reason == "QuotaExceeded"
+    assert found.message == (
+        'job meta-llama-job cannot create pods: pods "meta-llama-job-" is forbidden: '
+        "exceeded quota: pods-quota, requested: pods=1, used: pods=1, limited: pods=1"
+    )
+    # once a pod exists, the old refusal says nothing
+    running = pod(
+        "meta-llama-job-x2x4q",
+        labels={"job-name": "meta-llama-job"},
+        phase="Running",
+        conditions=[{"type": "Ready", "status": "True"}],
+    )
+    assert find_blocker([job], [running], [refused]) is None

@@ -124,6 +124,36 @@ def test_mpi_env_volumes_and_nim_env_precedence() -> None:
     }
 
 
+def test_group_pods_carry_only_what_nvidias_lws_template_renders() -> None:
+    """NVIDIA's lws.yaml has no service account, affinity or runtime class on the pods,
+    no scheduler on workers, no pull policy or command on the NIM container; user init
+    and sidecar containers get the multi-node env common to both roles. Anything more
+    would change the templates of the LeaderWorkerSets NVIDIA's operator made."""
+    side = {"name": "sidecar", "image": {"repository": "busybox", "tag": "1"}}
+    spec = {
+        **MPI,
+        "image": {"repository": "nvcr.io/nim/x", "tag": "1", "pullPolicy": "Always"},
+        "command": ["/bin/serve"],
+        "schedulerName": "gang",
+        "runtimeClassName": "nvidia",
+        "affinity": {"nodeAffinity": {}},
+        "initContainers": [{**side, "name": "init"}],
+        "sidecarContainers": [side],
+    }
+    leader, worker = _templates(render(nimservice(spec)))
+    for template in (leader, worker):
+        pod = template["spec"]
+        assert not {"serviceAccountName", "affinity", "runtimeClassName"} & set(pod)
+        nim = pod["containers"][0]
+        assert "imagePullPolicy" not in nim and "command" not in nim
+        for extra in (pod["initContainers"][0], pod["containers"][1]):
+            env = env_of(extra)
+            assert env["NIM_MULTI_NODE"] == "1" and env["NIM_CACHE_PATH"] == "/model-store"
+            assert "NIM_LEADER_ROLE" not in env and "CLUSTER_SIZE" not in env
+    assert leader["spec"]["schedulerName"] == "gang"
+    assert "schedulerName" not in worker["spec"]
+
+
 def test_no_ngc_key_in_group_pods_without_auth_secret() -> None:
     svc = nimservice(MPI)
     del svc["spec"]["authSecret"]

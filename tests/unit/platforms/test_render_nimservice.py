@@ -414,21 +414,9 @@ def test_hpa_targets_the_deployment_with_the_users_metrics() -> None:
     assert_valid_k8s(objs)
 
 
-def test_hpa_owned_replicas_are_kept_and_do_not_change_the_hash() -> None:
-    plain = by_kind(render(_svc_without_replicas(HPA)), "Deployment")
-    scaled = by_kind(
-        render(_svc_without_replicas(HPA), RenderContext(current_replicas=4)), "Deployment"
-    )
-    assert scaled["spec"]["replicas"] == 4
-    key = LAST_APPLIED_HASH_ANNOTATION
-    assert scaled["metadata"]["annotations"][key] == plain["metadata"]["annotations"][key]
-
-
 def test_replicas_without_autoscaling_and_no_hpa() -> None:
     objs = render(nimservice({"replicas": 3}))
     assert "HorizontalPodAutoscaler" not in kinds(objs)
-    assert by_kind(objs, "Deployment")["spec"]["replicas"] == 3
-    objs = render(nimservice({"replicas": 3}), RenderContext(current_replicas=7))
     assert by_kind(objs, "Deployment")["spec"]["replicas"] == 3
 
 

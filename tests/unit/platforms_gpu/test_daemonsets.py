@@ -406,6 +406,37 @@ def test_validator_inits_use_the_validator_image_as_root() -> None:
     assert ds["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"
 
 
+@pytest.mark.parametrize(
+    ("container", "order"),
+    [
+        ("driver-validation", ["WITH_WAIT", "COMPONENT", "OPERATOR_NAMESPACE"]),
+        ("toolkit-validation", ["NVIDIA_VISIBLE_DEVICES", "WITH_WAIT", "COMPONENT"]),
+        (
+            "cuda-validation",
+            ["WITH_WAIT", "COMPONENT", "NODE_NAME", "OPERATOR_NAMESPACE", "VALIDATOR_IMAGE",
+             "VALIDATOR_IMAGE_PULL_POLICY", "VALIDATOR_RUNTIME_CLASS"],
+        ),
+        (
+            "plugin-validation",
+            ["COMPONENT", "WITH_WAIT", "WITH_WORKLOAD", "MIG_STRATEGY", "NODE_NAME",
+             "OPERATOR_NAMESPACE", "VALIDATOR_IMAGE", "VALIDATOR_IMAGE_PULL_POLICY",
+             "VALIDATOR_RUNTIME_CLASS"],
+        ),
+    ],
+)  # fmt: skip
+def test_validator_init_env_is_in_nvidias_order(container: str, order: list[str]) -> None:
+    """NVIDIA's asset order, then what TransformValidatorComponent appends: another order is
+    another pod template, which restarts every validator pod when nimctl takes over."""
+    ds = daemonset("nvidia-operator-validator")
+    assert [e["name"] for e in ctr(ds, container)["env"]] == order
+
+
+def test_validator_fills_mig_strategy_in_place_even_when_unset() -> None:
+    ds = daemonset("nvidia-operator-validator", {"mig": {"strategy": None}})
+    plugin = ctr(ds, "plugin-validation")["env"]
+    assert plugin[3] == {"name": "MIG_STRATEGY", "value": ""}
+
+
 def test_validator_skips_the_plugin_check_without_a_device_plugin() -> None:
     ds = daemonset("nvidia-operator-validator", {"devicePlugin": {"enabled": False}})
     assert "plugin-validation" not in names(ds["spec"]["template"]["spec"]["initContainers"])

@@ -91,3 +91,27 @@ def test_builder_refuses_missing_for_and_duplicate_names() -> None:
         Builder(mgr).named("dup").for_("v1", "Secret").complete(Noop())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="only be called once"):
         Builder(mgr).for_("v1", "A").for_("v1", "B")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="owns"):
+        Builder(mgr).named("o").owns("v1", "Pod").watches(  # type: ignore[arg-type]
+            "v1", "Node", lambda o: []
+        ).complete(Noop())
+
+
+def test_a_named_controller_of_watches_only_on_a_cache_of_its_own() -> None:
+    # one request for the whole cluster (the driver upgrade), on the GPU controllers' cache
+    mgr = FakeManager()
+    own = FakeCache()
+    ctrl = (
+        Builder(mgr)  # type: ignore[arg-type]
+        .named("singleton")
+        .with_cache(own)  # type: ignore[arg-type]
+        .watches("v1", "Node", lambda o: [Request("", "cluster")])
+        .watches("apps/v1", "DaemonSet", lambda o: [Request("", "cluster")])
+        .complete(Noop())
+    )
+    assert mgr.added == [ctrl]
+    assert ctrl.cache is own and ctrl.cache is not mgr.cache
+    assert [(w.kind, type(w.handler)) for w in ctrl.watches] == [
+        ("Node", EnqueueRequestsFromMapFunc),
+        ("DaemonSet", EnqueueRequestsFromMapFunc),
+    ]

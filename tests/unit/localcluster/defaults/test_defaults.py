@@ -156,3 +156,20 @@ def test_an_hpa_behavior_given_in_part_is_completed_as_kube_apiserver_does() -> 
             },
         }
     ]
+
+
+def test_a_probe_field_sent_as_zero_is_defaulted_as_unset() -> None:
+    # Go's int32 cannot tell 0 from unset: SetDefaults_Probe defaults both (NVIDIA's
+    # NVIDIADriver template writes an unset startupProbe.successThreshold as 0).
+    obj = deployment()
+    container = obj["spec"]["template"]["spec"]["containers"][0]
+    container["startupProbe"] = {
+        "exec": {"command": ["true"]},
+        "successThreshold": 0,
+        "timeoutSeconds": 0,
+        "periodSeconds": 7,
+    }
+    apply_builtin_defaults("apps", "deployments", obj)
+    probe = container["startupProbe"]
+    assert (probe["successThreshold"], probe["timeoutSeconds"]) == (1, 1)
+    assert (probe["periodSeconds"], probe["failureThreshold"]) == (7, 3)
