@@ -13,7 +13,9 @@ Writes can be fenced: when ``Client.fence`` is set (the manager sets it under
 leader election), every non-GET request calls it before each attempt and again
 once aiohttp holds the attempt's connection (a trace hook: opening a connection
 takes awaits, and a process paused there would otherwise send a write checked
-before the pause), and a ``NotLeaderError`` it raises stops the request unsent. The check
+before the pause), and a last time as the first step of sending (``_FencedRequest``:
+no await between that check and the socket write), and a ``NotLeaderError`` it
+raises stops the request unsent. The check
 is local (a clock comparison), never an API call. Exempt: requests inside
 :func:`unfenced` (the Lease's own renewals) and the review APIs (TokenReview,
 SubjectAccessReview: a POST that asks a question and changes nothing).
@@ -86,6 +88,25 @@ class _Fenced:
 
 
 _FENCED = _Fenced()
+
+#: The fence of the write this task is sending (None: not fenced); read by
+#: ``_FencedRequest.send`` in the same task, right before the bytes are written.
+_SEND_FENCE: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "nimctl_send_fence", default=None
+)
+
+
+class _FencedRequest(aiohttp.ClientRequest):
+    """aiohttp's request, asking the write's fence once more as its first step of
+    sending: from there to the socket write no await intervenes, so a process
+    paused (SIGSTOP, a GC or VM pause, a starved CPU) after any earlier check
+    cannot resume into sending a write it checked before the pause."""
+
+    async def send(self, conn: Any) -> aiohttp.ClientResponse:
+        fence = _SEND_FENCE.get()
+        if fence is not None:
+            fence()
+        return await super().send(conn)
 
 
 def _is_review(path: str) -> bool:
@@ -229,6 +250,7 @@ class Client:
                 tracing.on_connection_create_end.append(self._fence_on_connection)
                 self._session = aiohttp.ClientSession(
                     connector=connector,
+                    request_class=_FencedRequest,
                     trace_configs=[tracing],
                     read_bufsize=READ_BUFSIZE,
                     timeout=aiohttp.ClientTimeout(total=self.config.timeout),
@@ -299,6 +321,7 @@ class Client:
             if fenced:
                 self._run_fence()
             started = time.monotonic()
+            send_fence = _SEND_FENCE.set(self._run_fence if fenced else None)
             try:
                 async with session.request(
                     method,
@@ -342,6 +365,8 @@ class Client:
                 raise ApiConnectionError(
                     0, "ConnectionFailed", f"{method} {self.config.host}{path}: {reason}"
                 ) from err
+            finally:
+                _SEND_FENCE.reset(send_fence)
             self.connection.succeeded()
             self._observe(method, status, time.monotonic() - started)
             for warning in warnings:

@@ -102,3 +102,26 @@ async def test_the_fence_is_asked_again_once_the_connection_is_held() -> None:
             await client.create(CM)
         assert calls[0] == 2
     assert sent(api, "POST") == 0
+
+
+async def test_the_fence_is_asked_a_last_time_as_the_request_is_sent() -> None:
+    """Checked before the connection was held, paused, resumed: the request's own send
+    step asks once more, with no await between that check and the socket write."""
+    api = FakeAPI()
+    api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
+    calls = [0]
+
+    def fence() -> None:
+        calls[0] += 1
+        if calls[0] > 2:  # valid before the attempt and at the connection, not at the send
+            refuse()
+
+    async with serve(api) as client:
+        client.fence = fence
+        with pytest.raises(NotLeaderError):
+            await client.create(CM)
+        assert calls[0] == 3
+        assert client.fenced_writes == 1
+        client.fence = None
+        assert await client.create(CM) == CM  # unfenced again: the send step asks nothing
+    assert sent(api, "POST") == 1
