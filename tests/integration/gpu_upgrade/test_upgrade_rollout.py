@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from nimctl_runtime.client import Client
-from tests.integration.controllers.harness import quiet, wait_for
+from tests.integration.controllers.harness import quiet, reconciles, wait_for
 from tests.integration.gpu_upgrade.env import IN_PROGRESS_EXCLUDED, UpgradeEnv, upgrade_env
 
 pytestmark = pytest.mark.timeout(300)
@@ -226,7 +226,12 @@ async def test_pdb_that_forbids_eviction_holds_the_drain_and_says_so(tmp_path: P
         waiting = [e["message"] for e in await env.node_events(held)
                    if e["reason"] == "DriverUpgradeWaiting"]  # fmt: skip
         assert any("PodDisruptionBudget default/db" in m for m in waiting), waiting
-        await asyncio.sleep(3)
+        passes = reconciles("upgrade-controller")
+
+        async def retried() -> bool:  # another pass looked at the held drain
+            return reconciles("upgrade-controller") > passes
+
+        await wait_for(retried, timeout=60, interval=0.1)
         assert (await env.states())[held] == "drain-required", "the PDB holds the node"
 
         await admin.patch("policy/v1", "PodDisruptionBudget", "db", {"spec": {"minAvailable": 2}},
