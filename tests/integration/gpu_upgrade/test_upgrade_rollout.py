@@ -241,9 +241,9 @@ async def test_pdb_that_forbids_eviction_holds_the_drain_and_says_so(tmp_path: P
 
 
 async def test_failing_driver_fails_the_node_which_recovers_once_fixed(tmp_path: Path) -> None:
-    # speed 60: the crash-looping driver reaches NVIDIA's 10 restarts in about 35 s.
+    # speed 120: the crash-looping driver reaches NVIDIA's 10 restarts in about 15 s.
     async with upgrade_env(tmp_path, 3, {"maxParallelUpgrades": 1, "maxUnavailable": 1},
-                           speed=60) as env:  # fmt: skip
+                           speed=120) as env:  # fmt: skip
         await env.annotate_node(
             "gpu-node-0", {"localcluster.nimctl.io/driver-fail-versions": NEW_VERSION}
         )
