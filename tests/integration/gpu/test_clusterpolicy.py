@@ -21,7 +21,6 @@ from nimctl_runtime.client import Client
 from tests.integration.controllers.harness import (
     Operator,
     cluster_with_crds,
-    quiet,
     reconciles,
     settle,
     start_operator,
@@ -172,7 +171,7 @@ async def test_sample_policy_brings_bare_gpu_nodes_up(tmp_path: Path) -> None:
         await wait_for(
             lambda: _has_label(env, "gpu-node-1", "nvidia.com/gpu.deploy.client"), timeout=30
         )
-        assert await quiet(env.operator.client, 2.0) == []
+        await settle(env.operator)
         writes = env.operator.client.object_writes()[before:]
         assert writes == [("PATCH", "/api/v1/nodes/gpu-node-1")], writes
 
