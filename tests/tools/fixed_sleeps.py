@@ -7,6 +7,9 @@ a fixed time either wastes that time or races the code it waits for; it should
 wait on a condition instead (``wait_for``, ``settle``, ``reconciled_and_settled``
 in tests/integration/controllers/harness.py).
 
+Calls of the suite's own nap helpers (``NAP_HELPERS``: "the writes over the next
+N seconds") count too, with the seconds they are given or their default.
+
 Not fixed sleeps:
 - ``asyncio.sleep(0)``: a yield to the event loop, it costs nothing;
 - a sleep whose delay is computed (a variable, a parameter): the caller decides;
@@ -30,6 +33,11 @@ TESTS = Path(__file__).resolve().parents[1]
 # What pytest runs (pyproject's testpaths); tests/bench holds benchmarks, not tests.
 SUITE = ("unit", "integration", "e2e")
 SLEEP_MODULES = frozenset({"asyncio", "time", "trio", "anyio"})
+# Helpers that sleep the seconds they are given: name -> (index of that argument, default).
+NAP_HELPERS: dict[str, tuple[int, float]] = {
+    "quiet": (1, 1.0),  # tests/integration/controllers/harness.py: quiet(client, seconds)
+    "_settled_writes": (1, 3.0),  # tests/integration/gpu_nvidiadriver/test_pools.py
+}
 
 
 @dataclass(frozen=True)
@@ -144,18 +152,38 @@ def _walk(node: ast.AST, polling: bool, bare: set[str]) -> Iterator[tuple[ast.Ca
         yield from _walk(child, inside, bare)
 
 
+def _nap_helper_calls(tree: ast.Module, constants: dict[str, float]) -> Iterator[FixedSleep]:
+    """Calls of a NAP_HELPERS function (with its first argument: a local ``quiet()`` is not one)."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args):
+            continue
+        helper = NAP_HELPERS.get(node.func.id)
+        if helper is None:
+            continue
+        index, default = helper
+        given = node.args[index] if len(node.args) > index else None
+        for keyword in node.keywords:
+            if keyword.arg == "seconds":
+                given = keyword.value
+        seconds = default if given is None else _constant(given, constants)
+        if seconds is not None and seconds > 0:
+            yield FixedSleep(Path(), node.lineno, seconds)
+
+
 def fixed_sleeps_in(path: Path) -> list[FixedSleep]:
     tree = ast.parse(path.read_text(), filename=str(path))
     bare = _sleep_names(tree)
     constants = _module_constants(tree)
-    found: list[FixedSleep] = []
+    found: list[FixedSleep] = [
+        FixedSleep(path, nap.line, nap.seconds) for nap in _nap_helper_calls(tree, constants)
+    ]
     for call, polling in _walk(tree, False, bare):
         delay = _delay(call)
         seconds = _constant(delay, constants) if delay is not None else None
         if polling or seconds is None or seconds <= 0:
             continue
         found.append(FixedSleep(path, call.lineno, seconds))
-    return found
+    return sorted(found, key=lambda s: s.line)
 
 
 def fixed_sleeps(*roots: Path) -> list[FixedSleep]:
