@@ -84,9 +84,10 @@ async def kubectl(cluster: LocalCluster, kubectl_binary: str, tmp_path: Path) ->
 
 
 # The modules that take longest on two cores (a loaded CI run, issue 28), longest first.
-# They start first, so pytest-xdist's work stealing fills the end of the run with short
-# tests instead of leaving one worker alone with a minute-long test. A module moves as a
-# whole: its tests keep their order and module-scoped fixtures their one set-up.
+# Their tests start first, dealt in turn to the xdist workers: worksteal hands each
+# worker a contiguous chunk of the collection and later steals from the chunks' ends,
+# so each worker begins with its share of the slow tests and the run ends on short
+# ones, instead of one worker left alone with a minute-long test.
 SLOW_FIRST = (
     "tests/integration/chart/test_each_rule_is_needed.py",
     "tests/integration/gpu_upgrade/test_upgrade_rollout.py",
@@ -94,12 +95,33 @@ SLOW_FIRST = (
     "tests/integration/runtime_controller/test_slow_server.py",
     "tests/integration/gpu_nvidiadriver/test_upgrade.py",
     "tests/integration/gpu_nvidiadriver/test_pools.py",
-    "tests/integration/gpu/test_clusterpolicy.py",
-    "tests/integration/controllers/test_why_not_ready.py",
-    "tests/integration/fuzz/test_fuzz.py",
+    "tests/e2e/gpu_upgrade/test_driver_upgrade_kubectl.py",
+    "tests/e2e/gpu_nvidiadriver/test_nvidiadriver_kubectl.py",
+    "tests/integration/chart/test_crd_hook.py",
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     rank = {path: i for i, path in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(SLOW_FIRST)))
+
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::")[0]
+
+    slow = sorted((i for i in items if module(i) in rank), key=lambda i: rank[module(i)])
+    rest = [i for i in items if module(i) not in rank]
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for n, item in enumerate(slow):
+        shares[n % workers].append(item)
+    # The chunks worksteal's first distribution cuts: len(pending) // nodes_remaining each.
+    ordered: list[pytest.Item] = []
+    remaining = len(items)
+    rest_at = 0
+    for n, share in enumerate(shares):
+        size = remaining // (workers - n)
+        remaining -= size
+        fill = max(size - len(share), 0)
+        ordered += share + rest[rest_at : rest_at + fill]
+        rest_at += fill
+    ordered += rest[rest_at:]
+    items[:] = ordered
