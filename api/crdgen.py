@@ -10,6 +10,7 @@ markers. Output is byte-stable: mapping keys are sorted and written by ruamel.ya
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -199,6 +200,23 @@ def generate_crds() -> list[dict[str, Any]]:
     """One CRD per kind in :data:`api.serialize.kind_registry`, ordered by CRD name."""
     crds = [generate_crd(model) for model in kind_registry.values()]
     return sorted(crds, key=lambda c: str(c["metadata"]["name"]))
+
+
+_generated: dict[tuple[int, ...], str] = {}
+
+
+def installable_crds() -> list[dict[str, Any]]:
+    """:func:`generate_crds`, computed once per set of registered kinds; a fresh copy each call.
+
+    Generating the JSON schemas takes about a second of CPU; a process that installs the
+    CRDs on many clusters (the test suite) pays it once.
+    """
+    key = tuple(id(model) for model in kind_registry.values())
+    text = _generated.get(key)
+    if text is None:
+        text = _generated[key] = json.dumps(generate_crds())
+    crds: list[dict[str, Any]] = json.loads(text)
+    return crds
 
 
 def crd_file_name(crd: Mapping[str, Any]) -> str:

@@ -143,10 +143,10 @@ async def run_operator(args: argparse.Namespace) -> int:
 
 async def install_crds(client: Client, *, wait_seconds: float = 30.0) -> None:
     """Create (or replace) the CRDs generated from ``api/`` and wait until they are served."""
-    from api.crdgen import generate_crds
+    from api.crdgen import installable_crds
     from nimctl_runtime.client import AlreadyExists, ApiError
 
-    crds = generate_crds()
+    crds = installable_crds()
     for crd in crds:
         try:
             await client.create(crd)

@@ -81,3 +81,47 @@ async def kubectl(cluster: LocalCluster, kubectl_binary: str, tmp_path: Path) ->
     home = tmp_path / "home"
     home.mkdir()
     return Kubectl(kubectl_binary, cluster.kubeconfig_path, home)
+
+
+# The modules that take longest on two cores (a loaded CI run, issue 28), longest first.
+# Their tests start first, dealt in turn to the xdist workers: worksteal hands each
+# worker a contiguous chunk of the collection and later steals from the chunks' ends,
+# so each worker begins with its share of the slow tests and the run ends on short
+# ones, instead of one worker left alone with a minute-long test.
+SLOW_FIRST = (
+    "tests/integration/chart/test_each_rule_is_needed.py",
+    "tests/integration/gpu_upgrade/test_upgrade_rollout.py",
+    "tests/integration/runtime_controller/test_fencing.py",
+    "tests/integration/runtime_controller/test_slow_server.py",
+    "tests/integration/gpu_nvidiadriver/test_upgrade.py",
+    "tests/integration/gpu_nvidiadriver/test_pools.py",
+    "tests/e2e/gpu_upgrade/test_driver_upgrade_kubectl.py",
+    "tests/e2e/gpu_nvidiadriver/test_nvidiadriver_kubectl.py",
+    "tests/integration/chart/test_crd_hook.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    rank = {path: i for i, path in enumerate(SLOW_FIRST)}
+
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::")[0]
+
+    slow = sorted((i for i in items if module(i) in rank), key=lambda i: rank[module(i)])
+    rest = [i for i in items if module(i) not in rank]
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for n, item in enumerate(slow):
+        shares[n % workers].append(item)
+    # The chunks worksteal's first distribution cuts: len(pending) // nodes_remaining each.
+    ordered: list[pytest.Item] = []
+    remaining = len(items)
+    rest_at = 0
+    for n, share in enumerate(shares):
+        size = remaining // (workers - n)
+        remaining -= size
+        fill = max(size - len(share), 0)
+        ordered += share + rest[rest_at : rest_at + fill]
+        rest_at += fill
+    ordered += rest[rest_at:]
+    items[:] = ordered

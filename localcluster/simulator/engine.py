@@ -341,16 +341,24 @@ class Simulator:
         return not self._running.is_set()
 
     async def wait_idle(self, timeout: float = 10.0) -> bool:  # noqa: ASYNC109
-        """Wait until the queue is empty (timers may still be pending); False on timeout."""
+        """Wait until the queue is empty and no timer is due; False on timeout.
+
+        Timers due later may still be pending. A timer that came due (a
+        ``ManualClock`` advanced) counts as queued work, so ``advance`` then
+        ``wait_idle`` sees its effects.
+        """
         try:
             async with asyncio.timeout(timeout):
-                while self._queue or not self._idle.is_set():
+                while self._queue or not self._idle.is_set() or self._timer_due():
                     self._idle.clear()
                     self._wake.set()
                     await self._idle.wait()
         except TimeoutError:
             return False
         return True
+
+    def _timer_due(self) -> bool:
+        return bool(self._timers) and self._timers[0][0] <= self.clock.now()
 
     def pod_logs(self, namespace: str, pod: str, container: str) -> str:
         """What a container of a pod has printed so far (the catalog's output once started)."""

@@ -33,6 +33,7 @@ class CertWatcher:
         self.context.set_alpn_protocols(["http/1.1"])
         self._digest = b""
         self.reloads = 0
+        self.rejected = 0  # changed pairs that failed to load (the old pair kept serving)
 
     def _current_digest(self) -> bytes:
         h = hashlib.sha256()
@@ -66,6 +67,7 @@ class CertWatcher:
         try:
             self.context.load_cert_chain(self.cert_path, self.key_path)
         except (OSError, ssl.SSLError) as e:
+            self.rejected += 1
             log.warning("new certificate pair rejected, keeping the current one", error=str(e))
             return False
         self._digest = digest

@@ -105,7 +105,7 @@ async def _variant(env: Env, ns: str, spec: dict[str, Any], poke: tuple[str, str
     )
     api_version, kind, suffix = poke
     idle = await env.idle_reconcile_writes(
-        ns, annotate(env.admin, api_version, kind, f"{name}{suffix}", ns), seconds=2.0
+        ns, annotate(env.admin, api_version, kind, f"{name}{suffix}", ns)
     )
     objects = sum(n for k, n in by_verb.items() if k != "status")
     return (

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from localcluster.cluster import LocalCluster
+from localcluster.extensions import extensions_of
 from tests.conftest import Kubectl
 
 pytestmark = pytest.mark.kubectl
@@ -227,6 +228,17 @@ async def test_describe_shows_events(cluster: LocalCluster, kubectl: Kubectl) ->
     assert "ScalingReplicaSet" in out.stdout and "Scaled up replica set web-1" in out.stdout
 
 
+def _widget_watches(cluster: LocalCluster) -> list[object]:
+    return list(extensions_of(cluster).audit.records(resource="widgets", verb="watch"))
+
+
+async def _until_watching(cluster: LocalCluster, before: int) -> None:
+    """Wait until a new watch on widgets reached the API server (kubectl wait is waiting)."""
+    async with asyncio.timeout(20):
+        while len(_widget_watches(cluster)) <= before:
+            await asyncio.sleep(0.02)
+
+
 async def test_delete_wait_with_and_without_finalizers(
     cluster: LocalCluster, kubectl: Kubectl
 ) -> None:
@@ -239,8 +251,9 @@ async def test_delete_wait_with_and_without_finalizers(
     await kubectl.run("delete", "widget", "w2", "--wait=false")
     obj = json.loads((await kubectl.run("get", "widget", "w2", "-o", "json")).stdout)
     assert obj["metadata"]["deletionTimestamp"]
+    watches = len(_widget_watches(cluster))
     waiter = asyncio.create_task(kubectl.run("wait", "--for=delete", "widget/w2", "--timeout=20s"))
-    await asyncio.sleep(0.5)
+    await _until_watching(cluster, watches)
     assert not waiter.done()
     await kubectl.run(
         "patch", "widget", "w2", "--type", "json",
@@ -255,10 +268,11 @@ async def test_delete_wait_with_and_without_finalizers(
 async def test_wait_for_condition_ready(cluster: LocalCluster, kubectl: Kubectl) -> None:
     await _install_crd(kubectl)
     await kubectl.run("apply", "-f", "-", input=WIDGET)
+    watches = len(_widget_watches(cluster))
     waiter = asyncio.create_task(
         kubectl.run("wait", "--for=condition=Ready", "widget/w1", "--timeout=20s")
     )
-    await asyncio.sleep(0.5)
+    await _until_watching(cluster, watches)
     obj = cluster.storage.get("example.com/v1", "Widget", "w1", "default")
     obj["status"] = {"state": "Ready", "conditions": [{"type": "Ready", "status": "True"}]}
     cluster.storage.update_status(obj)

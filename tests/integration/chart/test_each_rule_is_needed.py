@@ -35,6 +35,9 @@ from tests.integration.chart.scenario import (
 )
 
 EXEMPT = ("/finalizers", "poddisruptionbudgets", "endpoints")
+# The rules are split over this many tests (every SHARDS-th rule each), so that
+# pytest-xdist spreads the minutes of one cluster per rule over the cores.
+SHARDS = 4
 ROLES = ("nimctl", "nimctl-leader-election")
 
 
@@ -123,7 +126,8 @@ async def _refused(env: Installed, rule: dict[str, Any], timeout: float) -> str 
 
 
 @pytest.mark.timeout(3600)
-async def test_removing_any_rule_gets_the_operator_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shard", range(SHARDS))
+async def test_removing_any_rule_gets_the_operator_refused(tmp_path: Path, shard: int) -> None:
     require_helm()
     probe = await start_installed(tmp_path / "probe", wait_for_leader=False)
     try:
@@ -137,6 +141,8 @@ async def test_removing_any_rule_gets_the_operator_refused(tmp_path: Path) -> No
     not_needed = []
     figures = []
     for n, (role, index, rule) in enumerate(rules):
+        if n % SHARDS != shard:
+            continue
         started = time.monotonic()
         env = await start_installed(tmp_path / f"r{n}", edit=_without(role, index), wait_for_leader=False)
         try:

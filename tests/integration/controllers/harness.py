@@ -146,6 +146,26 @@ async def reconciled_and_settled(
     await settle(operator, timeout=timeout)
 
 
+async def writes_of_reconcile(
+    operator: Operator,
+    controller: str,
+    poke: Callable[[], Awaitable[Any]],
+    *,
+    timeout: float = 30.0,
+) -> list[tuple[str, str]]:
+    """The object writes of the reconcile ``poke`` wakes in ``controller``, and of what follows.
+
+    Settles first (so earlier work does not count), pokes, waits for ``controller`` to
+    finish a reconcile and for the operator to settle again.
+    """
+    await settle(operator, timeout=timeout)
+    before_writes = len(operator.client.writes)
+    before = reconciles(controller)
+    await poke()
+    await reconciled_and_settled(operator, controller, before, timeout=timeout)
+    return [w for w in operator.client.writes[before_writes:] if "/events" not in w[1]]
+
+
 async def quiet(client: CountingClient, seconds: float = 1.0) -> list[tuple[str, str]]:
     """The object writes the operator sends during ``seconds``."""
     before = len(client.writes)

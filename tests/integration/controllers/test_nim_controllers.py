@@ -136,15 +136,16 @@ async def _ready(admin: Client, kind: str, namespace: str, name: str = DEMO_NAME
 async def test_nimcache_then_nimservice_become_ready(env: Env) -> None:
     ns = "t-ready"
     states: list[str] = []
+    # Watching from this resource version, the watch misses nothing created after it.
+    since = (await env.admin.list(API, "NIMCache", ns))["metadata"]["resourceVersion"]
 
     async def watch_states() -> None:
-        async for ev in env.admin.watch(API, "NIMCache", ns):
+        async for ev in env.admin.watch(API, "NIMCache", ns, resource_version=since):
             st = (ev.object.get("status") or {}).get("state")
             if st and (not states or states[-1] != st):
                 states.append(st)
 
     watcher = asyncio.create_task(watch_states())
-    await asyncio.sleep(0.2)
     await apply_objects(env.admin, objects_in(ns))
     cache = await _ready(env.admin, "NIMCache", ns)
 

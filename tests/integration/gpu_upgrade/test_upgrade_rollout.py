@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from nimctl_runtime.client import Client
-from tests.integration.controllers.harness import quiet, wait_for
+from tests.integration.controllers.harness import quiet, reconciles, wait_for
 from tests.integration.gpu_upgrade.env import IN_PROGRESS_EXCLUDED, UpgradeEnv, upgrade_env
 
 pytestmark = pytest.mark.timeout(300)
@@ -226,7 +226,12 @@ async def test_pdb_that_forbids_eviction_holds_the_drain_and_says_so(tmp_path: P
         waiting = [e["message"] for e in await env.node_events(held)
                    if e["reason"] == "DriverUpgradeWaiting"]  # fmt: skip
         assert any("PodDisruptionBudget default/db" in m for m in waiting), waiting
-        await asyncio.sleep(3)
+        passes = reconciles("upgrade-controller")
+
+        async def retried() -> bool:  # another pass looked at the held drain
+            return reconciles("upgrade-controller") > passes
+
+        await wait_for(retried, timeout=60, interval=0.1)
         assert (await env.states())[held] == "drain-required", "the PDB holds the node"
 
         await admin.patch("policy/v1", "PodDisruptionBudget", "db", {"spec": {"minAvailable": 2}},
@@ -236,9 +241,9 @@ async def test_pdb_that_forbids_eviction_holds_the_drain_and_says_so(tmp_path: P
 
 
 async def test_failing_driver_fails_the_node_which_recovers_once_fixed(tmp_path: Path) -> None:
-    # speed 60: the crash-looping driver reaches NVIDIA's 10 restarts in about 35 s.
+    # speed 120: the crash-looping driver reaches NVIDIA's 10 restarts in about 15 s.
     async with upgrade_env(tmp_path, 3, {"maxParallelUpgrades": 1, "maxUnavailable": 1},
-                           speed=60) as env:  # fmt: skip
+                           speed=120) as env:  # fmt: skip
         await env.annotate_node(
             "gpu-node-0", {"localcluster.nimctl.io/driver-fail-versions": NEW_VERSION}
         )

@@ -10,7 +10,6 @@ the exporter get allocated.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator
@@ -26,7 +25,9 @@ from nimctl_runtime.client.errors import ApiError, NotFound
 from tests.integration.controllers.harness import (
     Operator,
     cluster_with_crds,
-    quiet,
+    reconciled_and_settled,
+    reconciles,
+    settle,
     start_operator,
     wait_for,
 )
@@ -142,7 +143,8 @@ async def test_sample_goes_ready_publishes_slices_and_idles_without_writes(tmp_p
         assert deployment["spec"]["replicas"] == 1
 
         # Re-reconciling the ready GPUCluster (an owned DaemonSet touched) writes nothing.
-        await asyncio.sleep(0.5)
+        await settle(env.operator)
+        reconciled = reconciles("gpucluster-controller")
         audit = extensions_of(env.cluster).audit
         seq_before = max((r.seq for r in audit.records()), default=0)
         writes_before = len(env.operator.client.object_writes())
@@ -150,8 +152,8 @@ async def test_sample_goes_ready_publishes_slices_and_idles_without_writes(tmp_p
             "apps/v1", "DaemonSet", PLUGIN,
             {"metadata": {"annotations": {"example.com/touched": "yes"}}}, namespace=NS,
         )  # fmt: skip
-        assert await quiet(env.operator.client, 1.5) == []
-        assert len(env.operator.client.object_writes()) == writes_before
+        await reconciled_and_settled(env.operator, "gpucluster-controller", reconciled)
+        assert env.operator.client.object_writes()[writes_before:] == []
         operator_writes = [
             r.call
             for r in audit.records(user=OPERATOR_USER)

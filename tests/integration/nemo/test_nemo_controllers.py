@@ -33,6 +33,8 @@ from tests.integration.controllers.harness import (
     Operator,
     cluster_with_crds,
     quiet,
+    reconciled_and_settled,
+    reconciles,
     start_operator,
     wait_for,
 )
@@ -504,6 +506,7 @@ async def test_the_db_password_never_reaches_logs_events_status_or_config_maps(e
             for obj in objs:
                 await wait_state(env, obj["kind"], obj["metadata"]["name"], ns, "Ready")
             # A change that re-renders (and re-reads the password) while we listen.
+            before = reconciles("nemoevaluator")
             await env.admin.patch(
                 API,
                 "NemoEvaluator",
@@ -511,7 +514,7 @@ async def test_the_db_password_never_reaches_logs_events_status_or_config_maps(e
                 {"spec": {"evalLogLevel": "DEBUG"}},
                 namespace=ns,
             )
-            await asyncio.sleep(1.0)
+            await reconciled_and_settled(env.operator, "nemoevaluator", before)
     finally:
         configure_logging("json", "info")
 

@@ -15,7 +15,7 @@ from ruamel.yaml import YAML
 
 from nimctl.demo import apply_objects, demo_objects
 from nimctl_runtime.client import ApiError, Client, NotFound
-from tests.integration.controllers.harness import API, quiet, wait_for
+from tests.integration.controllers.harness import API, wait_for, writes_of_reconcile
 from tests.integration.pipeline.conftest import Env
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -97,15 +97,16 @@ async def test_a_build_goes_to_ready_and_the_nimcache_lists_the_built_profile(en
     await wait_for(lambda: _gone(env.admin, f"{name}-local-manifest-pod", ns))
 
     # Done: a change to the NIMCache wakes the build, which writes nothing.
-    await quiet(env.operator.client, 1.0)
-    await env.admin.patch(
-        API,
-        "NIMCache",
-        cache["metadata"]["name"],
-        {"metadata": {"labels": {"seen": "1"}}},
-        namespace=ns,
-    )
-    writes = await quiet(env.operator.client, 2.0)
+    async def touch() -> None:
+        await env.admin.patch(
+            API,
+            "NIMCache",
+            cache["metadata"]["name"],
+            {"metadata": {"labels": {"seen": "1"}}},
+            namespace=ns,
+        )
+
+    writes = await writes_of_reconcile(env.operator, "nimbuild", touch)
     assert [w for w in writes if f"/namespaces/{ns}/" in w[1]] == []
 
 

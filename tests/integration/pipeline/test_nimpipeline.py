@@ -17,7 +17,7 @@ import pytest
 from nimctl.demo import DEMO_NAME, apply_objects, demo_objects
 from nimctl_runtime.client import Client, NotFound
 from tests.conftest import Kubectl
-from tests.integration.controllers.harness import API, quiet, wait_for
+from tests.integration.controllers.harness import API, settle, wait_for, writes_of_reconcile
 from tests.integration.pipeline.conftest import Env
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -129,12 +129,14 @@ async def test_a_second_reconcile_writes_nothing(env: Env) -> None:
         return (await _status(env.admin, ns)).get("state") == "Ready"
 
     await wait_for(ready, timeout=60)
-    await quiet(env.operator.client, 1.0)
+
     # A change to the owned NIMService wakes the pipeline; nothing it wants differs.
-    await env.admin.patch(
-        API, "NIMService", "llm", {"metadata": {"labels": {"touched": "1"}}}, namespace=ns
-    )
-    writes = await quiet(env.operator.client, 2.0)
+    async def touch() -> None:
+        await env.admin.patch(
+            API, "NIMService", "llm", {"metadata": {"labels": {"touched": "1"}}}, namespace=ns
+        )
+
+    writes = await writes_of_reconcile(env.operator, "nimpipeline", touch)
     assert [w for w in writes if f"/namespaces/{ns}/" in w[1]] == []
 
 
@@ -165,7 +167,7 @@ async def test_a_nimservice_not_owned_is_reported_not_overwritten(env: Env) -> N
     assert _condition(st, "Ready")["message"] == (
         "NIMservice llm already exists and is not owned by the NIMPipeline rag"
     )
-    await quiet(env.operator.client, 1.0)
+    await settle(env.operator)
     after = await env.admin.get(API, "NIMService", "llm", ns)
     assert after["spec"] == before["spec"] and after["spec"].get("replicas") != 2
     assert not after["metadata"].get("ownerReferences")

@@ -10,7 +10,6 @@ from the test's.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +28,9 @@ from tests.integration.controllers.harness import (
     Operator,
     cluster_with_crds,
     optional_crd,
+    reconciled_and_settled,
+    reconciles,
+    settle,
     start_operator,
     wait_for,
 )
@@ -82,13 +84,22 @@ class Env:
         ]
 
     async def idle_reconcile_writes(
-        self, namespace: str, poke: Callable[[], Awaitable[Any]], seconds: float = 1.5
+        self,
+        namespace: str,
+        poke: Callable[[], Awaitable[Any]],
+        controller: str = "nimservice",
+        timeout: float = 30.0,
     ) -> list[tuple[str, ...]]:
-        """What the operator writes when ``poke`` wakes a reconcile with nothing to change."""
-        await asyncio.sleep(0.5)  # let writes of the last change land first
+        """What the operator writes when ``poke`` wakes a reconcile with nothing to change.
+
+        Waits for the operator to settle first (writes of the last change land), then
+        for ``controller`` to finish the reconcile ``poke`` woke and the operator to settle.
+        """
+        await settle(self.operator, timeout=timeout)
         since = self.audit_seq()
+        before = reconciles(controller)
         await poke()
-        await asyncio.sleep(seconds)
+        await reconciled_and_settled(self.operator, controller, before, timeout=timeout)
         return self.operator_writes(namespace, since)
 
 

@@ -23,7 +23,7 @@ from tests.integration.controllers.harness import (
     API,
     cluster_with_crds,
     get_state,
-    quiet,
+    settle,
     start_operator,
     wait_for,
 )
@@ -123,7 +123,7 @@ async def test_an_unlabelled_service_account_of_the_same_name_is_adopted_then_le
             sa_writes = [w for w in op.client.object_writes() if "/serviceaccounts" in w[1]]
             # Refused creates (the cache cannot see it) until the adopting update lands.
             assert [w[0] for w in sa_writes].count("PUT") == 1 and len(sa_writes) <= 3, sa_writes
-            await quiet(op.client, 2.0)
+            await settle(op)
             assert [w for w in op.client.object_writes() if "/serviceaccounts" in w[1]] == sa_writes
         finally:
             await op.shutdown()

@@ -152,7 +152,10 @@ async def test_leader_that_cannot_renew_stops_writing_before_its_lease_can_expir
 
     churner = asyncio.create_task(churn())
     try:
-        await asyncio.sleep(0.5)
+        reconciled = a.rec.reconciles
+        async with asyncio.timeout(10):  # alice is busy echoing the churn
+            while a.rec.reconciles < reconciled + 5:
+                await asyncio.sleep(0.02)
         # alice is cut off from the Lease only; her ConfigMap writes still go through
         env.faults.inject_errors(500, resources="leases", users="alice")
         await wait_holder(env, "bob", 2 * LEASE + 2)

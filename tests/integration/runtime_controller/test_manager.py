@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -71,10 +72,16 @@ async def test_stop_cancels_reconciles_that_outlive_the_grace_period(env: Env) -
 
 
 class Boom:
+    """A runnable that fails once ``after`` holds (the other runnables are up)."""
+
     needs_leader_election = False
 
+    def __init__(self, after: Callable[[], bool]) -> None:
+        self.after = after
+
     async def run(self, stop: asyncio.Event) -> None:
-        await asyncio.sleep(0.05)
+        while not self.after():
+            await asyncio.sleep(0.01)
         raise RuntimeError("webhook server could not load its certificate")
 
 
@@ -82,8 +89,8 @@ async def test_a_failing_runnable_stops_the_manager_with_its_error(env: Env) -> 
     async with env.client() as admin:
         manager = Manager(admin)
         rec = Slow(0)
-        Builder(manager).named("victim").for_("v1", "ConfigMap").complete(rec)
-        manager.add(Boom())
+        victim = Builder(manager).named("victim").for_("v1", "ConfigMap").complete(rec)
+        manager.add(Boom(victim.has_synced))
         with pytest.raises(RuntimeError, match="could not load its certificate"):
             async with asyncio.timeout(10):
                 await manager.start(asyncio.Event())

@@ -47,7 +47,9 @@ async def test_probes_and_metrics_of_a_running_manager(env: Env) -> None:
         assert (status, body) == (200, "ok")
         async with asyncio.timeout(10):
             await manager.elected.wait()
-        await asyncio.sleep(0.3)
+        async with asyncio.timeout(10):  # the controllers started and report their caches
+            while "cacheSync" not in (body := (await get(probes + "/readyz"))[1]):
+                await asyncio.sleep(0.02)
         status, body = await get(probes + "/readyz")
         assert status == 500, body
         assert "[-]cacheSync failed: reason withheld" in body

@@ -55,7 +55,7 @@ class Exploding:
 
 class Slow:
     async def handle(self, request: AdmissionRequest) -> AdmissionResponse:
-        await asyncio.sleep(5)
+        await asyncio.Event().wait()  # hangs until the server's handler timeout
         raise AssertionError("unreachable")
 
 
@@ -228,7 +228,9 @@ async def test_certificate_rotation_is_picked_up_without_restart(running: Runnin
 async def test_broken_new_certificate_keeps_the_old_one(running: Running) -> None:
     before = await _peer_serial(running)
     (running.cert_dir / "tls.crt").write_text("garbage")
-    await asyncio.sleep(0.3)
+    async with asyncio.timeout(10):
+        while running.server.certs.rejected == 0:
+            await asyncio.sleep(0.02)
     assert await _peer_serial(running) == before
 
 

@@ -40,6 +40,10 @@ class FakeListerWatcher:
 
     # -- mutations -------------------------------------------------------------------
 
+    def watchers(self) -> int:
+        """Watch streams open right now (subscribed to new events)."""
+        return len(self._subscribers)
+
     def _key(self, obj: Obj) -> str:
         return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
 

@@ -101,8 +101,7 @@ async def test_watch_events_reach_store_before_handlers_and_in_order():
     stop = asyncio.Event()
     task = asyncio.create_task(informer.run(stop))
     await rec.wait_for(lambda ev: ("add", "a", True) in ev)
-    await wait_until(lambda: fake.watch_calls)
-    await asyncio.sleep(0.01)
+    await wait_until(fake.watchers)
     fake.update("default", "a", v="1")
     fake.update("default", "a", v="2")
     fake.create(make_obj("b"))
@@ -175,15 +174,13 @@ async def test_clean_watch_end_rewatches_from_last_rv_and_bookmarks_advance_it()
     informer = informer_for(fake)
     stop = asyncio.Event()
     task = asyncio.create_task(informer.run(stop))
-    await wait_until(lambda: fake.watch_calls)
-    await asyncio.sleep(0.01)
+    await wait_until(fake.watchers)
     fake.update("default", "a", v="1")
     await wait_until(lambda: informer.store.get("default/a")["data"]["v"] == "1")
     fake.bookmark()
     bookmark_rv = str(fake.rv)
     await wait_until(lambda: informer.reflector.last_sync_resource_version == bookmark_rv)
-    await asyncio.sleep(1.05)  # not a "very short" watch
-    fake.drop_watches()
+    fake.drop_watches()  # it delivered events: not a "very short" watch, however quick
     await wait_until(lambda: len(fake.watch_calls) >= 2)
     assert fake.watch_calls[1]["resource_version"] == bookmark_rv
     assert len(fake.list_calls) == 1

@@ -86,11 +86,13 @@ class FakeCache:
     def __init__(self, *, synced: bool = True) -> None:
         self.informers: dict[tuple[str, str], FakeInformer] = {}
         self.synced = synced
+        self.sync_waits = 0  # calls of wait_for_sync
 
     async def get_informer(self, api_version: str, kind: str) -> FakeInformer:
         return self.informers.setdefault((api_version, kind), FakeInformer())
 
     async def wait_for_sync(self, timeout: float) -> bool:
+        self.sync_waits += 1
         if self.synced:
             return True
         await asyncio.sleep(timeout)

@@ -18,6 +18,7 @@ from nimctl_runtime.handler import (
 from nimctl_runtime.predicate import GenerationChangedPredicate
 from nimctl_runtime.reconcile import Request, Result, TerminalError
 from nimctl_runtime.workqueue import ItemExponentialFailureRateLimiter
+from tests.conditions import controller_idle, until
 
 from .fakes import FakeCache, obj
 
@@ -128,7 +129,7 @@ async def test_terminal_error_is_not_requeued() -> None:
     async with Running(ctrl):
         cache.informer(AV, KIND).add(obj("t"))
         await rec.wait_calls(1)
-        await asyncio.sleep(0.05)
+        await until(lambda: controller_idle(ctrl), what="no retry queued or running")
     assert len(rec.calls) == 1
     assert sample("controller_runtime_terminal_reconcile_errors_total", ctrl) == 1
     assert sample("controller_runtime_reconcile_total", ctrl, result="error") == 1
@@ -165,7 +166,7 @@ async def test_requeue_true_uses_rate_limiter() -> None:
 async def test_reconcile_timeout_counts_and_retries() -> None:
     async def slow(req: Request, attempt: int) -> Result:
         if attempt == 1:
-            await asyncio.sleep(10)
+            await asyncio.Event().wait()  # hangs until the reconcile timeout cancels it
         return Result()
 
     cache, rec = FakeCache(), Recorder(slow)
@@ -188,7 +189,7 @@ async def test_a_key_is_never_reconciled_concurrently_but_keys_run_in_parallel()
             overlaps += 1
         active.add(req)
         max_parallel = max(max_parallel, len(active))
-        await asyncio.sleep(0.002)
+        await asyncio.sleep(0)  # other workers run meanwhile
         active.discard(req)
         return Result()
 
@@ -200,8 +201,8 @@ async def test_a_key_is_never_reconciled_concurrently_but_keys_run_in_parallel()
             inf.update(obj("hot", rv=str(i)), obj("hot", rv=str(i + 1)))
             inf.add(obj(f"cold-{i % 8}"))
             if i % 10 == 0:
-                await asyncio.sleep(0.001)
-        await asyncio.sleep(0.1)
+                await asyncio.sleep(0)
+        await until(lambda: controller_idle(ctrl), what="every queued key reconciled")
     assert overlaps == 0
     assert max_parallel > 1
     # 300 updates of a busy key coalesce in the queue and none is lost; every
@@ -231,7 +232,7 @@ async def test_stop_drains_in_flight_and_takes_no_new_work() -> None:
     cache.informer(AV, KIND).add(obj("queued"))
     await rec.wait_calls(1)
     stop.set()
-    await asyncio.sleep(0.02)
+    await until(ctrl.queue.shutting_down, what="the controller saw the stop")
     assert not task.done(), "run waits for the in-flight reconcile"
     release.set()
     async with asyncio.timeout(3):
@@ -246,7 +247,7 @@ async def test_generation_changed_predicate_drops_status_updates() -> None:
     inf = cache.informer(AV, KIND)
     async with Running(ctrl):
         inf.update(obj("p", generation=1, rv="1"), obj("p", generation=1, rv="2"))
-        await asyncio.sleep(0.03)
+        await until(lambda: controller_idle(ctrl))
         assert rec.calls == []
         inf.update(obj("p", generation=1, rv="2"), obj("p", generation=2, rv="3"))
         await rec.wait_calls(1)
@@ -267,7 +268,7 @@ async def test_owned_object_events_enqueue_the_controller_owner() -> None:
             obj("dep", "ns", kind="Deployment", api_version="apps/v1", owners=owners)
         )
         await rec.wait_calls(1)
-        await asyncio.sleep(0.02)
+        await until(lambda: controller_idle(ctrl))
     assert rec.calls == [Request("ns", "owner")]
 
 
@@ -296,10 +297,11 @@ async def test_cache_sync_timeout_fails_start_with_a_clear_error() -> None:
 
 
 async def test_stop_during_cache_sync_returns() -> None:
-    ctrl = make(Recorder(), FakeCache(synced=False), cache_sync_timeout=60)
+    cache = FakeCache(synced=False)
+    ctrl = make(Recorder(), cache, cache_sync_timeout=60)
     stop = asyncio.Event()
     task = asyncio.create_task(ctrl.run(stop))
-    await asyncio.sleep(0.01)
+    await until(lambda: cache.sync_waits, what="the controller waits for its caches")
     stop.set()
     async with asyncio.timeout(3):
         await task

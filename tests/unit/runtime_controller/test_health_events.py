@@ -12,6 +12,7 @@ import pytest
 from nimctl_runtime.events import EventBroadcaster
 from nimctl_runtime.health import HealthProbeServer, parse_bind_address
 from nimctl_runtime.metrics import MetricsServer
+from tests.conditions import until
 
 from .fakes import FakeObjectClient
 
@@ -156,7 +157,7 @@ async def test_recording_never_blocks_or_raises_even_when_the_api_fails() -> Non
     assert b.dropped >= 15
     stop = asyncio.Event()
     task = asyncio.create_task(b.run(stop))
-    await asyncio.sleep(0.05)
+    await until(lambda: client.calls, what="the broadcaster tried to write")
     stop.set()
     async with asyncio.timeout(5):
         await task

@@ -10,6 +10,7 @@ import pytest
 from nimctl_runtime import metrics
 from nimctl_runtime.client.errors import InternalError, NotLeaderError
 from nimctl_runtime.leaderelection import LeaderElectionConfig, LeaderElector
+from tests.conditions import until
 
 from .fakes import FakeObjectClient
 
@@ -66,8 +67,8 @@ async def test_first_candidate_creates_the_lease_and_leads() -> None:
     assert spec["leaseTransitions"] == 0
     assert a.elector.is_leader()
     assert metrics.REGISTRY.get_sample_value("leader_election_master_status", {"name": "lease"}) == 1
-    await asyncio.sleep(0.35)
-    assert lease_spec(client)["renewTime"] != spec["renewTime"], "the leader renews"
+    renewed = await until(lambda: lease_spec(client)["renewTime"] != spec["renewTime"], timeout=2)
+    assert renewed, "the leader renews"
     await a.shutdown()
     assert a.stopped.is_set() and not a.elector.lost
 
@@ -99,7 +100,7 @@ async def test_dead_leader_is_replaced_after_lease_duration() -> None:
     async with asyncio.timeout(2):
         await a.started.wait()
     b = Candidate(client, "b")
-    await asyncio.sleep(0.15)
+    await until(lambda: b.elector.get_leader() == "a", what="b saw a's lease")
     loop = asyncio.get_running_loop()
     a.task.cancel()  # killed: no release
     t0 = loop.time()

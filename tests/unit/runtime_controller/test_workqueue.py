@@ -21,6 +21,7 @@ from nimctl_runtime.workqueue import (
     WorkQueue,
     default_controller_rate_limiter,
 )
+from tests.conditions import until
 
 
 class FakeClock:
@@ -303,7 +304,7 @@ async def test_shutdown_with_drain_waits_for_in_flight() -> None:
     q.add("a")
     item = await q.get()
     drain = asyncio.create_task(q.shut_down_with_drain(5))
-    await asyncio.sleep(0.02)
+    await until(q.shutting_down, what="the drain began")
     assert not drain.done(), "drain must wait for the key being processed"
     q.done(item)
     async with asyncio.timeout(2):
@@ -323,7 +324,7 @@ async def test_later_shutdown_aborts_drain() -> None:
     q.add("a")
     await q.get()
     drain = asyncio.create_task(q.shut_down_with_drain(None))
-    await asyncio.sleep(0.01)
+    await until(q.shutting_down, what="the drain began")
     q.shut_down()
     async with asyncio.timeout(2):
         assert await drain is False
@@ -382,5 +383,5 @@ async def test_priority_survives_processing_and_delays() -> None:
     q.add_after("c", 0.01, 7)
     q.add_after("c", 0.02, 1)  # the higher priority is kept
     q.add("d", 3)
-    await asyncio.sleep(0.05)
+    await until(lambda: len(q) == 3, what="the delayed key is ready")
     assert [await q.get() for _ in range(3)] == ["c", "d", "b"]

@@ -189,8 +189,12 @@ async def test_service_proxy_answers_like_the_nim_behind_it(fast: LocalCluster) 
         )
 
     base = "/api/v1/namespaces/default/services/embed:8000/proxy"
-    await _until(lambda: store.get("v1", "Pod", "embed", "default")["status"]["phase"] == "Running")
-    await asyncio.sleep(0.1)  # readiness after start
+    def ready() -> bool:
+        status = store.get("v1", "Pod", "embed", "default")["status"]
+        conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+        return status["phase"] == "Running" and conditions.get("Ready") == "True"
+
+    await _until(ready)
     models = await asyncio.to_thread(raw, f"{base}/v1/models")
     assert models.returncode == 0, models.stderr
     body = json.loads(models.stdout)

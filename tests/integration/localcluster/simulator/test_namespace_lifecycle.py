@@ -11,6 +11,7 @@ from kubernetes_asyncio import client as k8s
 
 from localcluster.cluster import LocalCluster
 from localcluster.errors import StatusError
+from localcluster.extensions import extensions_of
 
 NS = "nim"
 
@@ -135,7 +136,9 @@ async def test_pvc_protection_keeps_a_claim_while_a_pod_uses_it(
     store.create(pod)
     await _until(lambda: store.get("v1", "Pod", "user", "default")["status"]["phase"] == "Running")
     store.delete("v1", "PersistentVolumeClaim", "cache", "default")
-    await asyncio.sleep(0.5)
+    simulator = extensions_of(cluster).simulator
+    assert simulator is not None
+    assert await simulator.wait_idle(), "the simulator handled the claim's deletion"
     held = store.get("v1", "PersistentVolumeClaim", "cache", "default")
     assert held["metadata"]["deletionTimestamp"]  # Terminating while the pod runs
     store.delete("v1", "Pod", "user", "default")

@@ -43,15 +43,12 @@ async def test_pod_lifecycle_follows_the_manual_clock() -> None:
         assert storage.get("v1", "Pod", "p", "default")["spec"]["nodeName"]
         assert phase_and_ready(storage, "p") == ("Pending", "False")
         clock.advance(5)
-        await asyncio.sleep(0.01)
         assert await sim.wait_idle()
         assert phase_and_ready(storage, "p") == ("Running", "False")
         clock.advance(9)
-        await asyncio.sleep(0.01)
         assert await sim.wait_idle()
         assert phase_and_ready(storage, "p") == ("Running", "False")
         clock.advance(1)
-        await asyncio.sleep(0.01)
         assert await sim.wait_idle()
         assert phase_and_ready(storage, "p") == ("Running", "True")
     finally:
@@ -138,7 +135,6 @@ async def test_noexecute_taint_evicts_pods_that_do_not_tolerate_it() -> None:
         clock = sim.clock
         assert isinstance(clock, ManualClock)
         clock.advance(1.0)
-        await asyncio.sleep(0.01)
         assert await sim.wait_idle()
         assert [p["metadata"]["name"] for p in storage.list("v1", "Pod", "default")] == ["tolerant"]
     finally:
