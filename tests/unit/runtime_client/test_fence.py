@@ -102,3 +102,38 @@ async def test_the_fence_is_asked_again_once_the_connection_is_held() -> None:
             await client.create(CM)
         assert calls[0] == 2
     assert sent(api, "POST") == 0
+
+
+async def test_only_fenced_writes_pay_for_request_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """aiohttp's tracing (the hook that checks the fence again once a connection is
+    held) builds a Trace per request and per chunk received; reads, watches and
+    writes with no fence set are sent without it, a fenced write still with it."""
+    import aiohttp.tracing
+
+    traces = [0]
+    real_init = aiohttp.tracing.Trace.__init__
+
+    def counting(self: aiohttp.tracing.Trace, *args: object, **kw: object) -> None:
+        traces[0] += 1
+        real_init(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(aiohttp.tracing.Trace, "__init__", counting)
+    asked = [0]
+
+    def fence() -> None:
+        asked[0] += 1
+
+    api = FakeAPI()
+    api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
+    api.route("GET", "/api/v1/namespaces/ns/configmaps/a", lambda r: CM)
+    async with serve(api) as client:
+        await client.get("v1", "ConfigMap", "a", "ns")
+        await client.create(CM)
+        assert traces[0] == 0, "a read or an unfenced write was traced"
+        client.fence = fence
+        await client.get("v1", "ConfigMap", "a", "ns")
+        assert traces[0] == 0
+        await client.create(CM)
+        assert traces[0] == 1
+        # asked before the attempt and again once the connection is held
+        assert asked[0] == 2
