@@ -415,10 +415,15 @@ class KindReconciler(Generic[CR, Facts]):
 
     def _current_status(self, obj: Obj) -> Mapping[str, Any]:
         """The status as last written: the cache's, or ours if the cache lags behind it."""
-        memo = self._status.get((namespace_of(obj), name_of(obj)))
+        memo_id = (namespace_of(obj), name_of(obj))
+        memo = self._status.get(memo_id)
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        if memo is not None and memo.base_rv == rv:
-            return memo.status
+        if memo is not None:
+            if memo.base_rv == rv:
+                return memo.status
+            # The cache moved past the version the write was computed on: the memo
+            # can never apply again. Dropped, so a settled CR keeps no copy of its status.
+            del self._status[memo_id]
         current: Mapping[str, Any] = obj.get("status") or {}
         return current
 

@@ -142,3 +142,20 @@ def test_a_stored_core_type_of_the_wrong_json_type_is_still_reported() -> None:
     reported with its path, as before."""
     with pytest.raises(InvalidResource, match=r"spec\.env"):
         parse(NIMService, nimservice(env=["not-an-env-var"]), stored=True)
+
+
+async def test_a_settled_nimservice_keeps_no_copy_of_its_status() -> None:
+    """The status memo (what this process wrote, for a cache that lags behind it) is
+    dropped once the cache shows a newer version: it can never apply again, and a
+    thousand settled NIMServices would each hold a copy of their status."""
+    fake = FakeAPI()
+    fake.put(nimcache())
+    fake.put(nimservice())
+    r, _ = make(fake)
+
+    await r.reconcile(REQ)
+    status_writes = sum(1 for verb, kind, _ in fake.writes if verb == "patch/status")
+    assert status_writes >= 1 and len(r._status) == 1  # written; the cache may lag behind it
+    await r.reconcile(REQ)  # the cache shows the written version now
+    assert r._status == {}
+    assert sum(1 for verb, kind, _ in fake.writes if verb == "patch/status") == status_writes
