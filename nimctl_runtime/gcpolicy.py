@@ -20,16 +20,42 @@ runs over the objects born since, and less often. Cycles are still collected.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import gc
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from nimctl_runtime.logsetup import get_logger
 
-__all__ = ["DEFAULT_THRESHOLDS", "GCPolicy", "settle"]
+__all__ = ["DEFAULT_THRESHOLDS", "DEFAULT_TRIM_INTERVAL", "GCPolicy", "settle", "trim_heap"]
 
 #: gen0 allocations before a young collection, then the gen1 and gen2 multipliers.
 DEFAULT_THRESHOLDS = (10_000, 20, 20)
+DEFAULT_TRIM_INTERVAL = 60.0
+
+
+def _libc_trim() -> object:
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):  # not glibc (musl, macOS): nothing to trim
+        return None
+
+
+_MALLOC_TRIM = _libc_trim()
+
+
+def trim_heap() -> bool:
+    """glibc's ``malloc_trim(0)``: give the C heap's free pages back to the OS.
+
+    Freed memory inside glibc's heaps (decoded watch events, request buffers,
+    the threads' arenas) otherwise stays resident. False where there is no
+    glibc."""
+    if _MALLOC_TRIM is None:
+        return False
+    _MALLOC_TRIM(0)  # type: ignore[operator]
+    return True
+
 
 _log = get_logger("nimctl.gc")
 
@@ -50,7 +76,10 @@ class GCPolicy:
     thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS
     needs_leader_election: bool = False
     name: str = "gc-policy"
+    #: Seconds between returns of the C heap's free pages to the OS (0: never).
+    trim_interval: float = DEFAULT_TRIM_INTERVAL
     frozen: int = field(default=0, init=False)
+    trims: int = field(default=0, init=False)
 
     async def run(self, stop: asyncio.Event) -> None:
         waiting = asyncio.ensure_future(self.synced())
@@ -64,4 +93,9 @@ class GCPolicy:
             _log.info("garbage collector settled", frozen_objects=self.frozen)
         else:
             waiting.cancel()
+        while self.trim_interval and not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.trim_interval)
+            if not stop.is_set() and trim_heap():
+                self.trims += 1
         await stop.wait()

@@ -56,3 +56,40 @@ async def test_a_stop_before_the_caches_synced_freezes_nothing() -> None:
     stop.set()
     await task
     assert policy.frozen == 0 and gc.get_freeze_count() == 0
+
+
+async def test_the_c_heap_is_trimmed_on_its_interval_until_stop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Freed C-heap pages go back to the OS every ``trim_interval`` seconds (glibc)."""
+    import nimctl_runtime.gcpolicy as policy_module
+
+    gc.unfreeze()
+    trims = [0]
+
+    def counting_trim() -> bool:
+        trims[0] += 1
+        return True
+
+    monkeypatch.setattr(policy_module, "trim_heap", counting_trim)
+
+    async def synced() -> bool:
+        return True
+
+    stop = asyncio.Event()
+    policy = GCPolicy(synced, trim_interval=0.01)
+    task = asyncio.create_task(policy.run(stop))
+    while trims[0] < 3:
+        await asyncio.sleep(0.01)
+    stop.set()
+    await task
+    assert policy.trims == trims[0] >= 3
+    after_stop = trims[0]
+    await asyncio.sleep(0.03)
+    assert trims[0] == after_stop
+
+
+def test_trim_heap_runs_where_glibc_is() -> None:
+    from nimctl_runtime.gcpolicy import trim_heap
+
+    assert isinstance(trim_heap(), bool)
