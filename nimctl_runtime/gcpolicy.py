@@ -15,6 +15,9 @@ once the caches have synced it collects once and freezes what survived
 again; nothing is freed by it and nothing becomes uncollectable that was
 collectable) and raises the young generation's threshold, so the collector
 runs over the objects born since, and less often. Cycles are still collected.
+Then, every ``trim_interval`` seconds, glibc's ``malloc_trim(0)`` hands the C
+heap's free pages back to the OS (:func:`trim_heap`), so memory freed after a
+burst of work does not stay resident.
 """
 
 from __future__ import annotations
