@@ -302,6 +302,29 @@ def _describe(error: Any) -> tuple[str, str]:
     return _format_path(parts), str(error.message)
 
 
+_PY_TYPES: Final[Mapping[str, type | tuple[type, ...]]] = MappingProxyType(
+    {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool}
+)
+"""A definition's top-level JSON type as the Python type(s) a decoded value has."""
+
+
+def _python_types(json_type: Any) -> tuple[type, ...] | None:
+    """The Python types of a definition's ``type`` (a name or a list of names; None: any)."""
+    names = [json_type] if isinstance(json_type, str) else json_type
+    if not isinstance(names, list) or not names:
+        return None
+    out: list[type] = []
+    for name in names:
+        if name == "null":
+            out.append(type(None))
+            continue
+        found = _PY_TYPES.get(name)
+        if found is None:
+            return None  # "number" and friends: walk the schema
+        out.extend(found if isinstance(found, tuple) else (found,))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class CoreType:
     """Annotation marking a ``dict`` as the Kubernetes definition ``name`` of
@@ -323,8 +346,16 @@ class CoreType:
     ) -> CoreSchema:
         validator = self._validator()
         short = self.name.rsplit(".", 1)[-1]
+        top_type = _python_types(definition(self.name, self.version).get("type"))
 
-        def check(value: Any) -> Any:
+        def check(value: Any, info: core_schema.ValidationInfo) -> Any:
+            stored = info.context is not None and info.context.get("stored")
+            if stored and top_type is not None and isinstance(value, top_type):
+                # Read from the API server: the CRD's structural schema (this same
+                # definition, inlined) was enforced when it was written, as its CEL
+                # rules were (``api.base.STORED``). The walk is most of a NIMService's
+                # parse; a value of the wrong JSON type still goes through it.
+                return copy.deepcopy(value)
             errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
             if errors:
                 best = jsonschema.exceptions.best_match(errors)
@@ -338,7 +369,7 @@ class CoreType:
                 )
             return copy.deepcopy(value)
 
-        return core_schema.no_info_plain_validator_function(
+        return core_schema.with_info_plain_validator_function(
             check,
             serialization=core_schema.plain_serializer_function_ser_schema(lambda v: v),
         )

@@ -100,6 +100,7 @@ __all__ = [
     "NIMCACHE_INDEX",
     "NOT_READY_REQUEUE",
     "RECORDER_NAME",
+    "HttpModelQuery",
     "ModelQuery",
     "NIMServiceKind",
     "NIMServiceReconciler",
@@ -186,25 +187,73 @@ def nimcache_name_index(obj: Mapping[str, Any]) -> list[str]:
     return [str(name)] if name else []
 
 
+async def _ask_model(session: Any, endpoint: str) -> str:
+    base = endpoint.rstrip("/") if "://" in endpoint else f"http://{endpoint}"
+    async with session.get(f"{base}/v1/models") as resp:
+        if resp.status != 404:
+            resp.raise_for_status()
+            return nss.model_name_from_models(await resp.text())
+    async with session.get(f"{base}/v1/metadata") as resp:
+        if resp.status == 404:
+            return ""
+        resp.raise_for_status()
+        return nss.model_name_from_metadata(await resp.text())
+
+
 async def http_model_query(nimservice: Obj, endpoint: str) -> str:
     """Ask the NIM which model it serves: ``GET /v1/models``, then ``/v1/metadata`` on 404.
 
     ``endpoint`` is ``host:port`` (a Service) or a URL (KServe's ``address.url``).
-    The caller bounds it (``NIMServiceKind.model_query_timeout``).
+    The caller bounds it (``NIMServiceKind.model_query_timeout``). One session
+    per call: for one-off use; the operator uses :class:`HttpModelQuery`.
     """
     import aiohttp
 
-    base = endpoint.rstrip("/") if "://" in endpoint else f"http://{endpoint}"
     async with aiohttp.ClientSession() as session:
-        async with session.get(f"{base}/v1/models") as resp:
-            if resp.status != 404:
-                resp.raise_for_status()
-                return nss.model_name_from_models(await resp.text())
-        async with session.get(f"{base}/v1/metadata") as resp:
-            if resp.status == 404:
-                return ""
-            resp.raise_for_status()
-            return nss.model_name_from_metadata(await resp.text())
+        return await _ask_model(session, endpoint)
+
+
+class HttpModelQuery:
+    """:func:`http_model_query` over one aiohttp session kept for the process's life.
+
+    A session per query set up a connection pool, a DNS resolver and their
+    timers for every NIMService that became Ready (the profile of
+    ``tests/bench/nim_scale``); this one is opened on first use (in the running
+    event loop) and closed when the manager stops it (a Runnable on every
+    replica). ``sessions_opened`` counts the sessions it made.
+    """
+
+    needs_leader_election = False
+    name = "nim-model-query"
+
+    def __init__(self) -> None:
+        self._session: Any = None
+        self.sessions_opened = 0
+
+    def _current(self) -> Any:
+        import aiohttp
+
+        session = self._session
+        loop = asyncio.get_running_loop()
+        if session is None or session.closed or getattr(session, "_loop", loop) is not loop:
+            session = aiohttp.ClientSession()
+            self._session = session
+            self.sessions_opened += 1
+        return session
+
+    async def __call__(self, nimservice: Obj, endpoint: str) -> str:
+        return await _ask_model(self._current(), endpoint)
+
+    async def close(self) -> None:
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            await session.close()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        try:
+            await stop.wait()
+        finally:
+            await self.close()
 
 
 def proxy_model_query(client: Any) -> ModelQuery:
@@ -737,4 +786,3 @@ class NIMServiceReconciler(KindReconciler[NIMService, RenderContext]):
         if self._capabilities_stale:
             await self.refresh_capabilities()
         return await super().reconcile(request)
-

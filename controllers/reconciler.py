@@ -496,9 +496,13 @@ class KindReconciler(Generic[CR, Facts]):
     def _current_status(self, obj: Obj) -> Mapping[str, Any]:
         """The status as last written: the cache's, or ours if the cache lags behind it."""
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        written = self._status.written((namespace_of(obj), name_of(obj)), rv)
+        memo_id = (namespace_of(obj), name_of(obj))
+        written = self._status.written(memo_id, rv)
         if written is not None:
             return written
+        # The cache moved past the version the write was computed on: the memo can
+        # never apply again. Dropped, so a settled CR keeps no copy of its status.
+        self._status.forget(memo_id)
         current: Mapping[str, Any] = obj.get("status") or {}
         return current
 

@@ -209,6 +209,9 @@ class WriteMemo(Generic[K, V]):
     def forget(self, key: K) -> None:
         self._memo.pop(key, None)
 
+    def __len__(self) -> int:
+        return len(self._memo)
+
 
 @dataclass
 class SyncOutcome:

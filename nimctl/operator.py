@@ -75,7 +75,10 @@ async def compose_operator(
     manager = Manager(client, options)
     # every replica measures its event loop's lag (metric, and a log line when high)
     manager.add(LoopLagMonitor())
-    query = nimservice_ctrl.http_model_query if model_query == "http" else model_query
+    query = model_query
+    if model_query == "http":
+        query = nimservice_ctrl.HttpModelQuery()
+        manager.add(query)  # closes its session when the manager stops
     setup_controllers(
         manager,
         client,
@@ -124,6 +127,7 @@ async def run_operator(args: argparse.Namespace) -> int:
     async with Client(config) as client:
         try:
             manager = await compose_operator(client, args)
+            manager.add(_gc_policy(manager))
             await manager.start()
         except LeaderElectionLostError:
             log.error("leader election lost; exiting")
@@ -139,6 +143,13 @@ async def run_operator(args: argparse.Namespace) -> int:
             )
             return 1
     return 0
+
+
+def _gc_policy(manager: Manager) -> Any:
+    """Freeze the start-up heap once the caches synced (``nimctl_runtime.gcpolicy``)."""
+    from nimctl_runtime.gcpolicy import GCPolicy
+
+    return GCPolicy(lambda: manager.cache.wait_for_sync(None))
 
 
 async def install_crds(client: Client, *, wait_seconds: float = 30.0) -> None:

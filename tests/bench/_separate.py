@@ -10,7 +10,12 @@ With ``NIMCTL_BENCH_PROFILE=1`` (or a benchmark's ``--profile``) the operator
 runs under :mod:`tests.bench._profiled_run`: cProfile (or, with
 ``NIMCTL_BENCH_PROFILER=sample``, a stack sampler) is switched on and off by
 signals around the window measured, and :func:`print_profile` prints the top 15
-functions by cumulative time.
+functions by cumulative time. With ``NIMCTL_BENCH_PROFILER=py-spy`` the operator
+runs unchanged and ``py-spy record`` (when installed: ``pip install py-spy``)
+samples it from outside over the same window: no GIL bias (the in-process
+sampler only gets the GIL where the main thread releases it, so TLS and socket
+calls look several times their share) and no CPU charged to the operator, so
+the figures and the profile come from the same run.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import io
 import json
 import os
 import pstats
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,6 +47,19 @@ _TICK = os.sysconf("SC_CLK_TCK")
 
 def profiling_requested(flag: bool) -> bool:
     return flag or os.environ.get("NIMCTL_BENCH_PROFILE", "") not in ("", "0")
+
+
+def _profiler() -> str:
+    return os.environ.get("NIMCTL_BENCH_PROFILER", "cprofile")
+
+
+def _py_spy() -> str:
+    found = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
+    if found is None:
+        raise RuntimeError(
+            "NIMCTL_BENCH_PROFILER=py-spy: py-spy is not installed (pip install py-spy)"
+        )
+    return found
 
 
 def proc_cpu(pid: int) -> float:
@@ -171,6 +190,7 @@ class OperatorProcess:
     profile_out: Path | None
     log: Path
     _profiling: bool = field(default=False)
+    _spy: subprocess.Popen[bytes] | None = field(default=None)
 
     @property
     def pid(self) -> int:
@@ -183,11 +203,38 @@ class OperatorProcess:
         return proc_rss_mb(self.pid)
 
     def profile_start(self) -> None:
-        if self.profile_out is not None:
+        if self.profile_out is not None and _profiler() == "py-spy":
+            self._spy = subprocess.Popen(
+                [
+                    _py_spy(),
+                    "record",
+                    "--pid",
+                    str(self.pid),
+                    "--format",
+                    "raw",
+                    "--rate",
+                    "250",
+                    "--nonblocking",
+                    "--output",
+                    str(self.profile_out),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            time.sleep(0.5)  # attached before the window opens
+        elif self.profile_out is not None:
             os.kill(self.pid, signal.SIGUSR1)
             self._profiling = True
 
     def profile_stop(self) -> None:
+        if self._spy is not None:
+            spy, self._spy = self._spy, None
+            spy.send_signal(signal.SIGINT)
+            try:
+                spy.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+            return
         if self.profile_out is not None and self._profiling:
             self._profiling = False
             with contextlib.suppress(FileNotFoundError):
@@ -212,7 +259,7 @@ def start_operator(
 ) -> OperatorProcess:
     """``python -m nimctl run`` (or the profiled wrapper of the same entry point)."""
     profile_out = tmp / "operator.prof" if profile else None
-    module = "tests.bench._profiled_run" if profile else "nimctl"
+    module = "tests.bench._profiled_run" if profile and _profiler() != "py-spy" else "nimctl"
     cmd = [
         sys.executable,
         "-m",
@@ -249,8 +296,38 @@ def _print_samples(path: Path, title: str, top: int) -> None:
         print(f"    {100 * n / total:5.1f}%  {name[-130:]}")
 
 
+def _print_collapsed(path: Path, title: str, top: int) -> None:
+    """py-spy's raw output: one ``frame;frame;... count`` line per distinct stack."""
+    on_stack: dict[str, int] = {}
+    on_top: dict[str, int] = {}
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        frames = stack.split(";")
+        for name in set(frames):
+            on_stack[name] = on_stack.get(name, 0) + n
+        on_top[frames[-1]] = on_top.get(frames[-1], 0) + n
+    total = max(total, 1)
+    print(
+        f"--- operator profile: {title} (py-spy, {total} busy samples at 250/s, "
+        f"idle not sampled; raw stacks in {path})"
+    )
+    for label, table in (("on the stack (cumulative)", on_stack), ("on top (own time)", on_top)):
+        print(f"  top {top} by share of busy samples {label}:")
+        ranked = sorted(table.items(), key=lambda kv: -kv[1])
+        for name, n in ranked[:top]:
+            print(f"    {100 * n / total:5.1f}%  {name[-130:]}")
+
+
 def print_profile(path: Path | None, title: str, top: int = 15) -> None:
     if path is None or not path.exists():
+        return
+    if _profiler() == "py-spy":
+        _print_collapsed(path, title, int(os.environ.get("NIMCTL_BENCH_PROFILE_TOP", top)))
         return
     if path.read_bytes()[:1] == b"{":
         _print_samples(path, title, top)

@@ -135,3 +135,33 @@ async def test_model_query_falls_back_to_metadata_on_404() -> None:
         assert await http_model_query({}, f"127.0.0.1:{server.port}") == "nv-embedqa"
     finally:
         await server.close()
+
+
+async def test_the_operators_model_query_keeps_one_session_and_closes_it_on_stop() -> None:
+    """One connection pool for every NIMService's model query, not one per query;
+    the manager's stop closes it."""
+    import asyncio
+
+    from controllers.nimservice import HttpModelQuery
+
+    routes = web.RouteTableDef()
+
+    @routes.get("/v1/models")
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "meta/llama3-8b"}]})
+
+    server = await _serve(routes)
+    query = HttpModelQuery()
+    stop = asyncio.Event()
+    runner = asyncio.create_task(query.run(stop))
+    try:
+        for _ in range(5):
+            assert await query({}, f"127.0.0.1:{server.port}") == "meta/llama3-8b"
+        assert query.sessions_opened == 1
+        session = query._session
+        assert session is not None and not session.closed
+        stop.set()
+        await runner
+        assert session.closed
+    finally:
+        await server.close()

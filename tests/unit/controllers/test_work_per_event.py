@@ -101,3 +101,61 @@ def test_stored_parse_still_checks_the_schema() -> None:
     """Skipping CEL keeps types, enums and bounds: a bad stored spec is still reported."""
     with pytest.raises(InvalidResource, match=r"spec\.expose\.service\.port"):
         parse(NIMService, nimservice(expose={"service": {"port": 70000}}), stored=True)
+
+
+def _count_schema_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the jsonschema walks of embedded Kubernetes core types (EnvVar, Probe, ...)."""
+    import jsonschema  # type: ignore[import-untyped]
+
+    walks = [0]
+    real = jsonschema.Draft202012Validator.iter_errors
+
+    def counting(self: Any, *args: Any, **kw: Any) -> Any:
+        walks[0] += 1
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(jsonschema.Draft202012Validator, "iter_errors", counting)
+    return walks
+
+
+def test_a_stored_spec_does_not_walk_the_core_types_schemas(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The API server enforced the CRD's structural schema (the same Kubernetes
+    definitions) on write: parsing a stored NIMService walks none of them, while a
+    manifest from a file walks each embedded core type."""
+    walks = _count_schema_walks(monkeypatch)
+    svc = nimservice(env=[{"name": "A", "value": "1"}], resources={"limits": {"cpu": "1"}})
+    parse(NIMService, svc)
+    assert walks[0] >= 2, "a manifest's env and resources were not checked"
+    walks[0] = 0
+    parsed = parse(NIMService, svc, stored=True)
+    assert walks[0] == 0
+    assert parsed.spec.env == [{"name": "A", "value": "1"}]
+    # the model holds its own copy: editing the input changes nothing in it
+    svc["spec"]["env"][0]["value"] = "2"
+    assert parsed.spec.env == [{"name": "A", "value": "1"}]
+
+
+def test_a_stored_core_type_of_the_wrong_json_type_is_still_reported() -> None:
+    """Only a value of the definition's JSON type skips the walk: anything else is
+    reported with its path, as before."""
+    with pytest.raises(InvalidResource, match=r"spec\.env"):
+        parse(NIMService, nimservice(env=["not-an-env-var"]), stored=True)
+
+
+async def test_a_settled_nimservice_keeps_no_copy_of_its_status() -> None:
+    """The status memo (what this process wrote, for a cache that lags behind it) is
+    dropped once the cache shows a newer version: it can never apply again, and a
+    thousand settled NIMServices would each hold a copy of their status."""
+    fake = FakeAPI()
+    fake.put(nimcache())
+    fake.put(nimservice())
+    r, _ = make(fake)
+
+    await r.reconcile(REQ)
+    status_writes = sum(1 for verb, kind, _ in fake.writes if verb == "patch/status")
+    assert status_writes >= 1 and len(r._status) == 1  # written; the cache may lag behind it
+    await r.reconcile(REQ)  # the cache shows the written version now
+    assert len(r._status) == 0
+    assert sum(1 for verb, kind, _ in fake.writes if verb == "patch/status") == status_writes

@@ -125,3 +125,38 @@ async def test_the_fence_is_asked_a_last_time_as_the_request_is_sent() -> None:
         client.fence = None
         assert await client.create(CM) == CM  # unfenced again: the send step asks nothing
     assert sent(api, "POST") == 1
+
+
+async def test_only_fenced_writes_pay_for_request_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """aiohttp's tracing (the hook that checks the fence again once a connection is
+    held) builds a Trace per request and per chunk received; reads, watches and
+    writes with no fence set are sent without it, a fenced write still with it."""
+    import aiohttp.tracing
+
+    traces = [0]
+    real_init = aiohttp.tracing.Trace.__init__
+
+    def counting(self: aiohttp.tracing.Trace, *args: object, **kw: object) -> None:
+        traces[0] += 1
+        real_init(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(aiohttp.tracing.Trace, "__init__", counting)
+    asked = [0]
+
+    def fence() -> None:
+        asked[0] += 1
+
+    api = FakeAPI()
+    api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
+    api.route("GET", "/api/v1/namespaces/ns/configmaps/a", lambda r: CM)
+    async with serve(api) as client:
+        await client.get("v1", "ConfigMap", "a", "ns")
+        await client.create(CM)
+        assert traces[0] == 0, "a read or an unfenced write was traced"
+        client.fence = fence
+        await client.get("v1", "ConfigMap", "a", "ns")
+        assert traces[0] == 0
+        await client.create(CM)
+        assert traces[0] == 1
+        # asked before the attempt, once the connection is held and as it is sent
+        assert asked[0] == 3
