@@ -10,59 +10,28 @@ advertised). ``kubectl get gpuclusters``, ``resourceslices`` and
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-KUBECTL = "/usr/bin/kubectl"
+from .local import MARKS, kubectl, nimctl_local
 
-pytestmark = [
-    pytest.mark.kubectl,
-    pytest.mark.skipif(not Path(KUBECTL).exists(), reason="kubectl is not installed"),
-]
-
-
-def _kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [KUBECTL, "--kubeconfig", str(kubeconfig), *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+pytestmark = MARKS
 
 
 def test_local_gpu_cluster_publishes_gpus_and_runs_the_nim_on_a_claim(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nimctl", "--log-level", "warning", "local", "--gpu-cluster",
-         "--disable-webhooks"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={
-            **os.environ,
-            "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
-            "HOME": str(tmp_path),
-        },
-    )  # fmt: skip
-    kubeconfig = tmp_path / ".nimctl" / "kubeconfig"
-    try:
+    with nimctl_local(tmp_path, "--gpu-cluster") as (proc, kubeconfig):
         deadline = time.monotonic() + 150
         cluster_state = nim_state = ""
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 pytest.fail(f"nimctl local exited early: {proc.stderr.read()[-3000:]}")  # type: ignore[union-attr]
             if kubeconfig.is_file():
-                cluster_state = _kubectl(
+                cluster_state = kubectl(
                     kubeconfig, "get", "gc", "gpu-cluster", "-o", "jsonpath={.status.state}"
                 ).stdout.strip()
-                nim_state = _kubectl(
+                nim_state = kubectl(
                     kubeconfig, "-n", "nim-demo", "get", "nimservice",
                     "-o", "jsonpath={.items[0].status.state}",
                 ).stdout.strip()  # fmt: skip
@@ -71,41 +40,34 @@ def test_local_gpu_cluster_publishes_gpus_and_runs_the_nim_on_a_claim(tmp_path: 
             time.sleep(1)
         assert (cluster_state, nim_state) == ("ready", "Ready")
 
-        table = _kubectl(kubeconfig, "get", "gpuclusters")
+        table = kubectl(kubeconfig, "get", "gpuclusters")
         assert table.returncode == 0, table.stderr
         header, row = table.stdout.splitlines()[:2]
         assert header.split() == ["NAME", "STATUS", "AGE"]
         assert row.split()[:2] == ["gpu-cluster", "ready"]
 
-        slices = _kubectl(kubeconfig, "get", "resourceslices")
+        slices = kubectl(kubeconfig, "get", "resourceslices")
         assert slices.returncode == 0, slices.stderr
         names = {line.split()[0] for line in slices.stdout.splitlines()[1:]}
         assert {"gpu-node-0-gpu.nvidia.com", "gpu-node-1-gpu.nvidia.com"} <= names
 
         claims = json.loads(
-            _kubectl(kubeconfig, "-n", "nim-demo", "get", "resourceclaims", "-o", "json").stdout
+            kubectl(kubeconfig, "-n", "nim-demo", "get", "resourceclaims", "-o", "json").stdout
         )["items"]
         (claim,) = claims
         (result,) = claim["status"]["allocation"]["devices"]["results"]
         assert result["driver"] == "gpu.nvidia.com" and "adminAccess" not in result
         holder = claim["status"]["reservedFor"][0]["name"]
         pod = json.loads(
-            _kubectl(kubeconfig, "-n", "nim-demo", "get", "pod", holder, "-o", "json").stdout
+            kubectl(kubeconfig, "-n", "nim-demo", "get", "pod", holder, "-o", "json").stdout
         )
         assert pod["status"]["phase"] == "Running"
         assert pod["metadata"]["labels"]["app"] == "meta-llama-3-1-8b-instruct"
-        listed = _kubectl(kubeconfig, "-n", "nim-demo", "get", "resourceclaims")
+        listed = kubectl(kubeconfig, "-n", "nim-demo", "get", "resourceclaims")
         assert claim["metadata"]["name"] in listed.stdout
 
-        gpus = _kubectl(
+        gpus = kubectl(
             kubeconfig, "get", "node", "gpu-node-0",
             "-o", "jsonpath={.status.allocatable.nvidia\\.com/gpu}",
         )  # fmt: skip
         assert gpus.stdout.strip() in ("", "0"), "no device plugin: nvidia.com/gpu is not advertised"
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()

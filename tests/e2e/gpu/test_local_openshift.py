@@ -8,75 +8,36 @@ Driver Toolkit ImageStream, so a ClusterPolicy applied to it is rendered for Ope
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-KUBECTL = "/usr/bin/kubectl"
+from .local import MARKS, kubectl, nimctl_local
 
-pytestmark = [
-    pytest.mark.kubectl,
-    pytest.mark.skipif(not Path(KUBECTL).exists(), reason="kubectl is not installed"),
-]
-
-
-def _kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [KUBECTL, "--kubeconfig", str(kubeconfig), *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+pytestmark = MARKS
 
 
 def test_local_openshift_serves_openshifts_apis_and_rhcos_nodes(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "nimctl",
-            "--log-level",
-            "warning",
-            "local",
-            "--openshift",
-            "--disable-webhooks",
-        ],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={
-            **os.environ,
-            "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
-            "HOME": str(tmp_path),
-        },
-    )
-    kubeconfig = tmp_path / ".nimctl" / "kubeconfig"
-    try:
+    with nimctl_local(tmp_path, "--openshift") as (proc, kubeconfig):
         deadline = time.monotonic() + 90
         version = ""
         while time.monotonic() < deadline and not version:
             if proc.poll() is not None:
                 pytest.fail(f"nimctl local exited early: {proc.stderr.read()[-3000:]}")  # type: ignore[union-attr]
             if kubeconfig.is_file():
-                version = _kubectl(
+                version = kubectl(
                     kubeconfig, "get", "clusterversion", "version",
                     "-o", "jsonpath={.status.history[0].state} {.status.history[0].version}",
                 ).stdout.strip()  # fmt: skip
             time.sleep(0.5)
         assert version == "Completed 4.16.3"
 
-        sccs = _kubectl(kubeconfig, "get", "scc", "-o", "name")
+        sccs = kubectl(kubeconfig, "get", "scc", "-o", "name")
         assert sccs.returncode == 0, sccs.stderr
         assert "securitycontextconstraints.security.openshift.io/privileged" in sccs.stdout.split()
 
-        stream = _kubectl(kubeconfig, "-n", "openshift", "get", "imagestream", "driver-toolkit",
+        stream = kubectl(kubeconfig, "-n", "openshift", "get", "imagestream", "driver-toolkit",
                           "-o", "jsonpath={.spec.tags[*].name}")  # fmt: skip
         assert stream.stdout.split() == ["416.94.202410211619-0", "latest"]
 
@@ -86,13 +47,6 @@ def test_local_openshift_serves_openshifts_apis_and_rhcos_nodes(tmp_path: Path) 
             + os_label
             + "} {.status.nodeInfo.containerRuntimeVersion}"
         )
-        nodes = _kubectl(kubeconfig, "get", "node", "gpu-node-0", "-o", query)
+        nodes = kubectl(kubeconfig, "get", "node", "gpu-node-0", "-o", query)
         os_id, runtime = nodes.stdout.split()
         assert (os_id, runtime.split("://")[0]) == ("rhcos", "cri-o")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
