@@ -13,9 +13,10 @@ Writes can be fenced: when ``Client.fence`` is set (the manager sets it under
 leader election), every non-GET request calls it before each attempt and again
 once aiohttp holds the attempt's connection (a trace hook: opening a connection
 takes awaits, and a process paused there would otherwise send a write checked
-before the pause), and a last time as the first step of sending (``_FencedRequest``:
-no await between that check and the socket write), and a ``NotLeaderError`` it
-raises stops the request unsent. The check
+before the pause), and a last time as the request is sent (``_FencedRequest``:
+in ``send``, and in ``write_bytes`` where a request with a body actually leaves,
+with no await between that check and the socket write), and a ``NotLeaderError``
+it raises stops the request unsent. The check
 is local (a clock comparison), never an API call. Exempt: requests inside
 :func:`unfenced` (the Lease's own renewals) and the review APIs (TokenReview,
 SubjectAccessReview: a POST that asks a question and changes nothing).
@@ -45,6 +46,7 @@ from nimctl_runtime.client.errors import (
     ApiConnectionError,
     ApiError,
     Gone,
+    NotLeaderError,
     ServerTimeout,
     from_status,
     is_retriable_status,
@@ -108,6 +110,25 @@ class _FencedRequest(aiohttp.ClientRequest):
         if fence is not None:
             fence()
         return await super().send(conn)
+
+    async def write_bytes(self, writer: Any, conn: Any, *args: Any, **kwargs: Any) -> None:
+        """A request with a body leaves in this step, not in ``send``: aiohttp holds
+        the headers back to go out with the body, and before Python 3.12 runs this
+        step as a task of its own, a loop iteration after ``send``. So the fence is
+        asked here too, with no await before the first socket write. A refusal fails
+        the attempt with nothing sent (the connection is closed, its held headers
+        dropped) and reaches the caller as the ``NotLeaderError`` it is."""
+        fence = _SEND_FENCE.get()
+        if fence is not None:
+            try:
+                fence()
+            except Exception as err:  # NotLeaderError; anything else must fail the attempt too
+                protocol = conn.protocol
+                if protocol is not None:
+                    protocol.set_exception(aiohttp.ClientConnectionError(str(err)), err)
+                conn.close()
+                return
+        await super().write_bytes(writer, conn, *args, **kwargs)
 
 
 def _is_review(path: str) -> bool:
@@ -401,6 +422,8 @@ class Client:
                     0, "ConnectionFailed", f"{method} {self.config.host}{path}: {reason}"
                 ) from err
             except aiohttp.ClientError as err:
+                if isinstance(err.__cause__, NotLeaderError):  # refused in write_bytes
+                    raise err.__cause__ from None
                 self._observe(method, "<error>", time.monotonic() - started)
                 reason = self.connection.failed(err, request=f"{method} {path}")
                 if is_read and attempt <= max_retries:

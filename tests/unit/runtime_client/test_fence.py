@@ -127,6 +127,33 @@ async def test_the_fence_is_asked_a_last_time_as_the_request_is_sent() -> None:
     assert sent(api, "POST") == 1
 
 
+async def test_the_fence_is_asked_as_the_body_goes_out() -> None:
+    """aiohttp holds a request's headers back to send them with the body, which a task
+    of its own writes a loop iteration after ``send`` (before Python 3.12): a process
+    paused between the two would send a write checked before the pause. The body step
+    asks again; a refusal there sends nothing, raises NotLeaderError (not a connection
+    error), and leaves the client working."""
+    api = FakeAPI()
+    api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
+    api.route("DELETE", "/api/v1/namespaces/ns/configmaps/a", lambda r: {})
+    calls = [0]
+
+    def fence() -> None:
+        calls[0] += 1
+        if calls[0] == 4:  # valid up to the send step, not when the body goes out
+            refuse()
+
+    async with serve(api) as client:
+        client.fence = fence
+        with pytest.raises(NotLeaderError):
+            await client.create(CM)
+        assert calls[0] == 4 and client.fenced_writes == 1
+        assert sent(api, "POST") == 0
+        assert await client.create(CM) == CM  # the next write goes out on a fresh connection
+        await client.delete("v1", "ConfigMap", "a", "ns")  # no body: sent from `send` itself
+    assert sent(api, "POST") == 1 and sent(api, "DELETE") == 1
+
+
 async def test_only_fenced_writes_pay_for_request_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
     """aiohttp's tracing (the hook that checks the fence again once a connection is
     held) builds a Trace per request and per chunk received; reads, watches and
@@ -158,5 +185,6 @@ async def test_only_fenced_writes_pay_for_request_tracing(monkeypatch: pytest.Mo
         assert traces[0] == 0
         await client.create(CM)
         assert traces[0] == 1
-        # asked before the attempt, once the connection is held and as it is sent
-        assert asked[0] == 3
+        # asked before the attempt, once the connection is held, as it is sent and
+        # as its body (with the held headers) goes out
+        assert asked[0] == 4
