@@ -27,7 +27,7 @@ import pytest
 
 from localcluster.audit import AuditLog, AuditRecord
 
-from .conftest import WRITE_VERBS, Env, accepted_writes
+from .conftest import WRITE_VERBS, Env, accepted_writes, at
 from .test_leader_election import create_sources, holder, spawn
 
 # A 4 s lease gives a 1 s safety margin: room for the event-loop lag of a loaded
@@ -162,5 +162,19 @@ async def test_a_leader_paused_past_its_lease_sends_no_write_as_a_second_leader(
     assert writes, "the replicas were writing"
     assert takeovers >= ROUNDS // 2, "most pauses outlast the lease: another replica must lead"
     assert not bad, "writes by a replica that did not hold the Lease:\n" + "\n".join(
-        f"  #{r.seq} {r.user} {r.verb} {r.resource}/{r.name} -> {r.code}" for r in bad[:20]
+        explain(env.audit, r, users) for r in bad[:5]
     )
+
+
+def explain(audit: AuditLog, bad: AuditRecord, users: set[str]) -> str:
+    """A bad write with what led to it: the Lease writes and the writer's own requests
+    of the few seconds before it, with the server's arrival times (to tell a write
+    sent late by a resumed process from one sent in time and served late)."""
+    since = at(bad) - 6.0
+    lines = [f"  #{bad.seq} {bad.timestamp} {bad.user} {bad.verb} {bad.resource}/{bad.name} -> {bad.code}"]
+    for r in sorted(audit.records(), key=lambda r: r.seq):
+        if r.seq >= bad.seq + 5 or at(r) < since or r.user not in users:
+            continue
+        if r.resource == "leases" or (r.user == bad.user and r.seq < bad.seq):
+            lines.append(f"      #{r.seq} {r.timestamp} {r.user} {r.verb} {r.resource}/{r.name} -> {r.code}")
+    return "\n".join(lines[:1] + lines[-40:])
