@@ -432,8 +432,14 @@ class Storage:
 
     def update_status(self, obj: Mapping[str, Any]) -> Obj:
         info = self.resolve(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-        sub = "status" if info.has_status else ""
-        return self._versioned(info, self.update_object(info, _copy(obj), subresource=sub))
+        if not info.has_status:
+            return self._versioned(info, self.update_object(info, _copy(obj)))
+        # A status write reads only the metadata (name, preconditions) and the status of
+        # *obj*: copying the spec too (a pod's, for every kubelet update) was wasted work.
+        slim: Obj = {"metadata": _copy(obj.get("metadata") or {})}
+        if "status" in obj:
+            slim["status"] = _copy(obj["status"])
+        return self._versioned(info, self.update_object(info, slim, subresource="status"))
 
     def delete(
         self,

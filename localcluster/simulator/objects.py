@@ -431,7 +431,9 @@ def status_changed(obj: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
 
 
 def with_status(obj: Mapping[str, Any], status: Mapping[str, Any]) -> Obj:
-    out = copy.deepcopy(dict(obj))
+    """*obj* with *status*, for an ``UpdateStatus``: a shallow copy (the rest is shared with
+    the view and read only; storage copies what it stores)."""
+    out = dict(obj)
     out["status"] = dict(status)
     return out
 
