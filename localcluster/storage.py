@@ -413,14 +413,12 @@ class Storage:
         field_selector: str | FieldSelector | None = None,
     ) -> list[Obj]:
         info = self.resolve(api_version, kind)
-        lsel = (
-            Selector.parse(label_selector)
-            if isinstance(label_selector, str) or label_selector is None
-            else label_selector
-        )
+        # No selector: nothing to parse (in-process callers such as admission list a
+        # resource on every request).
+        lsel = Selector.parse(label_selector) if isinstance(label_selector, str) else label_selector
         fsel = (
             FieldSelector.parse(field_selector)
-            if isinstance(field_selector, str) or field_selector is None
+            if isinstance(field_selector, str)
             else field_selector
         )
         entries, _, _ = self.list_entries(info, namespace, lsel, fsel)
