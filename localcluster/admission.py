@@ -93,6 +93,7 @@ class BuiltinAdmission:
     def __init__(self, storage: Any, *, pvc_protection: bool = True) -> None:
         self.storage = storage
         self.pvc_protection = pvc_protection
+        self._allocations: ServiceAllocations | None = None
 
     async def mutate(
         self, attrs: AdmissionAttributes, obj: Obj | None, old: Obj | None
@@ -112,16 +113,11 @@ class BuiltinAdmission:
     ) -> list[str]:
         return []
 
-    def _used(self) -> tuple[set[str], set[int]]:
-        ips: set[str] = set()
-        ports: set[int] = set()
-        for svc in self.storage.list("v1", "Service"):
-            spec = svc.get("spec") or {}
-            ips.update(str(ip) for ip in spec.get("clusterIPs") or [spec.get("clusterIP")] if ip)
-            for port in spec.get("ports") or []:
-                if port.get("nodePort"):
-                    ports.add(int(port["nodePort"]))
-        return ips, ports
+    def _used(self) -> tuple[Mapping[str, int], Mapping[int, int]]:
+        """The cluster IPs and node ports the stored Services hold (kept current by events)."""
+        if self._allocations is None:
+            self._allocations = ServiceAllocations(self.storage)
+        return self._allocations.ips, self._allocations.ports
 
     def _service(self, obj: Obj, old: Obj | None) -> Obj:
         obj = copy.deepcopy(obj)
@@ -153,6 +149,7 @@ class BuiltinAdmission:
                 (p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
                 for p in old_spec.get("ports") or []
             }
+            taken: set[int] = set()
             for port in spec.get("ports") or []:
                 if port.get("nodePort"):
                     continue
@@ -160,8 +157,8 @@ class BuiltinAdmission:
                 if previous:
                     port["nodePort"] = previous
                     continue
-                free = next(p for p in NODE_PORT_RANGE if p not in used_ports)
-                used_ports.add(free)
+                free = next(p for p in NODE_PORT_RANGE if p not in used_ports and p not in taken)
+                taken.add(free)
                 port["nodePort"] = free
         return obj
 
@@ -200,10 +197,13 @@ class BuiltinAdmission:
         return obj
 
 
-def _free_ip(used: set[str]) -> str:
+def _free_ip(used: Mapping[str, int] | set[str]) -> str:
+    """The lowest free address of the Service network from its 11th (as before: predictable)."""
     network = CLUSTER_IP_NETWORK
+    base = int(network.network_address)
     for offset in range(10, network.num_addresses - 1):
-        candidate = str(network.network_address + offset)
+        n = base + offset
+        candidate = f"{n >> 24}.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
         if candidate not in used:
             return candidate
     raise StatusError(
@@ -211,6 +211,69 @@ def _free_ip(used: set[str]) -> str:
         "InternalError",
         "Internal error occurred: failed to allocate a serviceIP: range is full",
     )
+
+
+class ServiceAllocations:
+    """The cluster IPs and node ports held by stored Services, as kube-apiserver's allocators
+    keep them: read once from storage, then kept current from its committed changes, so
+    admitting a Service costs O(1) in the number of Services instead of a list of them all.
+
+    Both are multisets (a count per value): two Services may name the same address
+    (localcluster does not refuse it), and the value stays used until both are gone.
+    """
+
+    def __init__(self, storage: Any) -> None:
+        self.ips: dict[str, int] = {}
+        self.ports: dict[int, int] = {}
+        self._held: dict[tuple[str, str], tuple[tuple[str, ...], tuple[int, ...]]] = {}
+        # services decoded to keep the allocations (a counting test reads it)
+        self.decoded = 0
+        storage.subscribe(self._on_event)
+        for svc in storage.list("v1", "Service"):
+            self._set(_key_of(svc), svc)
+
+    def _on_event(self, event: Any) -> None:
+        if event.resource != "services" or event.group:
+            return
+        key = (event.namespace, event.name)
+        if event.type == "DELETED":
+            self._set(key, None)
+        else:
+            self.decoded += 1
+            self._set(key, event.object)
+
+    def _set(self, key: tuple[str, str], svc: Obj | None) -> None:
+        old_ips, old_ports = self._held.pop(key, ((), ()))
+        for ip in old_ips:
+            _count(self.ips, ip, -1)
+        for port in old_ports:
+            _count(self.ports, port, -1)
+        if svc is None:
+            return
+        spec = svc.get("spec") or {}
+        ips = tuple(str(ip) for ip in spec.get("clusterIPs") or [spec.get("clusterIP")] if ip)
+        ports = tuple(
+            int(port["nodePort"]) for port in spec.get("ports") or [] if port.get("nodePort")
+        )
+        for ip in ips:
+            _count(self.ips, ip, 1)
+        for port in ports:
+            _count(self.ports, port, 1)
+        if ips or ports:
+            self._held[key] = (ips, ports)
+
+
+def _count(counts: dict[Any, int], value: Any, delta: int) -> None:
+    n = counts.get(value, 0) + delta
+    if n > 0:
+        counts[value] = n
+    else:
+        counts.pop(value, None)
+
+
+def _key_of(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace", "") or ""), str(meta.get("name", ""))
 
 
 def kubernetes_service() -> Obj:

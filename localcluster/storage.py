@@ -413,14 +413,12 @@ class Storage:
         field_selector: str | FieldSelector | None = None,
     ) -> list[Obj]:
         info = self.resolve(api_version, kind)
-        lsel = (
-            Selector.parse(label_selector)
-            if isinstance(label_selector, str) or label_selector is None
-            else label_selector
-        )
+        # No selector: nothing to parse (in-process callers such as admission list a
+        # resource on every request).
+        lsel = Selector.parse(label_selector) if isinstance(label_selector, str) else label_selector
         fsel = (
             FieldSelector.parse(field_selector)
-            if isinstance(field_selector, str) or field_selector is None
+            if isinstance(field_selector, str)
             else field_selector
         )
         entries, _, _ = self.list_entries(info, namespace, lsel, fsel)
@@ -432,8 +430,14 @@ class Storage:
 
     def update_status(self, obj: Mapping[str, Any]) -> Obj:
         info = self.resolve(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-        sub = "status" if info.has_status else ""
-        return self._versioned(info, self.update_object(info, _copy(obj), subresource=sub))
+        if not info.has_status:
+            return self._versioned(info, self.update_object(info, _copy(obj)))
+        # A status write reads only the metadata (name, preconditions) and the status of
+        # *obj*: copying the spec too (a pod's, for every kubelet update) was wasted work.
+        slim: Obj = {"metadata": _copy(obj.get("metadata") or {})}
+        if "status" in obj:
+            slim["status"] = _copy(obj["status"])
+        return self._versioned(info, self.update_object(info, slim, subresource="status"))
 
     def delete(
         self,

@@ -88,6 +88,11 @@ class TokenIssuer:
         )
         self.key_id = _b64(hashlib.sha256(public).digest())
         self.clock = clock
+        # token -> its verified claims: the signature of a given text never changes, and an
+        # ECDSA verify per request was the most of authenticating a ServiceAccount. Expiry,
+        # audience and the bound objects are still checked on every request.
+        self._verified: dict[str, Obj] = {}
+        self.verifications = 0  # signatures checked (a counting test reads it)
 
     def sign(self, claims: Mapping[str, Any]) -> str:
         header = {"alg": "ES256", "kid": self.key_id}
@@ -102,9 +107,13 @@ class TokenIssuer:
 
     def claims(self, token: str) -> Obj | None:
         """The claims of a token this issuer signed, or None (bad shape or signature)."""
+        known = self._verified.get(token)
+        if known is not None:
+            return known
         parts = token.split(".")
         if len(parts) != 3:
             return None
+        self.verifications += 1
         try:
             header = json.loads(_unb64(parts[0]))
             raw = _unb64(parts[2])
@@ -119,7 +128,12 @@ class TokenIssuer:
             claims = json.loads(_unb64(parts[1]))
         except (ValueError, binascii.Error, InvalidSignature):
             return None
-        return claims if isinstance(claims, dict) else None
+        if not isinstance(claims, dict):
+            return None
+        if len(self._verified) >= 10_000:
+            self._verified.clear()
+        self._verified[token] = claims
+        return claims
 
     def authenticate(self, token: str, lookup: Lookup) -> tuple[str, tuple[str, ...]] | None:
         """(user, groups) of a valid, unexpired ServiceAccount token; None otherwise.

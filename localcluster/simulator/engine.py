@@ -481,10 +481,8 @@ class Simulator:
                 if claim:  # a claim waiting on pvc-protection may now be free
                     self._enqueue(("PersistentVolumeClaim", namespace, str(claim)))
             labels = (obj.get("metadata") or {}).get("labels") or {}
-            for svc in self.view.list("Service", namespace):
-                selector = (svc.get("spec") or {}).get("selector") or {}
-                if selector and all(labels.get(k) == v for k, v in selector.items()):
-                    self._enqueue(("Service", namespace, name_of(svc)))
+            for svc in self.view.selecting("Service", namespace, labels):
+                self._enqueue(("Service", namespace, name_of(svc)))
         elif kind == "Service" and event.type == "DELETED":
             self._delete_managed_endpoints(namespace, name)
         if kind in ("Deployment", "StatefulSet", "ReplicaSet"):

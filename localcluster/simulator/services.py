@@ -370,11 +370,8 @@ def _target_port(port: Obj, pod: Obj) -> int | None:
 def _selected_pods(svc: Obj, ctx: Context) -> list[Obj]:
     selector = (svc.get("spec") or {}).get("selector") or {}
     out = []
-    for pod in ctx.view.list("Pod", namespace_of(svc)):
-        labels = (pod.get("metadata") or {}).get("labels") or {}
+    for pod in ctx.view.labelled("Pod", namespace_of(svc), selector):
         status = pod.get("status") or {}
-        if any(labels.get(k) != v for k, v in selector.items()):
-            continue
         if (pod.get("metadata") or {}).get("deletionTimestamp") or not status.get("podIP"):
             continue
         if status.get("phase") in ("Succeeded", "Failed"):

@@ -62,6 +62,41 @@ def _py_spy() -> str:
     return found
 
 
+def server_profiling_requested() -> bool:
+    """``NIMCTL_BENCH_PROFILE_SERVER=1``: py-spy the API server (localcluster) too."""
+    return os.environ.get("NIMCTL_BENCH_PROFILE_SERVER", "") not in ("", "0")
+
+
+def spy_record(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    spy = subprocess.Popen(
+        [
+            _py_spy(),
+            "record",
+            "--pid",
+            str(pid),
+            "--format",
+            "raw",
+            "--rate",
+            "250",
+            "--nonblocking",
+            "--output",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(0.5)  # attached before the window opens
+    return spy
+
+
+def spy_stop(spy: subprocess.Popen[bytes]) -> None:
+    spy.send_signal(signal.SIGINT)
+    try:
+        spy.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        spy.kill()
+
+
 def proc_cpu(pid: int) -> float:
     """User + system CPU seconds of *pid* (``/proc/<pid>/stat`` fields 14 and 15)."""
     with open(f"/proc/{pid}/stat") as f:
@@ -90,8 +125,21 @@ def proc_hwm_mb(pid: int) -> float:
 class Cluster:
     proc: subprocess.Popen[str]
     kubeconfig: Path
+    _spy: subprocess.Popen[bytes] | None = field(default=None)
+    profile_out: Path | None = field(default=None)
+
+    def profile_start(self, out: Path) -> None:
+        """``py-spy record`` on the API server process (``NIMCTL_BENCH_PROFILE_SERVER=1``)."""
+        self.profile_out = out
+        self._spy = spy_record(self.proc.pid, out)
+
+    def profile_stop(self) -> None:
+        if self._spy is not None:
+            spy, self._spy = self._spy, None
+            spy_stop(spy)
 
     def stop(self) -> None:
+        self.profile_stop()
         with contextlib.suppress(ProcessLookupError):
             self.proc.send_signal(signal.SIGTERM)
         try:
@@ -204,24 +252,7 @@ class OperatorProcess:
 
     def profile_start(self) -> None:
         if self.profile_out is not None and _profiler() == "py-spy":
-            self._spy = subprocess.Popen(
-                [
-                    _py_spy(),
-                    "record",
-                    "--pid",
-                    str(self.pid),
-                    "--format",
-                    "raw",
-                    "--rate",
-                    "250",
-                    "--nonblocking",
-                    "--output",
-                    str(self.profile_out),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            time.sleep(0.5)  # attached before the window opens
+            self._spy = spy_record(self.pid, self.profile_out)
         elif self.profile_out is not None:
             os.kill(self.pid, signal.SIGUSR1)
             self._profiling = True
@@ -229,11 +260,7 @@ class OperatorProcess:
     def profile_stop(self) -> None:
         if self._spy is not None:
             spy, self._spy = self._spy, None
-            spy.send_signal(signal.SIGINT)
-            try:
-                spy.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                spy.kill()
+            spy_stop(spy)
             return
         if self.profile_out is not None and self._profiling:
             self._profiling = False
@@ -296,7 +323,7 @@ def _print_samples(path: Path, title: str, top: int) -> None:
         print(f"    {100 * n / total:5.1f}%  {name[-130:]}")
 
 
-def _print_collapsed(path: Path, title: str, top: int) -> None:
+def _print_collapsed(path: Path, title: str, top: int, who: str = "operator") -> None:
     """py-spy's raw output: one ``frame;frame;... count`` line per distinct stack."""
     on_stack: dict[str, int] = {}
     on_top: dict[str, int] = {}
@@ -313,7 +340,7 @@ def _print_collapsed(path: Path, title: str, top: int) -> None:
         on_top[frames[-1]] = on_top.get(frames[-1], 0) + n
     total = max(total, 1)
     print(
-        f"--- operator profile: {title} (py-spy, {total} busy samples at 250/s, "
+        f"--- {who} profile: {title} (py-spy, {total} busy samples at 250/s, "
         f"idle not sampled; raw stacks in {path})"
     )
     for label, table in (("on the stack (cumulative)", on_stack), ("on top (own time)", on_top)):
@@ -321,6 +348,13 @@ def _print_collapsed(path: Path, title: str, top: int) -> None:
         ranked = sorted(table.items(), key=lambda kv: -kv[1])
         for name, n in ranked[:top]:
             print(f"    {100 * n / total:5.1f}%  {name[-130:]}")
+
+
+def print_server_profile(path: Path | None, title: str, top: int = 15) -> None:
+    """The API server's py-spy stacks (see :func:`server_profiling_requested`)."""
+    if path is not None and path.exists():
+        n = int(os.environ.get("NIMCTL_BENCH_PROFILE_TOP", top))
+        _print_collapsed(path, title, n, who="API server")
 
 
 def print_profile(path: Path | None, title: str, top: int = 15) -> None:
@@ -352,8 +386,11 @@ def print_profile(path: Path | None, title: str, top: int = 15) -> None:
             print("  " + line.rstrip()[:160])
 
 
-async def audit(admin: Client, user: str = OPERATOR_USER) -> list[dict[str, Any]]:
-    answer = await admin.request("GET", "/debug/audit", params={"user": user})
+async def audit(admin: Client, user: str = OPERATOR_USER, **filters: str) -> list[dict[str, Any]]:
+    """The audit log's records of *user*; ``verb=`` and ``resource=`` filter on the server
+    (a poll that needs only those then costs the server little: the polls are in the
+    server CPU a benchmark reports)."""
+    answer = await admin.request("GET", "/debug/audit", params={"user": user, **filters})
     items: list[dict[str, Any]] = answer["items"]
     return items
 

@@ -1,10 +1,13 @@
 """Benchmark localcluster: writes/s from one client, a 10,000-object list, watch
 fan-out to 20 watchers, and memory against the stored JSON.
 
-Run: ``.venv/bin/python -m tests.bench.localcluster_bench [--objects 10000]``.
-The server runs in its own process (``nimctl localcluster``) so client and
-server do not share one event loop; memory is measured in process with
-tracemalloc. Figures are printed, never asserted.
+Run: ``.venv/bin/python -m tests.bench.localcluster_bench [--objects 10000] [--simulator]``.
+The server runs in its own process (``nimctl localcluster``, ``--no-simulator``
+unless ``--simulator``) so client and server do not share one event loop; its CPU
+per request (read from ``/proc/<pid>/stat``) is printed beside each rate. Memory
+is measured in process with tracemalloc. With ``NIMCTL_BENCH_PROFILE_SERVER=1``
+py-spy samples the server over the write phases and the top frames are printed.
+Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -27,6 +30,13 @@ from ruamel.yaml import YAML
 
 from localcluster.registry import Registry
 from localcluster.storage import Storage
+from tests.bench._separate import (
+    print_server_profile,
+    proc_cpu,
+    server_profiling_requested,
+    spy_record,
+    spy_stop,
+)
 
 
 def _cm(name: str, i: int) -> dict[str, Any]:
@@ -43,10 +53,13 @@ def _cm(name: str, i: int) -> dict[str, Any]:
     }
 
 
-async def _start_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str, str, ssl.SSLContext]:
+async def _start_server(
+    tmp: Path, simulator: bool = False
+) -> tuple[subprocess.Popen[bytes], str, str, ssl.SSLContext]:
     kubeconfig = tmp / "kubeconfig"
+    flags = [] if simulator else ["--no-simulator"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nimctl", "localcluster", "--no-simulator",
+        [sys.executable, "-m", "nimctl", "localcluster", *flags,
          "--kubeconfig", str(kubeconfig)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -66,11 +79,12 @@ async def _start_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str, str, s
 
 
 async def _writes(
-    session: aiohttp.ClientSession, base: str, n: int, concurrency: int
-) -> dict[str, float]:
+    session: aiohttp.ClientSession, base: str, n: int, concurrency: int, pid: int
+) -> dict[str, tuple[float, float]]:
+    """Per verb: (requests/s, server CPU ms per request)."""
     url = f"{base}/api/v1/namespaces/default/configmaps"
     sem = asyncio.Semaphore(concurrency)
-    out: dict[str, float] = {}
+    out: dict[str, tuple[float, float]] = {}
 
     async def create(i: int) -> None:
         async with sem, session.post(url, json=_cm(f"w{concurrency}-{i}", i)) as r:
@@ -93,10 +107,10 @@ async def _writes(
             await r.read()
 
     for name, fn in (("create", create), ("patch", update), ("delete", delete)):
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), proc_cpu(pid)
         await asyncio.gather(*(fn(i) for i in range(n)))
         dt = time.perf_counter() - t0
-        out[name] = n / dt
+        out[name] = (n / dt, 1000 * (proc_cpu(pid) - cpu0) / n)
     return out
 
 
@@ -121,7 +135,9 @@ async def _list(session: aiohttp.ClientSession, base: str, n: int) -> tuple[floa
     return best, count
 
 
-async def _fanout(session: aiohttp.ClientSession, base: str, watchers: int, writes: int) -> float:
+async def _fanout(
+    session: aiohttp.ClientSession, base: str, watchers: int, writes: int, pid: int
+) -> tuple[float, float]:
     url = f"{base}/api/v1/namespaces/bench-watch/configmaps"
     async with session.post(
         f"{base}/api/v1/namespaces",
@@ -146,7 +162,7 @@ async def _fanout(session: aiohttp.ClientSession, base: str, watchers: int, writ
 
     tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
     await asyncio.sleep(0.5)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), proc_cpu(pid)
     sem = asyncio.Semaphore(16)
 
     async def create(i: int) -> None:
@@ -157,10 +173,10 @@ async def _fanout(session: aiohttp.ClientSession, base: str, watchers: int, writ
 
     await asyncio.gather(*(create(i) for i in range(writes)))
     await asyncio.wait_for(done.wait(), 120)
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, proc_cpu(pid) - cpu0
     for t in tasks:
         t.cancel()
-    return dt
+    return dt, cpu
 
 
 def _memory(n: int) -> tuple[int, int]:
@@ -186,9 +202,14 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--objects", type=int, default=10000)
     parser.add_argument("--writes", type=int, default=2000)
     parser.add_argument("--watchers", type=int, default=20)
+    parser.add_argument(
+        "--simulator", action="store_true", help="run the server with its simulator (as tests do)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        proc, base, token, ctx = await _start_server(Path(tmp))
+        proc, base, token, ctx = await _start_server(Path(tmp), args.simulator)
+        spy_out = Path(tmp) / "server.spy"
+        spy = spy_record(proc.pid, spy_out) if server_profiling_requested() else None
         try:
             conn = aiohttp.TCPConnector(ssl=ctx, limit=200)
             headers = {"Authorization": f"Bearer {token}"}
@@ -197,15 +218,22 @@ async def main(argv: list[str] | None = None) -> int:
                 connector=conn, headers=headers, timeout=timeout
             ) as session:
                 for conc in (1, 8, 32):
-                    rates = await _writes(session, base, args.writes, conc)
-                    figures = ", ".join(f"{k} {v:,.0f}/s" for k, v in rates.items())
+                    rates = await _writes(session, base, args.writes, conc, proc.pid)
+                    figures = ", ".join(
+                        f"{k} {v:,.0f}/s ({cpu:.2f} ms server CPU each)"
+                        for k, (v, cpu) in rates.items()
+                    )
                     print(f"writes, one client, {conc} in flight: {figures}")
+                if spy is not None:
+                    spy_stop(spy)
+                    print_server_profile(spy_out, "writes")
                 best, count = await _list(session, base, args.objects)
                 print(f"list of {count:,} objects: {best * 1000:.0f} ms (aim < 300 ms)")
-                dt = await _fanout(session, base, args.watchers, args.writes)
+                dt, cpu = await _fanout(session, base, args.watchers, args.writes, proc.pid)
                 print(
                     f"watch fan-out: {args.writes:,} writes to {args.watchers} watchers in "
-                    f"{dt:.2f} s ({args.writes * args.watchers / dt:,.0f} events/s delivered)"
+                    f"{dt:.2f} s ({args.writes * args.watchers / dt:,.0f} events/s delivered, "
+                    f"{1000 * cpu / args.writes:.2f} ms server CPU per write)"
                 )
         finally:
             proc.terminate()

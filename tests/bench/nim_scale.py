@@ -22,6 +22,8 @@ The client creates N NIMServices (``standalone-basic-llm``, names varied) with
 
 With ``--profile`` (or ``NIMCTL_BENCH_PROFILE=1``) the operator's creation window
 is profiled and the top 15 functions by cumulative (and own) time are printed.
+With ``NIMCTL_BENCH_PROFILE_SERVER=1`` py-spy samples the API server over the
+same window (until every Deployment exists).
 The figures never fail on a time. The default N is 200 (a 2-core machine); the
 issue's figures are at ``--count 1000``.
 """
@@ -47,8 +49,10 @@ from tests.bench._separate import (
     cluster_endpoint,
     operator_kubeconfig,
     print_profile,
+    print_server_profile,
     proc_cpu,
     profiling_requested,
+    server_profiling_requested,
     start_cluster,
     start_operator,
     wait_for,
@@ -89,7 +93,7 @@ async def _create(admin: Client, objs: list[dict[str, Any]]) -> None:
 async def _count(admin: Client, verb: str, resource: str) -> int:
     return sum(
         1
-        for r in await audit(admin)
+        for r in await audit(admin, verb=verb, resource=resource)
         if r["verb"] == verb and r["resource"] == resource and (r["code"] or 0) < 300
     )
 
@@ -139,6 +143,8 @@ async def run(
                 services.append(s)
 
             op.profile_start()
+            if server_profiling_requested():
+                cluster.profile_start(tmp / "server.spy")
             cpu0, t0, server0 = op.cpu(), time.monotonic(), proc_cpu(cluster.proc.pid)
             await _create(admin, services)
             t_created = time.monotonic() - t0
@@ -150,6 +156,7 @@ async def run(
             t_deploy, cpu_deploy = time.monotonic() - t0, op.cpu() - cpu0
             server_deploy = proc_cpu(cluster.proc.pid) - server0
             op.profile_stop()
+            cluster.profile_stop()
 
             # Settle: the status writes that follow the Deployments (pods start, Ready).
             async def quiet() -> bool:
@@ -249,6 +256,7 @@ async def run(
             print(f"operator RSS {later:.0f} s later            {rss_later:8.1f} MB")
             print(f"  then with {len(base)} plain ConfigMaps cached too {rss_with_base:8.1f} MB")
             print_profile(op.profile_out, f"creating {count} NIMServices")
+            print_server_profile(cluster.profile_out, f"creating {count} NIMServices")
     finally:
         if op is not None:
             op.stop()
