@@ -133,7 +133,7 @@ async def test_a_leader_paused_past_its_lease_sends_no_write_as_a_second_leader(
             if holder(env) != leader:
                 takeovers += 1
             rnd += 1
-        per_round = (time.monotonic() - rounds_started) / rnd
+        per_round = (time.monotonic() - rounds_started) / max(rnd, 1)
         # kill -9: the next replica waits out the lease, then writes
         leader = holder(env)
         procs[leader].send_signal(signal.SIGKILL)
