@@ -149,6 +149,9 @@ async def stop_installed(env: Installed, *, graceful: bool = True) -> None:
     if graceful:
         await env.operator.shutdown()
     else:  # the removal test: a refused operator may sit in backoff; do not wait for it
+        # nor let it drain: a reconcile stuck on an informer its RBAC cannot list (the
+        # refusal the test looked for) would hold the drain for the whole grace period.
+        env.operator.manager.options.graceful_shutdown_timeout = 0.0
         env.operator.task.cancel()
         with contextlib.suppress(BaseException):
             await env.operator.task

@@ -271,4 +271,8 @@ async def test_failing_driver_fails_the_node_which_recovers_once_fixed(tmp_path:
                                             "upgrade-done"), timeout=200)  # fmt: skip
         nodes = await env.nodes()
         assert not any((n.get("spec") or {}).get("unschedulable") for n in nodes)
-        assert (await env.upgrade_condition())["reason"] == "UpgradeDone"
+
+        async def upgrade_done() -> bool:  # the status follows the node labels: wait for it
+            return (await env.upgrade_condition()).get("reason") == "UpgradeDone"
+
+        await wait_for(upgrade_done, timeout=30)
