@@ -72,12 +72,11 @@ def encode(obj: Obj) -> bytes:
 
 def decode(data: bytes) -> Obj:
     """A fresh dict from :func:`encode`'s bytes (only ever bytes this process produced)."""
-    result: Obj
     if data[:1] == b"{" and _orjson is not None:
-        result = _orjson.loads(data)
-    else:
-        result = pickle.loads(data)
-    return result
+        from_json: Obj = _orjson.loads(data)
+        return from_json
+    from_pickle: Obj = pickle.loads(data)
+    return from_pickle
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
