@@ -30,6 +30,7 @@ import asyncio
 import ssl
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable
 
 __all__ = ["ConnectFailed", "ConnectionLost", "Pool", "Response"]
@@ -40,6 +41,11 @@ KEEPALIVE_SECONDS = 15.0
 MAX_HEAD_BYTES = 1 << 20
 
 _NO_BODY_STATUS = frozenset((204, 304))
+
+
+def _expire(waiter: asyncio.Future[Response]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
 
 class ConnectFailed(OSError):
@@ -299,7 +305,9 @@ class Pool:
         self._keepalive = keepalive
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
-        self._slots = asyncio.Semaphore(limit)
+        self._limit = limit
+        self._in_use = 0
+        self._slot_waiters: deque[asyncio.Future[None]] = deque()
         self.connections_made = 0
 
     async def request(
@@ -312,46 +320,73 @@ class Pool:
         no_body: bool = False,
     ) -> Response:
         """Send one request (*head*: the request line and headers, blank line included)
-        and return its answer; see the module docstring for the errors raised."""
-        async with self._slots:
-            if time_limit is None:
-                return await self._exchange(head, body, before_write, no_body)
-            async with asyncio.timeout(time_limit):
-                return await self._exchange(head, body, before_write, no_body)
+        and return its answer; see the module docstring for the errors raised.
 
-    async def _exchange(
-        self,
-        head: bytes,
-        body: bytes | None,
-        before_write: Callable[[], None] | None,
-        no_body: bool,
-    ) -> Response:
-        conn = self._idle_connection()
-        if conn is None:
-            conn = await self._connect()
-        payload = head + body if body else head
-        waiter: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
-        transport = conn.transport
-        assert transport is not None
-        if before_write is not None:
-            try:
-                before_write()
-            except BaseException:
-                self._release(conn)
-                raise
-        # No await between the check above and this write.
-        conn.expect(waiter, no_body)
-        transport.write(payload)
+        *time_limit* bounds the whole exchange, connecting included. The answer's wait
+        is bounded by one timer on its future rather than ``asyncio.timeout`` (a
+        visible share of a request's cost, and the common case never fires).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = None if time_limit is None else loop.time() + time_limit
+        if self._in_use >= self._limit:
+            await self._wait_for_slot()
+        self._in_use += 1
         try:
-            response = await waiter
-        except BaseException:
-            conn.close()
-            raise
-        if conn.reusable:
-            self._release(conn)
-        else:
-            conn.close()
-        return response
+            conn = self._idle_connection()
+            if conn is None:
+                if time_limit is None:
+                    conn = await self._connect()
+                else:
+                    conn = await asyncio.wait_for(self._connect(), time_limit)
+            payload = head + body if body else head
+            waiter: asyncio.Future[Response] = loop.create_future()
+            transport = conn.transport
+            assert transport is not None
+            if before_write is not None:
+                try:
+                    before_write()
+                except BaseException:
+                    self._release(conn)
+                    raise
+            # No await between the check above and this write.
+            conn.expect(waiter, no_body)
+            transport.write(payload)
+            timer = None if deadline is None else loop.call_at(deadline, _expire, waiter)
+            try:
+                response = await waiter
+            except BaseException:
+                conn.close()
+                raise
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            if conn.reusable:
+                self._release(conn)
+            else:
+                conn.close()
+            return response
+        finally:
+            self._in_use -= 1
+            if self._slot_waiters:
+                self._wake_one()
+
+    async def _wait_for_slot(self) -> None:
+        while self._in_use >= self._limit:
+            slot: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._slot_waiters.append(slot)
+            try:
+                await slot
+            except BaseException:
+                if slot.done() and not slot.cancelled():
+                    self._wake_one()  # woken and cancelled at once: pass the slot on
+                raise
+
+    def _wake_one(self) -> None:
+        while self._slot_waiters:
+            slot = self._slot_waiters.popleft()
+            if not slot.done():
+                slot.set_result(None)
+                return
 
     def _idle_connection(self) -> _Connection | None:
         idle = self._idle

@@ -255,3 +255,13 @@ async def _configmaps(api_version: str, kind: str) -> object:
     return RESTMapping(
         group="", version="v1", kind="ConfigMap", resource="configmaps", namespaced=True
     )
+
+
+async def test_requests_beyond_the_connection_limit_wait_for_a_free_connection() -> None:
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"
+    async with raw_server(lambda _: [ok]) as (server, port):
+        pool = Pool("127.0.0.1", port, limit=2)
+        answers = await asyncio.gather(*(pool.request(HEAD, None, time_limit=5) for _ in range(9)))
+        assert [a.body for a in answers] == [b"{}"] * 9
+        assert pool.connections_made == 2 and server.connections == 2
+        pool.close()
