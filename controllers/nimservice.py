@@ -334,6 +334,10 @@ def _kserve_default_mode(config: Mapping[str, Any] | None) -> str | None:
     return str(mode) if mode else None
 
 
+#: NIMService models kept parsed (the most recently reconciled; see ``ParseMemo``).
+PARSED_MODELS_KEPT = 256
+
+
 class NIMServiceKind(Kind[NIMService, RenderContext]):
     """NIMService: facts from the cache, NVIDIA's status words, model endpoints.
 
@@ -377,7 +381,9 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
         self.kserve_namespace = kserve_namespace or os.environ.get("KSERVE_NAMESPACE", "kserve")
         self._log = get_logger("controllers.nimservice")
         self.parsed: ParseMemo[NIMService] = ParseMemo(
-            lambda o: parse(NIMService, identity_and_spec(o), stored=True), by_generation
+            lambda o: parse(NIMService, identity_and_spec(o), stored=True),
+            by_generation,
+            limit=PARSED_MODELS_KEPT,
         )
         self.nimcaches: ParseMemo[NIMCache] = ParseMemo(
             lambda o: parse(NIMCache, o, stored=True), by_resource_version

@@ -1,9 +1,10 @@
 """The indexed object store behind an informer (client-go's ``Indexer``), kept compact.
 
 Objects are keyed ``namespace/name`` (``name`` for cluster-scoped objects) and held as
-serialised bytes (pickle, produced and read only by this process), after a transform
-that drops ``metadata.managedFields``: a little under the JSON size per object, where
-live dicts cost ~7x (runtime.md §4.2), and bytes are invisible to the cyclic GC.
+serialised bytes (compact JSON by orjson, or pickle for what JSON cannot hold; produced
+and read only by this process), after a transform that drops ``metadata.managedFields``:
+about the JSON size per object, where live dicts cost ~7x (runtime.md §4.2), and bytes
+are invisible to the cyclic GC.
 Every read decodes a fresh dict, so a caller may mutate what it gets without
 corrupting the cache.
 
@@ -34,6 +35,11 @@ from typing import Any
 from nimctl_runtime.labels import Selector
 from nimctl_runtime.meta import Obj
 
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - a declared dependency; pickle is the fallback
+    _orjson = None  # type: ignore[assignment]
+
 #: The keys under one index value: the key itself while it is the only one.
 Members = str | set[str]
 IndexFunc = Callable[[Obj], "Iterable[str] | str | None"]
@@ -44,14 +50,33 @@ OWNER_UID_INDEX = "ownerUID"
 
 
 def encode(obj: Obj) -> bytes:
-    """Serialise a stored object: pickle is ~2x faster than JSON both ways and smaller."""
+    """Serialise a stored object.
+
+    orjson's JSON: on a Deployment-sized object it encodes ~4x and decodes ~2x faster
+    than pickle, at the same size (the watch path pays an encode per event and a
+    decode of the stored object per update: 9% of the operator's busy samples with
+    pickle, issue 30). The objects come from the API server's JSON, so JSON holds
+    them exactly (Kubernetes JSON has no NaN or infinities, which orjson would
+    write as null); what orjson refuses (integers beyond 64 bits, non-string keys,
+    other types) is pickled, and :func:`decode` tells the two apart by the first
+    byte (JSON of a dict starts with ``{``, pickle with its protocol marker).
+    """
+    if _orjson is not None:
+        try:
+            # Copied: orjson's bytes keep its whole output buffer (4 KiB at least).
+            return bytes(memoryview(_orjson.dumps(obj)))
+        except TypeError:
+            pass
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def decode(data: bytes) -> Obj:
     """A fresh dict from :func:`encode`'s bytes (only ever bytes this process produced)."""
-    result: Obj = pickle.loads(data)
-    return result
+    if data[:1] == b"{" and _orjson is not None:
+        from_json: Obj = _orjson.loads(data)
+        return from_json
+    from_pickle: Obj = pickle.loads(data)
+    return from_pickle
 
 
 def object_key(obj: Mapping[str, Any]) -> str:

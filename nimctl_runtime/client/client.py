@@ -1,25 +1,27 @@
-"""The async Client: Kubernetes REST verbs on plain dicts over one aiohttp session.
+"""The async Client: Kubernetes REST verbs on plain dicts.
 
 Objects go in and come out as ``dict`` in Kubernetes JSON shape; no generated models
 (their per-object deserialisation is the throughput killer of runtime.md §3.2.6).
-Every unary request has a total timeout; a watch has an idle (``sock_read``) timeout
-so a half-open connection cannot hang it. Reads, and any request answered 429 or
-5xx-with-Retry-After, are retried with jittered backoff honouring ``Retry-After``.
-The connection pool is sized for many concurrent watches (aiohttp speaks HTTP/1.1,
-so each open watch holds a connection). ``rest_client_requests_total`` and
-``rest_client_request_duration_seconds`` are recorded per request.
+Unary requests go through :mod:`.http1`, a lean HTTP/1.1 keep-alive transport
+(aiohttp's per-request machinery was a fifth of the operator's CPU, issue 30);
+watches stream over one aiohttp session. Every unary request has a total timeout;
+a watch has an idle (``sock_read``) timeout so a half-open connection cannot hang
+it. Reads, and any request answered 429 or 5xx-with-Retry-After, are retried with
+jittered backoff honouring ``Retry-After``. The connection pools are sized for
+many concurrent watches (HTTP/1.1: each open watch holds a connection).
+``rest_client_requests_total`` and ``rest_client_request_duration_seconds`` are
+recorded per request.
 
 Writes can be fenced: when ``Client.fence`` is set (the manager sets it under
-leader election), every non-GET request calls it before each attempt and again
-once aiohttp holds the attempt's connection (a trace hook: opening a connection
-takes awaits, and a process paused there would otherwise send a write checked
-before the pause), and a last time as the request is sent (``_FencedRequest``:
-in ``send``, and in ``write_bytes`` where a request with a body actually leaves,
-with no await between that check and the socket write), and a ``NotLeaderError``
-it raises stops the request unsent. The check
-is local (a clock comparison), never an API call. Exempt: requests inside
-:func:`unfenced` (the Lease's own renewals) and the review APIs (TokenReview,
-SubjectAccessReview: a POST that asks a question and changes nothing).
+leader election), every non-GET request calls it before each attempt and a last
+time once the attempt holds its connection, immediately before the request's
+bytes are handed to the socket's transport with no await in between (opening a
+connection takes awaits, and a process paused anywhere before that last check
+would otherwise send a write checked before the pause). A ``NotLeaderError`` it
+raises stops the request unsent. The check is local (a clock comparison), never
+an API call. Exempt: requests inside :func:`unfenced` (the Lease's own renewals)
+and the review APIs (TokenReview, SubjectAccessReview: a POST that asks a question
+and changes nothing).
 """
 
 from __future__ import annotations
@@ -28,25 +30,25 @@ import asyncio
 import contextvars
 import gc
 import json
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType, TracebackType
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import aiohttp
 from yarl import URL
 
-from nimctl_runtime.client import codec
+from nimctl_runtime.client import codec, http1
 from nimctl_runtime.client.config import RestConfig
 from nimctl_runtime.client.connectivity import ConnectionHealth
 from nimctl_runtime.client.errors import (
     ApiConnectionError,
     ApiError,
     Gone,
-    NotLeaderError,
     ServerTimeout,
     from_status,
     is_retriable_status,
@@ -84,51 +86,6 @@ def unfenced() -> Iterator[None]:
         yield
     finally:
         _UNFENCED.reset(token)
-
-
-class _Fenced:
-    """The ``trace_request_ctx`` of a write to check again once its connection is held."""
-
-
-_FENCED = _Fenced()
-
-#: The fence of the write this task is sending (None: not fenced); read by
-#: ``_FencedRequest.send`` in the same task, right before the bytes are written.
-_SEND_FENCE: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
-    "nimctl_send_fence", default=None
-)
-
-
-class _FencedRequest(aiohttp.ClientRequest):
-    """aiohttp's request, asking the write's fence once more as its first step of
-    sending: from there to the socket write no await intervenes, so a process
-    paused (SIGSTOP, a GC or VM pause, a starved CPU) after any earlier check
-    cannot resume into sending a write it checked before the pause."""
-
-    async def send(self, conn: Any) -> aiohttp.ClientResponse:
-        fence = _SEND_FENCE.get()
-        if fence is not None:
-            fence()
-        return await super().send(conn)
-
-    async def write_bytes(self, writer: Any, conn: Any, *args: Any, **kwargs: Any) -> None:
-        """A request with a body leaves in this step, not in ``send``: aiohttp holds
-        the headers back to go out with the body, and before Python 3.12 runs this
-        step as a task of its own, a loop iteration after ``send``. So the fence is
-        asked here too, with no await before the first socket write. A refusal fails
-        the attempt with nothing sent (the connection is closed, its held headers
-        dropped) and reaches the caller as the ``NotLeaderError`` it is."""
-        fence = _SEND_FENCE.get()
-        if fence is not None:
-            try:
-                fence()
-            except Exception as err:  # NotLeaderError; anything else must fail the attempt too
-                protocol = conn.protocol
-                if protocol is not None:
-                    protocol.set_exception(aiohttp.ClientConnectionError(str(err)), err)
-                conn.close()
-                return
-        await super().write_bytes(writer, conn, *args, **kwargs)
 
 
 def _is_review(path: str) -> bool:
@@ -181,8 +138,7 @@ class WatchEvent:
     object: dict[str, Any]
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    value = headers.get("Retry-After")
+def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
     try:
@@ -193,6 +149,16 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 _PLAIN_PATH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/:")
+
+
+def _target(prefix: str, path: str, params: Mapping[str, str] | None) -> str:
+    """The request target: the server's path prefix, the path (percent-encoded where it
+    is not plain, which no path built from Kubernetes names needs) and the query."""
+    if not _PLAIN_PATH.issuperset(path):
+        path = quote(path, safe="/:@%!$&'()*+,;=")
+    if params:
+        return f"{prefix}{path}?{urlencode(params, quote_via=quote)}"
+    return prefix + path
 
 
 def _url(host: str, path: str) -> URL | str:
@@ -234,13 +200,12 @@ class Client:
         self.config = config
         self.max_retries = max_retries
         self._connection_limit = connection_limit
-        self._session: aiohttp.ClientSession | None = None
-        # The same connection pool with aiohttp's request tracing, for fenced writes
-        # only: tracing builds a Trace and its signal parameters for every request
-        # and every chunk received (watches), which no other request needs.
-        self._traced: aiohttp.ClientSession | None = None
+        self._session: aiohttp.ClientSession | None = None  # watches
+        self._pool: http1.Pool | None = None  # unary requests
+        self._prefix = ""  # the server URL's path, before every request path
+        self._fixed_head = b""  # Host, User-Agent, Accept and Accept-Encoding lines
+        self._auth_line: tuple[str | None, bytes] = (None, b"")
         self._metric_children: dict[tuple[str, str], tuple[Any, Any]] = {}
-        self._timeouts: dict[float | None, aiohttp.ClientTimeout] = {}
         self._session_lock = asyncio.Lock()
         self._limiter: TokenBucket | None = (
             TokenBucket(config.qps, config.burst) if config.qps and config.qps > 0 else None
@@ -271,45 +236,68 @@ class Client:
     async def close(self) -> None:
         """Close the connection pool (open watches end)."""
         session, self._session = self._session, None
-        traced, self._traced = self._traced, None
-        if traced is not None:
-            await traced.close()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
         if session is not None:
             await session.close()
 
     async def _get_session(self) -> aiohttp.ClientSession:
         if self._session is not None and not self._session.closed:
             return self._session
+        await self._connect()
+        assert self._session is not None
+        return self._session
+
+    async def _get_pool(self) -> http1.Pool:
+        if self._pool is not None and self._session is not None and not self._session.closed:
+            return self._pool
+        await self._connect()
+        assert self._pool is not None
+        return self._pool
+
+    async def _connect(self) -> None:
         async with self._session_lock:
-            if self._session is None or self._session.closed:
-                await self.config.resolve()
-                if not self.config.host:
-                    raise ApiConnectionError(0, "ConnectionFailed", "no API server host configured")
-                ssl_ctx = await asyncio.to_thread(self.config.ssl_context)
-                connector = aiohttp.TCPConnector(
-                    limit=self._connection_limit, limit_per_host=0, ssl=ssl_ctx
+            if self._session is not None and not self._session.closed:
+                return
+            await self.config.resolve()
+            if not self.config.host:
+                raise ApiConnectionError(0, "ConnectionFailed", "no API server host configured")
+            url = urlsplit(self.config.host)
+            if url.scheme not in ("http", "https") or not url.hostname:
+                raise ApiConnectionError(
+                    0,
+                    "ConnectionFailed",
+                    f"API server URL {self.config.host!r}: want http(s)://host[:port][/path]",
                 )
-                tracing = aiohttp.TraceConfig()
-                tracing.on_connection_reuseconn.append(self._fence_on_connection)
-                tracing.on_connection_create_end.append(self._fence_on_connection)
-                common: dict[str, Any] = {
-                    # The API server sets no cookies: skip the jar's work on every request.
-                    "cookie_jar": aiohttp.DummyCookieJar(),
-                    "read_bufsize": READ_BUFSIZE,
-                    "timeout": aiohttp.ClientTimeout(total=self.config.timeout),
-                    "headers": {"User-Agent": self.config.user_agent},
-                }
-                self._session = aiohttp.ClientSession(connector=connector, **common)
-                self._traced = aiohttp.ClientSession(
-                    connector=connector,
-                    connector_owner=False,
-                    trace_configs=[tracing],
-                    request_class=_FencedRequest,
-                    **common,
-                )
-                self._host_label = urlsplit(self.config.host).netloc
-                self.connection.server = self.config.host
-            return self._session
+            ssl_ctx = await asyncio.to_thread(self.config.ssl_context)
+            connector = aiohttp.TCPConnector(
+                limit=self._connection_limit, limit_per_host=0, ssl=ssl_ctx
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                # The API server sets no cookies: skip the jar's work on every request.
+                cookie_jar=aiohttp.DummyCookieJar(),
+                read_bufsize=READ_BUFSIZE,
+                timeout=aiohttp.ClientTimeout(total=self.config.timeout),
+                headers={"User-Agent": self.config.user_agent},
+            )
+            secure = url.scheme == "https"
+            self._pool = http1.Pool(
+                url.hostname,
+                url.port or (443 if secure else 80),
+                ssl_context=ssl_ctx if isinstance(ssl_ctx, ssl.SSLContext) else None,
+                server_hostname=self.config.tls_server_name or url.hostname,
+                limit=self._connection_limit,
+            )
+            self._prefix = url.path.rstrip("/")
+            host = url.netloc.rpartition("@")[2]
+            self._fixed_head = (
+                f"Host: {host}\r\nUser-Agent: {self.config.user_agent}\r\n"
+                "Accept: application/json\r\nAccept-Encoding: gzip, deflate\r\n"
+            ).encode("latin-1")
+            self._host_label = url.netloc
+            self.connection.server = self.config.host
 
     # -- transport ---------------------------------------------------------------
 
@@ -322,11 +310,21 @@ class Client:
             headers["Content-Type"] = content_type
         return headers
 
-    def _timeout(self, total: float | None) -> aiohttp.ClientTimeout:
-        found = self._timeouts.get(total)
-        if found is None:
-            found = self._timeouts[total] = aiohttp.ClientTimeout(total=total)
-        return found
+    async def _head(
+        self, method: str, target: str, content_type: str | None, length: int | None
+    ) -> bytes:
+        """The request line and headers: the fixed lines prebuilt, the Authorization
+        line rebuilt only when the credential changes."""
+        auth = await self.config.authorization()
+        if auth != self._auth_line[0]:
+            line = f"Authorization: {auth}\r\n".encode("latin-1") if auth else b""
+            self._auth_line = (auth, line)
+        head = f"{method} {target} HTTP/1.1\r\n".encode() + self._fixed_head + self._auth_line[1]
+        if length is None:
+            return head + b"\r\n"
+        if content_type:
+            head += f"Content-Type: {content_type}\r\n".encode("latin-1")
+        return head + f"Content-Length: {length}\r\n\r\n".encode()
 
     def _observe(self, method: str, code: int | str, seconds: float) -> None:
         try:
@@ -369,11 +367,16 @@ class Client:
         Retries: GETs on connection errors, timeouts, 429 and 5xx; other verbs on 429
         and on 5xx that carry ``Retry-After`` (the server did not act on them).
         """
-        session = await self._get_session()
+        pool = await self._get_pool()
         data = None if body is None else encode_json(body)
         is_read = method == "GET"
         backoff = Backoff(initial=0.1, cap=10.0, jitter=1.0, reset_after=None)
-        client_timeout = self._timeout(request_timeout or self.config.timeout)
+        timeout = request_timeout or self.config.timeout
+        target = _target(self._prefix, path, params)
+        if data is not None:
+            length: int | None = len(data)
+        else:
+            length = None if method in ("GET", "HEAD", "OPTIONS") else 0
         attempt = 0
         refreshed = False
         max_retries = self.max_retries if retries is None else retries
@@ -381,28 +384,24 @@ class Client:
             attempt += 1
             if self._limiter is not None:
                 await self._limiter.acquire()
-            headers = await self._headers(content_type if data is not None else None)
+            head = await self._head(
+                method, target, content_type if data is not None else None, length
+            )
             fenced = not is_read and self._fenced(path)
             if fenced:
                 self._run_fence()
             started = time.monotonic()
-            send_fence = _SEND_FENCE.set(self._run_fence if fenced else None)
             try:
-                async with (self._traced if fenced and self._traced else session).request(
-                    method,
-                    _url(self.config.host, path),
-                    params=dict(params) if params else None,
-                    data=data,
-                    headers=headers,
-                    timeout=client_timeout,
-                    server_hostname=self.config.tls_server_name,
-                    trace_request_ctx=_FENCED if fenced else None,
-                ) as resp:
-                    payload = await resp.read()
-                    status = resp.status
-                    retry_after = _retry_after(resp.headers)
-                    warnings = resp.headers.getall("Warning", [])
-            except (TimeoutError, aiohttp.ServerTimeoutError) as err:
+                # The fence is asked a last time once the connection is held, right
+                # before the bytes are written (no await in between).
+                resp = await pool.request(
+                    head,
+                    data,
+                    time_limit=timeout,
+                    before_write=self._run_fence if fenced else None,
+                    no_body=method == "HEAD",
+                )
+            except TimeoutError as err:
                 self._observe(method, "<error>", time.monotonic() - started)
                 error: ApiError = ServerTimeout(
                     504, "Timeout", f"{method} {path}: no answer within the client timeout"
@@ -411,7 +410,7 @@ class Client:
                     await asyncio.sleep(backoff.next_delay())
                     continue
                 raise error from err
-            except aiohttp.ClientConnectorError as err:
+            except http1.ConnectFailed as err:
                 self._observe(method, "<error>", time.monotonic() - started)
                 reason = self.connection.failed(err, request=f"{method} {path}")
                 if attempt <= max_retries:
@@ -421,9 +420,7 @@ class Client:
                 raise ApiConnectionError(
                     0, "ConnectionFailed", f"{method} {self.config.host}{path}: {reason}"
                 ) from err
-            except aiohttp.ClientError as err:
-                if isinstance(err.__cause__, NotLeaderError):  # refused in write_bytes
-                    raise err.__cause__ from None
+            except OSError as err:  # http1.ConnectionLost: sent, no whole answer
                 self._observe(method, "<error>", time.monotonic() - started)
                 reason = self.connection.failed(err, request=f"{method} {path}")
                 if is_read and attempt <= max_retries:
@@ -432,8 +429,10 @@ class Client:
                 raise ApiConnectionError(
                     0, "ConnectionFailed", f"{method} {self.config.host}{path}: {reason}"
                 ) from err
-            finally:
-                _SEND_FENCE.reset(send_fence)
+            status = resp.status
+            payload = resp.body
+            retry_after = _retry_after(resp.header("retry-after"))
+            warnings = resp.header_all("warning")
             self.connection.succeeded()
             self._observe(method, status, time.monotonic() - started)
             for warning in warnings:
@@ -469,13 +468,6 @@ class Client:
         except Exception:
             self.fenced_writes += 1
             raise
-
-    async def _fence_on_connection(
-        self, session: aiohttp.ClientSession, ctx: Any, params: Any
-    ) -> None:
-        """aiohttp trace hook: the attempt holds its connection; the bytes go out next."""
-        if getattr(ctx, "trace_request_ctx", None) is _FENCED:
-            self._run_fence()
 
     def _warn(self, warning: str, method: str, path: str) -> None:
         """Log a server ``Warning`` header once per distinct text (client-go's deduplication)."""
@@ -873,7 +865,7 @@ class Client:
                     self._observe("GET", resp.status, time.monotonic() - started)
                     if resp.status != 200:
                         payload = await resp.read()
-                        retry_after = _retry_after(resp.headers)
+                        retry_after = _retry_after(resp.headers.get("Retry-After"))
                         # Like client-go's Request.Watch: a 429/5xx that carries
                         # Retry-After is retried here; anything else is the caller's.
                         if (

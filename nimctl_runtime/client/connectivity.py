@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
+from nimctl_runtime.client.http1 import ConnectFailed
 from nimctl_runtime.logsetup import get_logger
 
 if TYPE_CHECKING:
@@ -38,6 +39,17 @@ LOG_INTERVAL = 30.0
 
 def describe(err: BaseException) -> str:
     """A one-line reason for a failed connection, with what to check for TLS failures."""
+    if isinstance(err, ConnectFailed):
+        cause = err.os_error
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            detail = cause.verify_message or str(cause)
+            return (
+                f"TLS certificate verification failed: {detail} (check the kubeconfig's "
+                "certificate-authority-data / certificate-authority and the server name)"
+            )
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS handshake failed: {cause}"
+        return f"cannot connect: {cause}"
     if isinstance(err, aiohttp.ClientConnectorCertificateError):
         cert_error = err.certificate_error
         detail = getattr(cert_error, "verify_message", "") or str(cert_error)

@@ -159,3 +159,27 @@ async def test_a_settled_nimservice_keeps_no_copy_of_its_status() -> None:
     await r.reconcile(REQ)  # the cache shows the written version now
     assert len(r._status) == 0
     assert sum(1 for verb, kind, _ in fake.writes if verb == "patch/status") == status_writes
+
+
+def test_the_parsed_models_kept_are_bounded_and_a_model_in_use_is_not_parsed_again() -> None:
+    """The memo keeps the most recently used models only (a NIMService model is ~9 KB;
+    a stored parse ~16 us): 1,000 settled NIMServices do not hold 9 MB of models. A
+    model used again within the bound is not parsed again; one evicted is parsed once."""
+    from controllers.nimservice_parse import ParseMemo, by_generation
+
+    memo: ParseMemo[str] = ParseMemo(lambda o: o["metadata"]["name"], by_generation, limit=3)
+
+    def obj(name: str) -> dict[str, Any]:
+        return {"metadata": {"name": name, "namespace": "ns", "uid": name, "generation": 1}}
+
+    for name in ("a", "b", "c"):
+        memo.get(obj(name))
+    memo.get(obj("a"))  # used again: now the most recent
+    assert memo.parses == 3
+    memo.get(obj("d"))  # evicts b, the least recently used
+    assert len(memo) == 3 and memo.parses == 4
+    for name in ("a", "c", "d"):
+        memo.get(obj(name))
+    assert memo.parses == 4, "a model within the bound was parsed again"
+    memo.get(obj("b"))
+    assert memo.parses == 5 and len(memo) == 3

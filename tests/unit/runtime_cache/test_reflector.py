@@ -341,3 +341,45 @@ async def test_a_server_refusing_streaming_lists_gets_a_list_instead():
     assert len(fake.list_calls) == 1
     stop.set()
     await task
+
+
+async def test_a_sync_handler_is_called_inline_and_an_async_one_keeps_its_order():
+    """A synchronous handler whose queue is empty is called in the reflector's task, no
+    wake-up of its own task per event (counted); an async handler's awaitables are
+    awaited one after the other, so its notifications still arrive in order, and a
+    slow one delays only itself."""
+    fake = FakeListerWatcher()
+    fake.create(make_obj("a"))
+    informer = informer_for(fake)
+    rec = Recorder()
+    sync_reg = informer.add_event_handler(rec.on_add, rec.on_update, rec.on_delete)
+    seen_async: list[str] = []
+    gate = asyncio.Event()
+
+    async def slow_update(old: dict, new: dict) -> None:
+        if new["data"].get("v") == "1":
+            await gate.wait()  # the first update waits; the later ones must queue behind it
+        seen_async.append(new["data"]["v"])
+
+    async_reg = informer.add_event_handler(None, slow_update, None)
+    stop = asyncio.Event()
+    task = asyncio.create_task(informer.run(stop))
+    await rec.wait_for(lambda ev: ("add", "a", True) in ev)
+    await wait_until(fake.watchers)
+    await wait_until(lambda: sync_reg._idle and async_reg._idle)
+    inline_before = sync_reg.delivered_inline
+    for v in ("1", "2", "3"):
+        fake.update("default", "a", v=v)
+    await rec.wait_for(lambda ev: ("update", "a", "3") in ev)
+    assert sync_reg.delivered_inline - inline_before == 3, "a sync handler waited for its task"
+    assert [e for e in rec.events if e[0] == "update"] == [
+        ("update", "a", "1"),
+        ("update", "a", "2"),
+        ("update", "a", "3"),
+    ]
+    assert seen_async == []  # held by the first update's awaitable
+    gate.set()
+    await wait_until(lambda: len(seen_async) == 3)
+    assert seen_async == ["1", "2", "3"]
+    stop.set()
+    await task

@@ -84,90 +84,101 @@ async def test_the_fence_is_asked_again_for_every_retry() -> None:
     assert sent(api, "POST") == 1
 
 
-async def test_the_fence_is_asked_again_once_the_connection_is_held() -> None:
-    """Checked before a pause, sent after it: opening the connection takes awaits, so the
-    fence runs again when aiohttp holds the connection, right before the bytes go out."""
-    api = FakeAPI()
-    api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
-    calls = [0]
+def _record_request_writes(monkeypatch: pytest.MonkeyPatch, events: list[str]) -> None:
+    """Record each write request the client hands to a socket transport (reads, and the
+    server's answers, which start with ``HTTP/``, are not recorded)."""
+    from asyncio import selector_events
 
-    def fence() -> None:
-        calls[0] += 1
-        if calls[0] > 1:  # valid at the first check only (the process 'slept' after it)
-            refuse()
+    transport_class = selector_events._SelectorSocketTransport
+    real_write = transport_class.write
 
-    async with serve(api) as client:
-        client.fence = fence
-        with pytest.raises(NotLeaderError):
-            await client.create(CM)
-        assert calls[0] == 2
-    assert sent(api, "POST") == 0
+    def write(self: object, data: bytes | bytearray | memoryview) -> None:
+        if not bytes(data[:5]).startswith((b"HTTP/", b"GET ")):
+            events.append("write " + bytes(data).split(b" ", 1)[0].decode())
+        real_write(self, data)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(transport_class, "write", write)
 
 
-async def test_the_fence_is_asked_a_last_time_as_the_request_is_sent() -> None:
-    """Checked before the connection was held, paused, resumed: the request's own send
-    step asks once more, with no await between that check and the socket write."""
-    api = FakeAPI()
-    api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
-    calls = [0]
+async def test_the_fence_is_asked_a_last_time_right_before_the_socket_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Checked before the attempt, paused while the connection opens, resumed: the fence
+    is asked once more once the connection is held, and no await (no turn of the event
+    loop, in which a pause could resume) lies between that check and the socket write:
+    a callback the check schedules has not run when the bytes are written."""
+    import asyncio
 
-    def fence() -> None:
-        calls[0] += 1
-        if calls[0] > 2:  # valid before the attempt and at the connection, not at the send
-            refuse()
-
-    async with serve(api) as client:
-        client.fence = fence
-        with pytest.raises(NotLeaderError):
-            await client.create(CM)
-        assert calls[0] == 3
-        assert client.fenced_writes == 1
-        client.fence = None
-        assert await client.create(CM) == CM  # unfenced again: the send step asks nothing
-    assert sent(api, "POST") == 1
-
-
-async def test_the_fence_is_asked_as_the_body_goes_out() -> None:
-    """aiohttp holds a request's headers back to send them with the body, which a task
-    of its own writes a loop iteration after ``send`` (before Python 3.12): a process
-    paused between the two would send a write checked before the pause. The body step
-    asks again; a refusal there sends nothing, raises NotLeaderError (not a connection
-    error), and leaves the client working."""
     api = FakeAPI()
     api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
     api.route("DELETE", "/api/v1/namespaces/ns/configmaps/a", lambda r: {})
+    events: list[str] = []
+    _record_request_writes(monkeypatch, events)
+    loop = asyncio.get_running_loop()
+
+    def fence() -> None:
+        events.append("fence")
+        loop.call_soon(events.append, "loop turned")
+
+    async with serve(api) as client:
+        client.fence = fence
+        await client.create(CM)  # a new connection
+        await client.create(CM)  # a kept-alive one
+        await client.delete("v1", "ConfigMap", "a", "ns")
+    writes = [i for i, e in enumerate(events) if e.startswith("write")]
+    assert [events[i] for i in writes] == ["write POST", "write POST", "write DELETE"]
+    for i in writes:
+        assert events[i - 2 : i] == ["fence", "fence"], events  # before the attempt, at send
+    assert sent(api, "POST") == 2 and sent(api, "DELETE") == 1
+
+
+async def test_a_write_refused_at_the_last_check_sends_nothing_and_keeps_the_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Valid before the attempt, not any more once the connection is held: not a byte of
+    the request is written, the caller gets NotLeaderError, and the connection it held
+    goes back to the pool for the next request."""
+    api = FakeAPI()
+    api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
+    events: list[str] = []
+    _record_request_writes(monkeypatch, events)
     calls = [0]
 
     def fence() -> None:
         calls[0] += 1
-        if calls[0] == 4:  # valid up to the send step, not when the body goes out
+        if calls[0] == 2:  # valid at the first check only (the process 'slept' after it)
             refuse()
 
     async with serve(api) as client:
         client.fence = fence
         with pytest.raises(NotLeaderError):
             await client.create(CM)
-        assert calls[0] == 4 and client.fenced_writes == 1
+        assert calls[0] == 2 and client.fenced_writes == 1
+        assert not any(e == "write POST" for e in events)
         assert sent(api, "POST") == 0
-        assert await client.create(CM) == CM  # the next write goes out on a fresh connection
-        await client.delete("v1", "ConfigMap", "a", "ns")  # no body: sent from `send` itself
-    assert sent(api, "POST") == 1 and sent(api, "DELETE") == 1
+        assert await client.create(CM) == CM  # valid again: sent
+        client.fence = None
+        assert await client.create(CM) == CM  # unfenced: asked nothing
+        assert calls[0] == 4
+        pool = client._pool
+        assert pool is not None and pool.connections_made == 1
+    assert sent(api, "POST") == 2
 
 
-async def test_only_fenced_writes_pay_for_request_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """aiohttp's tracing (the hook that checks the fence again once a connection is
-    held) builds a Trace per request and per chunk received; reads, watches and
-    writes with no fence set are sent without it, a fenced write still with it."""
-    import aiohttp.tracing
+async def test_unary_requests_build_no_aiohttp_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads and writes, fenced or not, go through the lean HTTP/1.1 transport on one
+    kept-alive connection: aiohttp (its ClientRequest, header multidicts, timers and
+    response parser per request) is left to watches."""
+    import aiohttp
 
-    traces = [0]
-    real_init = aiohttp.tracing.Trace.__init__
+    built = [0]
+    real_init = aiohttp.ClientRequest.__init__
 
-    def counting(self: aiohttp.tracing.Trace, *args: object, **kw: object) -> None:
-        traces[0] += 1
+    def counting(self: aiohttp.ClientRequest, *args: object, **kw: object) -> None:
+        built[0] += 1
         real_init(self, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(aiohttp.tracing.Trace, "__init__", counting)
+    monkeypatch.setattr(aiohttp.ClientRequest, "__init__", counting)
     asked = [0]
 
     def fence() -> None:
@@ -175,16 +186,17 @@ async def test_only_fenced_writes_pay_for_request_tracing(monkeypatch: pytest.Mo
 
     api = FakeAPI()
     api.route("POST", "/api/v1/namespaces/ns/configmaps", lambda r: CM)
+    api.route("PATCH", "/api/v1/namespaces/ns/configmaps/a", lambda r: CM)
     api.route("GET", "/api/v1/namespaces/ns/configmaps/a", lambda r: CM)
     async with serve(api) as client:
         await client.get("v1", "ConfigMap", "a", "ns")
         await client.create(CM)
-        assert traces[0] == 0, "a read or an unfenced write was traced"
         client.fence = fence
         await client.get("v1", "ConfigMap", "a", "ns")
-        assert traces[0] == 0
         await client.create(CM)
-        assert traces[0] == 1
-        # asked before the attempt, once the connection is held, as it is sent and
-        # as its body (with the held headers) goes out
-        assert asked[0] == 4
+        await client.patch("v1", "ConfigMap", "a", {"data": {"k": "v"}}, namespace="ns")
+        assert built[0] == 0, "a unary request went through aiohttp"
+        assert asked[0] == 4  # two fenced writes, each asked before the attempt and at send
+        pool = client._pool
+        assert pool is not None and pool.connections_made == 1
+    assert api.bodies[-1] == b'{"data":{"k":"v"}}'
