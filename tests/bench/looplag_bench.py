@@ -26,7 +26,6 @@ import datetime as dt
 import itertools
 import json
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -41,17 +40,13 @@ from nimctl.operator import install_crds
 from nimctl_runtime.certs import client_ssl_context, generate_ca, generate_serving_cert
 from nimctl_runtime.client import Client
 from nimctl_runtime.logsetup import configure_logging
+from tests.ports import free_ports
 
 USER = "nimctl-operator"
 API = "apps.nvidia.com/v1alpha1"
 PATH = "/validate-apps-nvidia-com-v1alpha1-nimservice"
 REPO = Path(__file__).resolve().parents[2]
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def nimservice(name: str, mb: float, salt: str = "") -> dict[str, Any]:
@@ -150,7 +145,7 @@ async def run(seconds: float, mb: float, senders: int, only: str = "") -> None:
         await admin.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "load"}})
         ca = generate_ca()
         generate_serving_cert(ca, ["127.0.0.1"]).write(tmp / "certs")
-        ports = {"webhook": free_port(), "metrics": free_port(), "health": free_port()}
+        ports = dict(zip(("webhook", "metrics", "health"), free_ports(3), strict=True))
         kubeconfig = cluster.write_kubeconfig(tmp / "operator.kubeconfig", user=USER)
         log_path = tmp / "operator.log"
         print(f"operator log: {log_path}")

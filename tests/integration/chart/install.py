@@ -16,7 +16,6 @@ import asyncio
 import base64
 import contextlib
 import os
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +28,6 @@ from nimctl_runtime.client import AlreadyExists, ApiError, Client
 from nimctl_runtime.client.config import in_cluster_config
 from nimctl_runtime.manager import Manager
 from tests.integration.chart.helm import chart_crds, find
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def served_api_versions(client: Client) -> list[str]:

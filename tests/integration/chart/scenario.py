@@ -31,11 +31,11 @@ from nimctl_runtime.client import AlreadyExists, ApiError, Client, NotFound
 from tests.integration.chart.helm import render, require_helm
 from tests.integration.chart.install import (
     OperatorPod,
-    free_port,
     install,
     served_api_versions,
     start_operator_pod,
 )
+from tests.ports import free_ports
 
 API = "apps.nvidia.com/v1alpha1"
 NS = "nimctl-system"
@@ -129,7 +129,7 @@ async def start_installed(
     if ecosystem:  # KServe, LeaderWorkerSet, ...: before the render, which asks what is served
         await install_ecosystem(admin, kserve_mode="Standard")
     authorizer = enable_rbac(cluster)
-    ports = {"metrics": free_port(), "health": free_port(), "webhook": free_port()}
+    ports = dict(zip(("metrics", "health", "webhook"), free_ports(3), strict=True))
     overrides = copy.deepcopy(values or {})
     overrides.setdefault("operator", {})["ports"] = ports
     objects = render(overrides, namespace=NS, api_versions=await served_api_versions(admin))

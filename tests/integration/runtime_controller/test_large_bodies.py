@@ -21,11 +21,12 @@ import aiohttp
 import pytest
 
 from nimctl_runtime.certs import client_ssl_context, generate_ca, generate_serving_cert
+from tests.ports import free_ports
 
 from .conftest import WRITE_VERBS, Env
 from .echo import source_cm
 from .test_leader_election import holder, spawn
-from .test_webhook_availability import free_port, wait_for
+from .test_webhook_availability import wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 
@@ -52,7 +53,7 @@ async def test_the_leader_keeps_its_lease_while_1mb_bodies_flow(env: Env) -> Non
     ca = generate_ca()
     certs = env.tmp / "certs"
     generate_serving_cert(ca, ["127.0.0.1"]).write(certs)
-    webhook = {n: free_port() for n in REPLICAS}
+    webhook = dict(zip(REPLICAS, free_ports(len(REPLICAS)), strict=True))
     procs: dict[str, asyncio.subprocess.Process] = {}
     try:
         for name in REPLICAS:

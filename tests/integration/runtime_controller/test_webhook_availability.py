@@ -19,7 +19,6 @@ import base64
 import contextlib
 import shutil
 import signal
-import socket
 from collections.abc import Callable
 
 import aiohttp
@@ -27,6 +26,7 @@ import pytest
 
 from nimctl_runtime.certs import generate_ca, generate_serving_cert
 from tests.conftest import Kubectl
+from tests.ports import free_ports
 
 from .conftest import Env
 from .test_leader_election import holder, spawn
@@ -36,12 +36,6 @@ pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl
 REPLICAS = ("r0", "r1", "r2")
 SERVICE = "echo-webhook"
 LABEL = "admission=checked"  # only these ConfigMaps go to the webhook
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def webhook_configuration(ca_pem: bytes) -> dict[str, object]:
@@ -132,8 +126,9 @@ async def test_webhooks_are_answered_and_applies_work_with_the_leader_stopped(
     ca = generate_ca()
     certs = env.tmp / "certs"
     generate_serving_cert(ca, ["127.0.0.1", f"{SERVICE}.default.svc"]).write(certs)
-    webhook = {n: free_port() for n in REPLICAS}
-    health = {n: free_port() for n in REPLICAS}
+    ports = free_ports(2 * len(REPLICAS))
+    webhook = dict(zip(REPLICAS, ports[: len(REPLICAS)], strict=True))
+    health = dict(zip(REPLICAS, ports[len(REPLICAS) :], strict=True))
     procs: dict[str, asyncio.subprocess.Process] = {}
     home = env.tmp / "home"
     home.mkdir()
