@@ -20,6 +20,13 @@ The client creates N NIMServices (``standalone-basic-llm``, names varied) with
 * the operator's RSS at the end and ``--later-seconds`` later (before the plain
   ConfigMaps, which the operator caches too: its RSS with them is printed apart).
 
+With ``--bare-api-server`` the simulator (localcluster's controllers, scheduler
+and kubelets) is stalled from the first create until every Deployment exists,
+then resumed: the server is then an API server alone, as the issue's measurement
+on a real kube-apiserver, so the ratio compares the operator's pace with the API
+server's. Without it the same core also runs every ReplicaSet, Pod and status
+write of the NIMServices already created, which plain ConfigMaps do not cost.
+
 With ``--profile`` (or ``NIMCTL_BENCH_PROFILE=1``) the operator's creation window
 is profiled and the top 15 functions by cumulative (and own) time are printed.
 With ``NIMCTL_BENCH_PROFILE_SERVER=1`` py-spy samples the API server over the
@@ -44,6 +51,7 @@ from ruamel.yaml import YAML
 from nimctl.operator import install_crds
 from nimctl_runtime.client import Client
 from tests.bench._separate import (
+    WRITE_VERBS,
     audit,
     by_resource,
     cluster_endpoint,
@@ -99,7 +107,12 @@ async def _count(admin: Client, verb: str, resource: str) -> int:
 
 
 async def run(
-    count: int, steady: float, later: float, profile: bool, quiet_seconds: float = 15.0
+    count: int,
+    steady: float,
+    later: float,
+    profile: bool,
+    quiet_seconds: float = 15.0,
+    bare: bool = False,
 ) -> None:
     if not SAMPLE.exists():
         print(f"skipped: NVIDIA's sample is not at {SAMPLE}")
@@ -142,6 +155,8 @@ async def run(
                 s["metadata"]["name"] = f"llm-{i:05d}"
                 services.append(s)
 
+            if bare:
+                await admin.request("POST", "/debug/simulator/stall")
             op.profile_start()
             if server_profiling_requested():
                 cluster.profile_start(tmp / "server.spy")
@@ -157,6 +172,8 @@ async def run(
             server_deploy = proc_cpu(cluster.proc.pid) - server0
             op.profile_stop()
             cluster.profile_stop()
+            if bare:
+                await admin.request("POST", "/debug/simulator/resume")
 
             # Settle: the status writes that follow the Deployments (pods start, Ready).
             async def quiet() -> bool:
@@ -218,7 +235,10 @@ async def run(
             await asyncio.sleep(5.0)
             rss_with_base = op.rss_mb()
 
-            print(f"NIMServices                         {count}")
+            print(
+                f"NIMServices                         {count}"
+                + ("   (simulator stalled until every Deployment exists)" if bare else "")
+            )
             print(f"client creates done                 {t_created:8.1f} s")
             print(f"time to all Deployments             {t_deploy:8.1f} s")
             print(
@@ -231,7 +251,8 @@ async def run(
             )
             print(
                 f"API server CPU meanwhile            {server_deploy:8.2f} s  "
-                f"({server_deploy / max(t_deploy, 1e-9):.2f} cores; simulator included)"
+                f"({server_deploy / max(t_deploy, 1e-9):.2f} cores; "
+                f"{'simulator stalled' if bare else 'simulator included'})"
             )
             print(
                 f"operator CPU until quiet            {cpu_settled:8.2f} s  "
@@ -249,6 +270,12 @@ async def run(
             for key, n in by_resource(objects).items():
                 print(f"    {key:<38} {n / count:6.2f}")
             print(f"steady writes/min                   {(n2 - n1) * 60 / steady:8.1f}   (aim 0)")
+            reads = [r for r in records if r["verb"] not in WRITE_VERBS and r["verb"] != "watch"]
+            print(
+                f"other requests per NIMService       {len(reads) / count:8.2f}   (reads, not watches)"
+            )
+            for key, n in by_resource(reads).items():
+                print(f"    {key:<38} {n / count:6.2f}")
             if steady_writes:
                 print(f"  steady writes by resource         {by_resource(steady_writes)}")
             print(f"steady operator CPU                 {(c2 - c1) / steady:8.4f} cores")
@@ -275,6 +302,11 @@ def main() -> None:
         help="settled once the operator wrote nothing for this long (then the steady window)",
     )
     parser.add_argument("--profile", action="store_true", help="print the operator's profile")
+    parser.add_argument(
+        "--bare-api-server",
+        action="store_true",
+        help="stall localcluster's simulator until every Deployment exists (an API server alone)",
+    )
     args = parser.parse_args()
     for n in args.count:
         asyncio.run(
@@ -284,6 +316,7 @@ def main() -> None:
                 args.later_seconds,
                 profiling_requested(args.profile),
                 args.quiet_seconds,
+                args.bare_api_server,
             )
         )
 
