@@ -181,7 +181,6 @@ def plan(
     return actions
 
 
-
 def drain(
     owned: Iterable[Mapping[str, Any]],
     *,

@@ -72,6 +72,7 @@ __all__ = [
     "spec_change_predicate",
 ]
 
+
 def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) -> None:
     """The NIMService controller: contract-derived owns, plus NIMCache → NIMServices using it."""
     cache = manager.cache
@@ -194,4 +195,3 @@ def setup_controllers(
             entry.setup(manager, client, options)
             added.append(entry.name)
     return added
-

@@ -620,4 +620,3 @@ class Manager:
                 continue
             installed.append(lambda s=sig: loop.remove_signal_handler(s))
         return installed
-
