@@ -338,9 +338,14 @@ class KindReconciler(Generic[CR, Facts]):
             blocked_by, desired = blocked.readiness, blocked.objects
         namespace = namespace_of(obj)
         owned = await self._owned(obj) if blocked_by is None else []
+        # The owned objects were just read from the cache: a desired object among them
+        # is not read (and decoded) a second time. Both are only read from here on.
+        owned_by_key = {(key(o), namespace_of(o)): o for o in owned}
         live: dict[Key, Obj] = {}
         for d in desired:
-            cached = await self._cached(d, namespace)
+            cached = owned_by_key.get((key(d), namespace_of(d) or namespace))
+            if cached is None:
+                cached = await self._cached(d, namespace)
             if cached is not None:
                 live[key(d)] = cached
         actions = plan(

@@ -191,11 +191,16 @@ class ReadCountingAPI(FakeAPI):
     def __init__(self) -> None:
         super().__init__()
         self.lists: dict[str, int] = {}
+        self.gets: dict[str, int] = {}
         self.shared: dict[str, int] = {}
 
     async def list(self, api_version: str, kind: str, namespace: str | None = None, **kw: Any):  # type: ignore[no-untyped-def]
         self.lists[kind] = self.lists.get(kind, 0) + 1
         return await super().list(api_version, kind, namespace, **kw)
+
+    async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None):  # type: ignore[no-untyped-def]
+        self.gets[kind] = self.gets.get(kind, 0) + 1
+        return await super().get(api_version, kind, name, namespace)
 
     async def list_shared(self, api_version: str, kind: str) -> tuple[dict[str, Any], ...]:
         self.shared[kind] = self.shared.get(kind, 0) + 1
@@ -284,3 +289,17 @@ async def test_a_pod_waiting_for_a_gpu_reads_the_shared_nodes_not_a_copy_per_pas
     assert any(c.get("reason") == "InsufficientGPU" for c in status["conditions"]), status
     assert fake.shared == {"Node": 3}
     assert fake.lists.get("Node", 0) == 0
+
+
+async def test_a_pass_reads_each_owned_object_once() -> None:
+    """The objects a NIMService owns are read once per pass (by its owner index), not
+    once more each to compare it with its desired object."""
+    fake = ReadCountingAPI()
+    fake.put(nimcache())
+    fake.put(nimservice())
+    r, _ = make(fake)
+    await r.reconcile(REQ)
+    fake.gets.clear()
+    await r.reconcile(REQ)
+    owned = {"ServiceAccount", "Role", "RoleBinding", "Service", "Deployment"}
+    assert not owned & set(fake.gets), fake.gets
