@@ -128,6 +128,8 @@ def _index_values(fn: IndexFunc, obj: Obj) -> Values:
         return ()
     if isinstance(result, str):
         return sys.intern(result)
+    if type(result) is list and len(result) <= 1:  # the common case, without a generator
+        return sys.intern(str(result[0])) if result else ()
     values = tuple(sys.intern(str(v)) for v in result)
     return values[0] if len(values) == 1 else values
 
