@@ -379,6 +379,7 @@ class NIMBuildKind(Kind[NIMBuild, NIMBuildFacts]):
                 await writer.delete("v1", "Pod", pod, namespace_of(obj) or None)
 
 
+
 def setup_nimbuild(manager: Manager, client: Client, options: SetupOptions) -> None:
     """The NIMBuild controller: For(NIMBuild) on spec changes, Owns(Pod), NIMCache -> its builds."""
     from nimctl_runtime.builder import Builder

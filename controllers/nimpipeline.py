@@ -167,6 +167,7 @@ class NIMPipelineKind(Kind[NIMPipeline, None]):
         return "NIMServiceFailed" if kind == "NIMService" else "Failed"
 
 
+
 def setup_nimpipeline(manager: Manager, client: Client, options: SetupOptions) -> None:
     """The NIMPipeline controller: For(NIMPipeline) on spec changes, Owns(NIMService)."""
     from nimctl_runtime.builder import Builder

@@ -181,6 +181,7 @@ def plan(
     return actions
 
 
+
 def drain(
     owned: Iterable[Mapping[str, Any]],
     *,

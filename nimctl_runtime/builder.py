@@ -68,7 +68,9 @@ class Builder:
         self._name = name
         return self
 
-    def for_(self, api_version: str, kind: str, *, predicates: Iterable[Predicate] = ()) -> Builder:
+    def for_(
+        self, api_version: str, kind: str, *, predicates: Iterable[Predicate] = ()
+    ) -> Builder:
         """The kind this controller reconciles (exactly once per builder)."""
         if self._for is not None:
             raise ValueError("for_ may only be called once: a controller reconciles one kind")

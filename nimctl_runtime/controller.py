@@ -487,7 +487,9 @@ class Controller:
                 self._m_panics.inc()
             if is_terminal(exc):
                 self._m_terminal.inc()
-                log.error("reconciler error (terminal, not requeued)", error=str(exc), exc_info=exc)
+                log.error(
+                    "reconciler error (terminal, not requeued)", error=str(exc), exc_info=exc
+                )
                 return False
             self._log_failure(log, req, exc)
             self.queue.add_rate_limited(req)

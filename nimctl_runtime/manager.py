@@ -620,3 +620,4 @@ class Manager:
                 continue
             installed.append(lambda s=sig: loop.remove_signal_handler(s))
         return installed
+

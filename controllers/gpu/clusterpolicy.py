@@ -244,7 +244,11 @@ class ClusterPolicyKind(Kind[ClusterPolicy, PolicyFacts]):
         namespace = self.config.operator_namespace
         own_namespace = namespace == OCP_SUGGESTED_NAMESPACE
         openshift = facts.cluster.openshift is not None
-        labels = PSA_LABELS if cr.spec.psa.is_enabled() and (own_namespace or not openshift) else {}
+        labels = (
+            PSA_LABELS
+            if cr.spec.psa.is_enabled() and (own_namespace or not openshift)
+            else {}
+        )
         defaults = {OCP_MONITORING_LABEL: "true"} if openshift and own_namespace else {}
         if not labels and not defaults:
             return None
