@@ -308,7 +308,8 @@ class HttpModelQuery:
 
     @property
     def open_connections(self) -> int:
-        """Connections of queries in flight (none once every query returned)."""
+        """Plain-HTTP queries in flight, each holding at most one connection (none
+        once every query returned)."""
         return len(self._pools)
 
     async def close(self) -> None:
