@@ -44,9 +44,9 @@ __all__ = [
     "warning_event_cache",
 ]
 
-from nimctl_runtime.meta import Obj
+from nimctl_runtime.meta import Obj, ObjView
 
-PodFacts = tuple[tuple[Obj, ...], tuple[Obj, ...], tuple[Obj, ...] | None]
+PodFacts = tuple[tuple[Obj, ...], tuple[Obj, ...], tuple[ObjView, ...] | None]
 """``(pods, warning events about them, nodes)``; nodes None when no pod waits for a GPU."""
 
 EVENT = ("v1", "Event")
@@ -129,11 +129,21 @@ async def gather_pod_facts(
                 found.extend(await reader.list(*EVENT, namespace, index=(EVENT_OBJECT_INDEX, uid)))
             except (ApiError, ValueError):
                 break
-    nodes: tuple[Obj, ...] | None = None
+    nodes: tuple[ObjView, ...] | None = None
     if any(_waits_for_a_node(p) for p in pods.values()):
         with contextlib.suppress(ApiError):
-            nodes = tuple(await reader.list("v1", "Node"))
+            nodes = await _all_nodes(reader)
     return tuple(pods.values()), tuple(found), nodes
+
+
+async def _all_nodes(reader: Reader) -> tuple[ObjView, ...]:
+    """Every Node: the cache's shared snapshot (decoded once per change of the Nodes,
+    not once per pass of every service whose pod waits for a GPU), else a list."""
+    shared = getattr(reader, "list_shared", None)
+    if shared is not None:
+        nodes: tuple[ObjView, ...] = await shared("v1", "Node")
+        return nodes
+    return tuple(await reader.list("v1", "Node"))
 
 
 def pod_blocker_changed() -> Funcs:

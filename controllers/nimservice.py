@@ -15,7 +15,8 @@ words (nim-operator.md §2):
   wakes the service), the orchestrator
   from node labels, the live replica count under an HPA, and on KServe the
   deployment mode (InferenceService status, then KServe's
-  ``inferenceservice-config``);
+  ``inferenceservice-config``); while it is not ready, its pods, their
+  Warning Events and the nodes, to name what blocks it (``blocker_facts``);
 - status: ``state`` and the ``Ready``/``Failed`` conditions with NVIDIA's
   reasons, ``NIM_CACHE_PVC_CREATED`` when this pass created the PVC, and
   ``status.model`` (asking the NIM ``/v1/models`` once per endpoint);
@@ -27,10 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from api.apps.v1alpha1 import nimservice as api_ns
 from api.apps.v1alpha1.common import STATE_FAILED, STATE_NOT_READY
@@ -50,6 +53,7 @@ from controllers.wiring import SECRET, secret_without_values, spec_changed
 from manifests.labels import INSTANCE_LABEL, PART_OF_LABEL, PART_OF_NIM_SERVICE
 from nimctl_runtime.cache.cache import ByObject, Cache
 from nimctl_runtime.client.errors import ApiError, NotFound
+from nimctl_runtime.client.http1 import Pool
 from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.meta import (
@@ -213,14 +217,59 @@ async def http_model_query(nimservice: Obj, endpoint: str) -> str:
         return await _ask_model(session, endpoint)
 
 
-class HttpModelQuery:
-    """:func:`http_model_query` over one aiohttp session kept for the process's life.
+def _plain_http(endpoint: str) -> tuple[str, int, str] | None:
+    """``(host, port, path prefix)`` of a plain-HTTP endpoint (``host:port`` or an
+    ``http://`` URL); None for any other scheme (``https://``: KServe with TLS)."""
+    if "://" not in endpoint:
+        host, _, port = endpoint.rpartition(":")
+        if not host or not port.isdigit():
+            return None
+        return host.strip("[]"), int(port), ""
+    url = urlsplit(endpoint)
+    if url.scheme != "http" or not url.hostname:
+        return None
+    try:
+        url_port = url.port or 80
+    except ValueError:
+        return None
+    return url.hostname, url_port, url.path.rstrip("/")
 
-    A session per query set up a connection pool, a DNS resolver and their
-    timers for every NIMService that became Ready (the profile of
-    ``tests/bench/nim_scale``); this one is opened on first use (in the running
-    event loop) and closed when the manager stops it (a Runnable on every
-    replica). ``sessions_opened`` counts the sessions it made.
+
+async def _ask_model_lean(pool: Pool, host: str, port: int, prefix: str) -> str:
+    """:func:`_ask_model` over one kept connection of the client's HTTP/1.1 transport."""
+    authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    async def get(path: str) -> tuple[int, str]:
+        head = (
+            f"GET {prefix}{path} HTTP/1.1\r\nHost: {authority}\r\n"
+            "Accept: application/json\r\nUser-Agent: nimctl\r\n\r\n"
+        ).encode()
+        resp = await pool.request(head, None, time_limit=None)
+        if resp.status >= 400 and resp.status != 404:
+            raise RuntimeError(f"GET {path}: HTTP {resp.status}")
+        return resp.status, resp.body.decode("utf-8", "replace")
+
+    status, text = await get("/v1/models")
+    if status != 404:
+        return nss.model_name_from_models(text)
+    status, text = await get("/v1/metadata")
+    return "" if status == 404 else nss.model_name_from_metadata(text)
+
+
+class HttpModelQuery:
+    """:func:`http_model_query` as the operator runs it: plain HTTP over the client's
+    lean HTTP/1.1 transport (``nimctl_runtime.client.http1``), other schemes over one
+    aiohttp session kept for the process's life.
+
+    Each NIM is asked once per endpoint, so a query opens one connection, sends
+    ``/v1/models`` (and ``/v1/metadata`` on 404) over it and closes it: an aiohttp
+    request built a ``ClientRequest``, a connector lookup, a resolver call and a
+    happy-eyeballs connect per NIMService (3-4% of the operator's busy samples
+    while it created 500; docs/benchmarks.md). A session per query, as before
+    that, set up a pool, resolver and timers for every NIMService. The session
+    (``https://`` endpoints only) is opened on first use and closed, with any
+    connection still open, when the manager stops this Runnable.
+    ``sessions_opened`` and ``connections_made`` count what it opened.
     """
 
     needs_leader_election = False
@@ -228,7 +277,9 @@ class HttpModelQuery:
 
     def __init__(self) -> None:
         self._session: Any = None
+        self._pools: set[Pool] = set()
         self.sessions_opened = 0
+        self.connections_made = 0
 
     def _current(self) -> Any:
         import aiohttp
@@ -242,9 +293,28 @@ class HttpModelQuery:
         return session
 
     async def __call__(self, nimservice: Obj, endpoint: str) -> str:
-        return await _ask_model(self._current(), endpoint)
+        target = _plain_http(endpoint)
+        if target is None:
+            return await _ask_model(self._current(), endpoint)
+        host, port, prefix = target
+        pool = Pool(host, port, limit=1)
+        self._pools.add(pool)
+        try:
+            return await _ask_model_lean(pool, host, port, prefix)
+        finally:
+            self.connections_made += pool.connections_made
+            self._pools.discard(pool)
+            pool.close()
+
+    @property
+    def open_connections(self) -> int:
+        """Plain-HTTP queries in flight, each holding at most one connection (none
+        once every query returned)."""
+        return len(self._pools)
 
     async def close(self) -> None:
+        for pool in list(self._pools):
+            pool.close()
         session, self._session = self._session, None
         if session is not None and not session.closed:
             await session.close()
@@ -415,9 +485,6 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
             status_mode = dig(isvc, "status", "deploymentMode")
             config = await _get(reader, "v1", "ConfigMap", KSERVE_CONFIG, self.kserve_namespace)
             default_mode = _kserve_default_mode(config)
-        pods, events, nodes = await gather_pod_facts(
-            reader, namespace, pod_selectors(name_of(obj)), events=self.read_events
-        )
         return RenderContext(
             nimcache=nimcache,
             capabilities=self.capabilities,
@@ -429,10 +496,17 @@ class NIMServiceKind(Kind[NIMService, RenderContext]):
             compute_domain=compute_domain,
             compute_domain_claim_template=cd_template,
             nimcache_blocked=nimcache_blocked,
-            pods=pods,
-            events=events,
-            nodes=nodes,
         )
+
+    async def blocker_facts(
+        self, cr: NIMService, obj: Obj, facts: RenderContext, reader: Reader
+    ) -> RenderContext:
+        """The pods, their Warning Events and (a pod waiting for a GPU) the nodes: read
+        only while the service is not ready, to name what blocks it (issue 25)."""
+        pods, events, nodes = await gather_pod_facts(
+            reader, namespace_of(obj), pod_selectors(name_of(obj)), events=self.read_events
+        )
+        return dataclasses.replace(facts, pods=pods, events=events, nodes=nodes)
 
     async def _dra_facts(
         self, cr: NIMService, obj: Obj, reader: Reader

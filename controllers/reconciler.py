@@ -17,7 +17,8 @@
 5. ``plan`` (pure) against the cache: applies by desired-object hash, prunes
    every object the CR controls (owner UID index) in its ``owned_kinds`` that
    the render no longer contains; then the thin executor writes;
-6. ``contract.readiness`` over what the cache holds, ``kind.status`` turns it
+6. ``contract.readiness`` over what the cache holds (not ready: asked again with
+   ``kind.blocker_facts``, what only names a blocker), ``kind.status`` turns it
    into the kind's status (``kind.complete_status`` may add I/O-derived
    fields), written only when it changed, with the kind's Event on a change;
 7. requeue as the readiness asks; a write failure sets ``Failed`` with the
@@ -116,6 +117,16 @@ class Kind(ABC, Generic[CR, Facts]):
     @abstractmethod
     async def gather(self, cr: CR, obj: Obj, reader: Reader) -> Facts:
         """What ``render`` needs from the cluster, read from the cache (may raise ``Blocked``)."""
+
+    async def blocker_facts(self, cr: CR, obj: Obj, facts: Facts, reader: Reader) -> Facts:
+        """Facts only a CR that is not ready needs, to name what blocks it (its pods,
+        the Warning Events about them, the nodes): gathered after ``readiness`` said
+        not ready with ``facts``, which it is then asked again with (default: none).
+
+        A Ready CR's pass then reads no pods (decoding every pod of every Ready
+        NIMService was a tenth of the operator's CPU at 1,000 of them).
+        """
+        return facts
 
     def progress(self, old: Obj, facts: Facts) -> Obj:
         """The status reached once the facts are known (default: unchanged).
@@ -327,9 +338,14 @@ class KindReconciler(Generic[CR, Facts]):
             blocked_by, desired = blocked.readiness, blocked.objects
         namespace = namespace_of(obj)
         owned = await self._owned(obj) if blocked_by is None else []
+        # The owned objects were just read from the cache: a desired object among them
+        # is not read (and decoded) a second time. Both are only read from here on.
+        owned_by_key = {(key(o), namespace_of(o)): o for o in owned}
         live: dict[Key, Obj] = {}
         for d in desired:
-            cached = await self._cached(d, namespace)
+            cached = owned_by_key.get((key(d), namespace_of(d) or namespace))
+            if cached is None:
+                cached = await self._cached(d, namespace)
             if cached is not None:
                 live[key(d)] = cached
         actions = plan(
@@ -358,7 +374,13 @@ class KindReconciler(Generic[CR, Facts]):
         observed = Observed(live, frozenset(created))
         if blocked_by is not None:
             return blocked_by, observed, None
-        return k.contract.readiness(cr, facts, observed), observed, (cr, facts)
+        readiness = k.contract.readiness(cr, facts, observed)
+        if not readiness.ready:
+            more = await k.blocker_facts(cr, obj, facts, self.cache)
+            if more is not facts:
+                facts = more
+                readiness = k.contract.readiness(cr, facts, observed)
+        return readiness, observed, (cr, facts)
 
     def _render(self, cr: CR, obj: Obj, facts: Facts) -> list[Obj]:
         """``contract.render``, reused while nothing it reads changed.

@@ -48,6 +48,7 @@ from controllers.wiring import (
 )
 from nimctl_runtime.builder import Builder
 from nimctl_runtime.client.client import Client
+from nimctl_runtime.handler import LOW_PRIORITY
 from nimctl_runtime.manager import Manager
 from nimctl_runtime.meta import name_of, namespace_of
 from nimctl_runtime.predicate import ResourceVersionChangedPredicate
@@ -71,6 +72,7 @@ __all__ = [
     "setup_nimservice",
     "spec_change_predicate",
 ]
+
 
 def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) -> None:
     """The NIMService controller: contract-derived owns, plus NIMCache → NIMServices using it."""
@@ -109,7 +111,13 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
         Builder(manager)
         .named("nimservice")
         .for_(API_VERSION, nimservice_ctrl.KIND, predicates=[spec_change_predicate()])
-        .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
+        .with_options(
+            max_concurrent_reconciles=options.max_concurrent_reconciles,
+            # An owned object's state (its creation coming back, a rollout's status)
+            # queues behind NIMServices created or edited: with 1,000 applied at once,
+            # each one's objects are created before earlier ones' status is followed.
+            owned_state_priority=LOW_PRIORITY,
+        )
     )
     own_kinds(builder, manager, NIMServiceContract().owned_kinds(options.capabilities))
     builder.watches(
@@ -122,9 +130,10 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
         builder.watches(api_version, kind, users)
     # What blocks the NIM's pods shows on the pods and in Warning Events about them,
     # not on the Deployment: wake the NIMService when it changes (issue 25).
+    # Both report state, as the owned objects' status does: queued behind news.
     of_pod, of_event = pod_event_watches(cache, nimservice_ctrl.nimservice_of_pod)
-    builder.watches("v1", "Pod", of_pod, predicates=[pod_blocker_changed()])
-    builder.watches(*EVENT, of_event)
+    builder.watches("v1", "Pod", of_pod, predicates=[pod_blocker_changed()], priority=LOW_PRIORITY)
+    builder.watches(*EVENT, of_event, priority=LOW_PRIORITY)
     # Optional CRDs installed (or removed) while running: rediscover, watch, wake.
     builder.watches("apiextensions.k8s.io/v1", "CustomResourceDefinition", reconciler.crd_changed)
     controller = builder.complete(reconciler)
@@ -194,4 +203,3 @@ def setup_controllers(
             entry.setup(manager, client, options)
             added.append(entry.name)
     return added
-

@@ -61,6 +61,7 @@ class Builder:
         self._cache_sync_timeout: float | None = None
         self._needs_leader_election = True
         self._cache: Cache | None = None
+        self._owned_state_priority = 0
 
     def named(self, name: str) -> Builder:
         """The controller's name: metric label, log field, workqueue name (must be unique)."""
@@ -95,11 +96,13 @@ class Builder:
         map_fn_or_handler: MapFunc | EventHandler,
         *,
         predicates: Iterable[Predicate] = (),
+        priority: int = 0,
     ) -> Builder:
-        """Reconcile the requests a map function (sync or async) returns for this kind's events."""
+        """Reconcile the requests a map function (sync or async) returns for this kind's
+        events (``priority`` caps theirs: see ``EnqueueRequestsFromMapFunc``)."""
         handler: EventHandler
         if callable(map_fn_or_handler) and not hasattr(map_fn_or_handler, "create"):
-            handler = EnqueueRequestsFromMapFunc(map_fn_or_handler)
+            handler = EnqueueRequestsFromMapFunc(map_fn_or_handler, priority=priority)
         else:
             handler = map_fn_or_handler  # type: ignore[assignment]
         self._watches.append((api_version, kind, handler, tuple(predicates)))
@@ -123,7 +126,12 @@ class Builder:
         reconcile_timeout: float | None = None,
         cache_sync_timeout: float | None = None,
         needs_leader_election: bool | None = None,
+        owned_state_priority: int | None = None,
     ) -> Builder:
+        """Controller options; ``owned_state_priority`` is every ``owns`` handler's
+        ``EnqueueRequestForOwner.state_priority`` (e.g. ``LOW_PRIORITY``)."""
+        if owned_state_priority is not None:
+            self._owned_state_priority = owned_state_priority
         if max_concurrent_reconciles is not None:
             self._max_concurrent_reconciles = max_concurrent_reconciles
         if rate_limiter is not None:
@@ -172,7 +180,12 @@ class Builder:
             for_av, for_kind, for_preds = self._for
             ctrl.watch(for_av, for_kind, EnqueueRequestForObject(), *for_preds, *common)
             for av, kind, preds, every in self._owns:
-                owner = EnqueueRequestForOwner(for_av, for_kind, only_controller=not every)
+                owner = EnqueueRequestForOwner(
+                    for_av,
+                    for_kind,
+                    only_controller=not every,
+                    state_priority=self._owned_state_priority,
+                )
                 ctrl.watch(av, kind, owner, *preds, *common)
         for av, kind, handler, preds in self._watches:
             ctrl.watch(av, kind, handler, *preds, *common)

@@ -112,6 +112,14 @@ def update_priority(event: UpdateEvent) -> int:
     return LOW_PRIORITY if old_rv is not None and old_rv == new_rv else 0
 
 
+def generation_unchanged(event: UpdateEvent) -> bool:
+    """Both objects carry a ``metadata.generation`` and it is the same: a change of
+    status or metadata, not of the spec."""
+    old_gen = (event.object_old.get("metadata") or {}).get("generation")
+    new_gen = (event.object_new.get("metadata") or {}).get("generation")
+    return old_gen is not None and old_gen == new_gen
+
+
 HandlerResult = Awaitable[None] | None
 
 
@@ -177,6 +185,14 @@ class EnqueueRequestForOwner:
     or none when the owner kind is cluster-scoped (``owner_namespaced=False``;
     ``None`` means not known yet: the controller asks the REST mapper at start,
     and until then the owner is taken as namespaced).
+
+    ``state_priority`` (default 0: as any event) queues the owner of an owned
+    object that reports its state rather than a change to undo: its creation
+    (mostly the owner's own write coming back) and an update that leaves its
+    ``generation`` unchanged (status, a rollout's progress). ``LOW_PRIORITY``
+    lets the owners with news (a CR created or edited, an owned object deleted
+    or its spec changed) go first while many are queued. A key already queued
+    keeps the higher of its priorities.
     """
 
     def __init__(
@@ -186,10 +202,12 @@ class EnqueueRequestForOwner:
         *,
         only_controller: bool = True,
         owner_namespaced: bool | None = None,
+        state_priority: int = 0,
     ) -> None:
         self.owner_api_version = owner_api_version
         self.owner_group = group_of(owner_api_version)
         self.owner_kind = owner_kind
+        self.state_priority = state_priority
         self.only_controller = only_controller
         self.owner_namespaced = owner_namespaced
 
@@ -219,10 +237,14 @@ class EnqueueRequestForOwner:
                     queue.add(req, priority)
 
     def create(self, event: CreateEvent, queue: RequestQueue) -> None:
-        self._add_all([event.object], queue, create_priority(event))
+        priority = create_priority(event)
+        self._add_all([event.object], queue, min(priority, self.state_priority))
 
     def update(self, event: UpdateEvent, queue: RequestQueue) -> None:
-        self._add_all([event.object_old, event.object_new], queue, update_priority(event))
+        priority = update_priority(event)
+        if generation_unchanged(event):
+            priority = min(priority, self.state_priority)
+        self._add_all([event.object_old, event.object_new], queue, priority)
 
     def delete(self, event: DeleteEvent, queue: RequestQueue) -> None:
         self._add_all([event.object], queue)
@@ -241,14 +263,20 @@ class EnqueueRequestsFromMapFunc:
     moved from one owner to another wakes both. A plain ``map_fn`` enqueues
     before the handler returns; a coroutine function's results are enqueued by
     the awaitable the handler returns (see the module docstring).
+
+    ``priority`` (default 0) caps every request's priority: ``LOW_PRIORITY``
+    for a watch that only reports state (a pod's progress, a Warning Event),
+    so that requests with news go first while many are queued.
     """
 
-    def __init__(self, map_fn: MapFunc) -> None:
+    def __init__(self, map_fn: MapFunc, *, priority: int = 0) -> None:
         self.map_fn = map_fn
+        self.priority = priority
 
     def _add_all(
         self, objs: Sequence[Obj], queue: RequestQueue, priority: int = 0
     ) -> HandlerResult:
+        priority = min(priority, self.priority)
         mapped = [self.map_fn(obj) for obj in objs]
         if not any(inspect.isawaitable(out) for out in mapped):
             _add_unique(cast("list[Iterable[Request]]", mapped), queue, priority)

@@ -214,6 +214,13 @@ class Cache:
         items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
         return items
 
+    async def list_shared(self, api_version: str, kind: str) -> tuple[Obj, ...]:
+        """Every cached object of a kind, decoded once per change of the kind and shared
+        between callers (:meth:`Store.snapshot`): read-only, unlike :meth:`list`'s
+        private copies. For whole-kind reads repeated while the kind is unchanged."""
+        informer = await self._synced_informer(api_version, kind)
+        return informer.store.snapshot()
+
     # -- reads -----------------------------------------------------------------------
 
     async def get(

@@ -128,6 +128,8 @@ def _index_values(fn: IndexFunc, obj: Obj) -> Values:
         return ()
     if isinstance(result, str):
         return sys.intern(result)
+    if type(result) is list and len(result) <= 1:  # the common case, without a generator
+        return sys.intern(str(result[0])) if result else ()
     values = tuple(sys.intern(str(v)) for v in result)
     return values[0] if len(values) == 1 else values
 
@@ -274,6 +276,9 @@ class Store:
         self._labels: dict[str, dict[str, Members]] = {}
         #: Updates stored without being reported (see :meth:`upsert`).
         self.unchanged_updates = 0
+        #: Bumped by every change a handler is told of (add, update, delete, relist).
+        self.version = 0
+        self._snapshot: tuple[int, tuple[Obj, ...]] | None = None
         #: Only a store that trims objects to part of them compares an update with the
         #: stored object: without a transform (or one dropping managedFields alone) an
         #: update changes more than the resourceVersion, and the compare would walk
@@ -388,6 +393,7 @@ class Store:
             self._unindex(key, current)
         self._items[key] = entry
         self._index(key, entry)
+        self.version += 1
         return old, obj
 
     def delete(self, key: str) -> Obj | None:
@@ -395,6 +401,7 @@ class Store:
         entry = self._items.pop(key, None)
         if entry is None:
             return None
+        self.version += 1
         self._unindex(key, entry)
         result: Obj = decode(entry.data)
         return result
@@ -430,6 +437,7 @@ class Store:
                 added.append(entry.data)
             self._items[key] = entry
             self._index(key, entry)
+            self.version += 1
         deleted: list[DeletedFinalStateUnknown] = []
         for key in [k for k in self._items if k not in seen]:
             last = self.delete(key)
@@ -438,6 +446,7 @@ class Store:
         return added, updated, deleted
 
     def clear(self) -> None:
+        self.version += 1
         self._items.clear()
         for index in self._indices.values():
             index.clear()
@@ -565,6 +574,22 @@ class Store:
         """Fresh copies of the matching objects (see :meth:`select_keys`); only they are decoded."""
         keys = self.select_keys(selector, namespace=namespace, index=index)
         return [decode(self._items[key].data) for key in keys]
+
+    def snapshot(self) -> tuple[Obj, ...]:
+        """Every stored object, decoded once per :attr:`version` and shared by callers.
+
+        For a reader that needs a whole kind on many passes while it rarely changes
+        (the nodes a NIMService's pod waits for: every Node decoded on every such
+        pass was 7% of the operator's CPU with 40 nodes, O(nodes) per event). The
+        objects are shared: read them, never change them. An update that changes
+        nothing but the resourceVersion (see :meth:`upsert`) keeps the snapshot.
+        """
+        snap = self._snapshot
+        if snap is None or snap[0] != self.version:
+            items = self._items
+            snap = (self.version, tuple(decode(items[key].data) for key in sorted(items)))
+            self._snapshot = snap
+        return snap[1]
 
     def size_bytes(self) -> int:
         """Total bytes of stored objects (for the memory benchmark and debugging)."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nimctl_runtime.meta import Obj
+from nimctl_runtime.meta import Obj, ObjView
 from platforms.capabilities import Capabilities
 
 __all__ = ["NemoFacts"]
@@ -39,7 +39,7 @@ class NemoFacts:
     """The Deployment's pods, for readiness's blocker finder (not read by the render)."""
     events: tuple[Obj, ...] = ()
     """Warning Events about those pods."""
-    nodes: tuple[Obj, ...] | None = None
+    nodes: tuple[ObjView, ...] | None = None
     """The cluster's nodes, only when a pod waits for a GPU or a node (else None)."""
 
     def config_map_data(self, name: str) -> Mapping[str, str] | None:

@@ -196,7 +196,7 @@ def dra(
     templates: list[dict[str, Any]] = []
     pod_claims: list[dict[str, Any]] = []
     container_claims: list[dict[str, Any]] = []
-    svc_hash = short_hash(inp.name)
+    svc_hash = short_hash(inp.name) if resources else ""
     seen: dict[str, int] = {}
     for index, res in enumerate(resources):
         if res.resource_claim_name:

@@ -65,18 +65,29 @@ def informer_table(manager: Any) -> int:
 
 
 def connections(client: Any, label: str) -> None:
-    """Open connections of a Client: in use (watches, requests) and idle in the pool.
+    """Open connections of a Client: the watches (aiohttp's session) and the unary
+    requests (the HTTP/1.1 pool, ``client._pool``), each in use and idle.
 
     Each TLS connection holds asyncio's 256 KiB read buffer.
     """
     session = getattr(client, "_session", None)
     connector = getattr(session, "connector", None)
-    if connector is None:
-        print(f"  {label}: no session")
+    pool = getattr(client, "_pool", None)
+    if connector is None and pool is None:
+        print(f"  {label}: no session, no request pool")
         return
-    in_use = len(getattr(connector, "_acquired", ()))
-    idle = sum(len(v) for v in getattr(connector, "_conns", {}).values())
-    print(f"  {label}: {in_use} connections in use, {idle} idle (256 KiB TLS buffer each)")
+    if connector is not None:
+        in_use = len(getattr(connector, "_acquired", ()))
+        idle = sum(len(v) for v in getattr(connector, "_conns", {}).values())
+        print(f"  {label}: watches {in_use} connections in use, {idle} idle")
+    if pool is not None:
+        opened = len(getattr(pool, "_open", ()))
+        idle = pool.idle
+        print(
+            f"  {label}: requests {opened - idle} connections in use, {idle} idle "
+            f"({pool.connections_made} made)"
+        )
+    print(f"  {label}: (256 KiB TLS read buffer per connection)")
 
 
 def traced_top(limit: int = 25, per: int = 1, unit: str = "") -> int:

@@ -30,7 +30,8 @@ write of the NIMServices already created, which plain ConfigMaps do not cost.
 With ``--profile`` (or ``NIMCTL_BENCH_PROFILE=1``) the operator's creation window
 is profiled and the top 15 functions by cumulative (and own) time are printed.
 With ``NIMCTL_BENCH_PROFILE_SERVER=1`` py-spy samples the API server over the
-same window (until every Deployment exists).
+same window (until every Deployment exists). ``NIMCTL_BENCH_PROFILE_UNTIL=quiet``
+extends both profiles until the operator is quiet (the status churn after creation).
 The figures never fail on a time. The default N is 200 (a 2-core machine); the
 issue's figures are at ``--count 1000``.
 """
@@ -40,8 +41,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import os
 import tempfile
 import time
+import urllib.request
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -66,6 +69,7 @@ from tests.bench._separate import (
     wait_for,
     writes,
 )
+from tests.ports import free_ports
 
 NS = "nim-scale"
 SAMPLE = (
@@ -77,6 +81,19 @@ SAMPLE = (
     / "standalone-basic-llm.yaml"
 )
 IN_FLIGHT = 16
+
+
+def _reconciles(port: int, controller: str = "nimservice") -> int:
+    """``controller_runtime_reconcile_total`` of ``controller`` (all results) from /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("controller_runtime_reconcile_total{") and (
+            f'controller="{controller}"' in line
+        ):
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
 
 
 def _sample() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -132,10 +149,16 @@ async def run(
                 if o["kind"] in ("Namespace", "Secret"):
                     await admin.create(o)
             await admin.create(cache)
+            (metrics_port,) = free_ports(1)
             op = start_operator(
                 op_kc,
                 tmp,
-                ["--disable-nemo-controllers", "--disable-gpu-lifecycle"],
+                [
+                    "--disable-nemo-controllers",
+                    "--disable-gpu-lifecycle",
+                    "--metrics-bind-address",
+                    f"127.0.0.1:{metrics_port}",
+                ],
                 profile=profile,
                 env={"OPERATOR_NAMESPACE": "nimctl-bench"},
             )
@@ -160,6 +183,7 @@ async def run(
             op.profile_start()
             if server_profiling_requested():
                 cluster.profile_start(tmp / "server.spy")
+            reconciles0 = _reconciles(metrics_port)
             cpu0, t0, server0 = op.cpu(), time.monotonic(), proc_cpu(cluster.proc.pid)
             await _create(admin, services)
             t_created = time.monotonic() - t0
@@ -170,8 +194,11 @@ async def run(
             await wait_for(all_deployments, 1800, interval=0.25)
             t_deploy, cpu_deploy = time.monotonic() - t0, op.cpu() - cpu0
             server_deploy = proc_cpu(cluster.proc.pid) - server0
-            op.profile_stop()
-            cluster.profile_stop()
+            reconciles_deploy = _reconciles(metrics_port) - reconciles0
+            profile_until_quiet = os.environ.get("NIMCTL_BENCH_PROFILE_UNTIL") == "quiet"
+            if not profile_until_quiet:
+                op.profile_stop()
+                cluster.profile_stop()
             if bare:
                 await admin.request("POST", "/debug/simulator/resume")
 
@@ -184,6 +211,10 @@ async def run(
             await wait_for(quiet, 600, interval=0.0)
             t_settled = time.monotonic() - t0
             cpu_settled = op.cpu() - cpu0
+            if profile_until_quiet:
+                op.profile_stop()
+                cluster.profile_stop()
+            reconciles_settled = _reconciles(metrics_port) - reconciles0
             records = (await audit(admin))[before:]
             w = writes(records)
             objects = [r for r in w if r["resource"] != "events"]
@@ -258,6 +289,10 @@ async def run(
                 f"operator CPU until quiet            {cpu_settled:8.2f} s  "
                 f"= {1000 * cpu_settled / count:.2f} ms per NIMService (quiet after {t_settled:.0f} s)"
             )
+            print(
+                f"NIMService reconciles per NIMService {reconciles_deploy / count:7.2f} to all "
+                f"Deployments, {reconciles_settled / count:.2f} until quiet"
+            )
             if lags:
                 print(
                     f"NIMService create -> its Deployment  p50 {lags[len(lags) // 2]:.1f} s"
@@ -282,7 +317,11 @@ async def run(
             print(f"operator RSS at end                 {rss_end:8.1f} MB  (aim <= 150 at 1000)")
             print(f"operator RSS {later:.0f} s later            {rss_later:8.1f} MB")
             print(f"  then with {len(base)} plain ConfigMaps cached too {rss_with_base:8.1f} MB")
-            print_profile(op.profile_out, f"creating {count} NIMServices")
+            print_profile(
+                op.profile_out,
+                f"creating {count} NIMServices"
+                + (" and until quiet" if profile_until_quiet else ""),
+            )
             print_server_profile(cluster.profile_out, f"creating {count} NIMServices")
     finally:
         if op is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
@@ -137,16 +138,21 @@ async def test_model_query_falls_back_to_metadata_on_404() -> None:
         await server.close()
 
 
-async def test_the_operators_model_query_keeps_one_session_and_closes_it_on_stop() -> None:
-    """One connection pool for every NIMService's model query, not one per query;
-    the manager's stop closes it."""
+async def test_the_operators_model_query_uses_the_lean_transport_and_keeps_nothing_open() -> None:
+    """A plain-HTTP NIM is asked over the client's HTTP/1.1 transport: no aiohttp
+    session, one connection per query (``/v1/models`` then ``/v1/metadata`` on 404
+    over the same one), none left open once the query returned."""
     import asyncio
 
     from controllers.nimservice import HttpModelQuery
 
     routes = web.RouteTableDef()
 
-    @routes.get("/v1/models")
+    @routes.get("/v1/metadata")
+    async def metadata(request: web.Request) -> web.Response:
+        return web.json_response({"modelInfo": [{"shortName": "nv-embedqa:1.0"}]})
+
+    @routes.get("/prefix/v1/models")
     async def models(request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "meta/llama3-8b"}]})
 
@@ -156,12 +162,57 @@ async def test_the_operators_model_query_keeps_one_session_and_closes_it_on_stop
     runner = asyncio.create_task(query.run(stop))
     try:
         for _ in range(5):
-            assert await query({}, f"127.0.0.1:{server.port}") == "meta/llama3-8b"
-        assert query.sessions_opened == 1
-        session = query._session
-        assert session is not None and not session.closed
+            assert await query({}, f"127.0.0.1:{server.port}") == "nv-embedqa"
+        assert query.connections_made == 5  # the 404 and the fallback share one
+        assert await query({}, f"http://127.0.0.1:{server.port}/prefix/") == "meta/llama3-8b"
+        assert query.connections_made == 6
+        assert query.open_connections == 0
+        assert query.sessions_opened == 0
         stop.set()
         await runner
-        assert session.closed
     finally:
         await server.close()
+
+
+async def test_the_operators_model_query_reports_a_server_error_and_a_dead_nim() -> None:
+    from controllers.nimservice import HttpModelQuery
+
+    routes = web.RouteTableDef()
+
+    @routes.get("/v1/models")
+    async def models(request: web.Request) -> web.Response:
+        return web.Response(status=503)
+
+    server = await _serve(routes)
+    endpoint = f"127.0.0.1:{server.port}"
+    query = HttpModelQuery()
+    try:
+        with pytest.raises(RuntimeError, match="HTTP 503"):
+            await query({}, endpoint)
+    finally:
+        await server.close()
+    with pytest.raises(OSError):
+        await query({}, endpoint)  # nothing listens there now
+    assert query.open_connections == 0
+    await query.close()
+
+
+async def test_the_operators_model_query_keeps_one_session_for_other_schemes() -> None:
+    """An ``https://`` endpoint (KServe with TLS) goes through one aiohttp session,
+    kept across queries and closed on stop."""
+    import asyncio
+
+    from controllers.nimservice import HttpModelQuery
+
+    query = HttpModelQuery()
+    stop = asyncio.Event()
+    runner = asyncio.create_task(query.run(stop))
+    for _ in range(3):
+        with pytest.raises(Exception):  # noqa: B017 - nothing listens on port 1
+            await query({}, "https://127.0.0.1:1")
+    assert query.sessions_opened == 1
+    session = query._session
+    assert session is not None and not session.closed
+    stop.set()
+    await runner
+    assert session.closed

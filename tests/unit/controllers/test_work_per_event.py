@@ -183,3 +183,123 @@ def test_the_parsed_models_kept_are_bounded_and_a_model_in_use_is_not_parsed_aga
     assert memo.parses == 4, "a model within the bound was parsed again"
     memo.get(obj("b"))
     assert memo.parses == 5 and len(memo) == 3
+
+
+class ReadCountingAPI(FakeAPI):
+    """FakeAPI counting list reads by kind, with the cache's shared whole-kind read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lists: dict[str, int] = {}
+        self.gets: dict[str, int] = {}
+        self.shared: dict[str, int] = {}
+
+    async def list(self, api_version: str, kind: str, namespace: str | None = None, **kw: Any):  # type: ignore[no-untyped-def]
+        self.lists[kind] = self.lists.get(kind, 0) + 1
+        return await super().list(api_version, kind, namespace, **kw)
+
+    async def get(self, api_version: str, kind: str, name: str, namespace: str | None = None):  # type: ignore[no-untyped-def]
+        self.gets[kind] = self.gets.get(kind, 0) + 1
+        return await super().get(api_version, kind, name, namespace)
+
+    async def list_shared(self, api_version: str, kind: str) -> tuple[dict[str, Any], ...]:
+        self.shared[kind] = self.shared.get(kind, 0) + 1
+        return tuple(await super().list(api_version, kind))
+
+
+GPU_MESSAGE = (
+    "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are "
+    "available: 2 No preemption victims found for incoming pod."
+)
+
+
+def _waiting_pod() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "llm-5d9f7-abcde",
+            "namespace": "default",
+            "uid": "pod-uid",
+            "labels": {"app": "llm"},
+        },
+        "spec": {"containers": [{"name": "llm"}]},
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": GPU_MESSAGE,
+                }
+            ],
+        },
+    }
+
+
+def _gpu_node(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"nvidia.com/gpu.present": "true"}},
+        "status": {"allocatable": {"nvidia.com/gpu": "1"}, "capacity": {"nvidia.com/gpu": "1"}},
+    }
+
+
+async def test_a_pass_over_a_ready_nimservice_reads_no_pods_events_or_nodes() -> None:
+    """Pods, their Warning Events and the nodes only name what blocks a service that is
+    not ready; a Ready service's pass (every Deployment status event of a settled
+    NIMService) reads none of them."""
+    from tests.unit.controllers.test_nimservice_reconciler import roll_out
+
+    fake = ReadCountingAPI()
+    fake.put(nimcache())
+    fake.put(nimservice())
+    r, _ = make(fake)
+
+    await r.reconcile(REQ)  # creates; not ready yet: its pods are read for a blocker
+    assert fake.lists.get("Pod", 0) > 0
+    roll_out(fake)
+    fake.lists.clear()
+    await r.reconcile(REQ)
+    await r.reconcile(REQ)
+    assert _live(fake)["status"]["state"] == "Ready"
+    assert fake.lists.get("Pod", 0) == 0
+    assert fake.lists.get("Event", 0) == 0
+    assert fake.lists.get("Node", 0) == 0 and not fake.shared
+
+
+async def test_a_pod_waiting_for_a_gpu_reads_the_shared_nodes_not_a_copy_per_pass() -> None:
+    """The nodes that name why a pod waits for a GPU come from the cache's shared
+    snapshot (decoded once per change of the Nodes), not a fresh list per pass."""
+    fake = ReadCountingAPI()
+    fake.put(nimcache())
+    fake.put(nimservice())
+    fake.put(_gpu_node("gpu-1"))
+    fake.put(_gpu_node("gpu-2"))
+    r, _ = make(fake)
+    await r.reconcile(REQ)
+    fake.put(_waiting_pod())
+    fake.lists.clear()
+    for _ in range(3):
+        await r.reconcile(REQ)
+    status = _live(fake)["status"]
+    assert status["state"] == "NotReady"
+    assert any(c.get("reason") == "InsufficientGPU" for c in status["conditions"]), status
+    assert fake.shared == {"Node": 3}
+    assert fake.lists.get("Node", 0) == 0
+
+
+async def test_a_pass_reads_each_owned_object_once() -> None:
+    """The objects a NIMService owns are read once per pass (by its owner index), not
+    once more each to compare it with its desired object."""
+    fake = ReadCountingAPI()
+    fake.put(nimcache())
+    fake.put(nimservice())
+    r, _ = make(fake)
+    await r.reconcile(REQ)
+    fake.gets.clear()
+    await r.reconcile(REQ)
+    owned = {"ServiceAccount", "Role", "RoleBinding", "Service", "Deployment"}
+    assert not owned & set(fake.gets), fake.gets

@@ -145,3 +145,44 @@ async def test_initial_list_and_resyncs_are_low_priority() -> None:
     h.update(upd(obj("a", rv="7"), obj("a", rv="7")), q)  # resync
     h.update(upd(obj("a", rv="7"), obj("a", rv="8")), q)
     assert q.priorities == [LOW_PRIORITY, 0, LOW_PRIORITY, 0]
+
+
+async def test_an_owned_objects_state_queues_behind_news_with_state_priority() -> None:
+    """``state_priority``: an owned object's creation (the owner's own write coming
+    back) and its status-only updates queue at that priority; a spec change or a
+    delete of the owned object is news (0)."""
+    from nimctl_runtime.handler import LOW_PRIORITY
+
+    owners: list[dict[str, Any]] = [
+        {"apiVersion": "example.com/v1", "kind": "Widget", "name": "w", "controller": True}
+    ]
+    q = ListQueue()
+    h = EnqueueRequestForOwner("example.com/v1", "Widget", state_priority=LOW_PRIORITY)
+    h.create(CreateEvent(obj("d", "ns", owners=owners, generation=1)), q)
+    h.update(upd(obj("d", "ns", owners=owners, generation=1, rv="1"),
+                 obj("d", "ns", owners=owners, generation=1, rv="2")), q)  # fmt: skip
+    h.update(upd(obj("d", "ns", owners=owners, generation=1, rv="2"),
+                 obj("d", "ns", owners=owners, generation=2, rv="3")), q)  # fmt: skip
+    cm_old, cm_new = obj("cm", "ns", owners=owners, rv="1"), obj("cm", "ns", owners=owners, rv="2")
+    for cm in (cm_old, cm_new):
+        del cm["metadata"]["generation"]  # a kind without one (ConfigMap): any change is news
+    h.update(upd(cm_old, cm_new), q)
+    h.delete(DeleteEvent(obj("d", "ns", owners=owners, generation=2)), q)
+    assert q.priorities == [LOW_PRIORITY, LOW_PRIORITY, 0, 0, 0]
+    q.items.clear()
+    q.priorities.clear()
+    plain = EnqueueRequestForOwner("example.com/v1", "Widget")
+    plain.update(upd(obj("d", "ns", owners=owners, generation=1, rv="1"),
+                     obj("d", "ns", owners=owners, generation=1, rv="2")), q)  # fmt: skip
+    assert q.priorities == [0], "the default is unchanged: every event is news"
+
+
+async def test_a_map_func_watch_caps_its_priority() -> None:
+    from nimctl_runtime.handler import LOW_PRIORITY, EnqueueRequestsFromMapFunc
+
+    q = ListQueue()
+    h = EnqueueRequestsFromMapFunc(lambda o: [Request("ns", "w")], priority=LOW_PRIORITY)
+    h.create(CreateEvent(obj("p")), q)
+    h.update(upd(obj("p", rv="1"), obj("p", rv="2")), q)
+    h.delete(DeleteEvent(obj("p")), q)
+    assert q.priorities == [LOW_PRIORITY] * 3
