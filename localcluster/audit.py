@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime
 import itertools
-import json
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from aiohttp import web
 
 from localcluster.errors import StatusError
 from localcluster.hooks import INFO_KEY, Handler, RequestInfo
+from localcluster.store import loads
 
 DEBUG_PREFIX = "/debug/"
 
@@ -84,7 +84,7 @@ def _created_name(response: web.StreamResponse) -> str:
     if not isinstance(body, bytes | bytearray):
         return ""
     try:
-        obj = json.loads(body)
+        obj = loads(bytes(body))
     except ValueError:
         return ""
     if not isinstance(obj, dict):

@@ -14,7 +14,7 @@ cluster, instead of being stored silently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _MAX_DEPTH = 64
@@ -26,6 +26,7 @@ class BuiltinPruner:
     def __init__(self) -> None:
         self._resolved: dict[str, Mapping[str, Any] | None] = {}
         self._types: _TypeChecker | None = None
+        self._shapes: dict[int, tuple[Mapping[str, Any], _Shape]] = {}
 
     def check_types(self, kind_key: tuple[str, str], obj: dict[str, Any]) -> None:
         """A 400, worded as kube-apiserver's decoder, when *obj* does not fit its Go type.
@@ -88,40 +89,124 @@ class BuiltinPruner:
         if schema is None:
             return []
         pruned: list[str] = []
-        self._prune(schema, obj, "", pruned, 0)
+        self._prune(schema, obj, [], pruned, 0)
         return pruned
 
+    def _shape(self, schema: Mapping[str, Any]) -> _Shape:
+        """What pruning needs of *schema* ($ref resolved), worked out once per schema node.
+
+        The schemas are the server's (``_resolved`` keeps them for its lifetime), so
+        a node is keyed by identity; the entry holds the node, so the id stays its own.
+        """
+        entry = self._shapes.get(id(schema))
+        if entry is not None and entry[0] is schema:
+            return entry[1]
+        shape = _Shape(self._resolve(schema), self._resolve)
+        self._shapes[id(schema)] = (schema, shape)
+        return shape
+
     def _prune(
-        self, schema: Mapping[str, Any], value: Any, path: str, pruned: list[str], depth: int
+        self,
+        schema: Mapping[str, Any],
+        value: dict[str, Any] | list[Any],
+        path: list[str | int],
+        pruned: list[str],
+        depth: int,
     ) -> None:
+        # Only objects and lists reach here: scalars hold nothing to prune. The
+        # path of a field is joined only when the field is dropped.
         if depth > _MAX_DEPTH:
             return
-        schema = self._resolve(schema)
-        if schema.get("x-kubernetes-preserve-unknown-fields"):
+        shape = self._shape(schema)
+        if shape.preserve:
             return
         if isinstance(value, dict):
-            props = schema.get("properties")
-            additional = schema.get("additionalProperties")
-            if isinstance(props, Mapping) and props:
+            props = shape.props
+            additional = shape.additional
+            if props:
                 for key in list(value):
+                    item = value[key]
                     sub = props.get(key)
-                    if isinstance(sub, Mapping):
-                        self._prune(sub, value[key], _child(path, key), pruned, depth + 1)
-                    elif isinstance(additional, Mapping):
-                        self._prune(additional, value[key], _child(path, key), pruned, depth + 1)
-                    elif additional is True:
-                        continue
-                    else:
+                    if sub is None and additional is None:
+                        if shape.additional_true:
+                            continue
                         del value[key]
-                        pruned.append(_child(path, key))
-            elif isinstance(additional, Mapping) and _has_structure(self._resolve(additional)):
+                        pruned.append(_joined(path, key))
+                        continue
+                    if isinstance(item, (dict, list)):
+                        path.append(key)
+                        self._prune(
+                            sub if sub is not None else additional,  # type: ignore[arg-type]
+                            item,
+                            path,
+                            pruned,
+                            depth + 1,
+                        )
+                        path.pop()
+            elif additional is not None and shape.additional_structured:
                 for key, item in value.items():
-                    self._prune(additional, item, _child(path, key), pruned, depth + 1)
+                    if isinstance(item, (dict, list)):
+                        path.append(key)
+                        self._prune(additional, item, path, pruned, depth + 1)
+                        path.pop()
         elif isinstance(value, list):
-            items = schema.get("items")
-            if isinstance(items, Mapping) and _has_structure(self._resolve(items)):
+            items = shape.items
+            if items is not None:
                 for i, item in enumerate(value):
-                    self._prune(items, item, f"{path}[{i}]", pruned, depth + 1)
+                    if isinstance(item, (dict, list)):
+                        path.append(i)
+                        self._prune(items, item, path, pruned, depth + 1)
+                        path.pop()
+
+
+class _Shape:
+    """One schema node as pruning reads it: declared properties, what other keys
+    may hold, and list items (only when they can hold fields to prune)."""
+
+    __slots__ = (
+        "additional",
+        "additional_structured",
+        "additional_true",
+        "items",
+        "preserve",
+        "props",
+    )
+
+    def __init__(
+        self,
+        schema: Mapping[str, Any],
+        resolve: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+    ) -> None:
+        self.preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        props = schema.get("properties")
+        self.props: Mapping[str, Mapping[str, Any]] | None = (
+            {k: v for k, v in props.items() if isinstance(v, Mapping)}
+            if isinstance(props, Mapping) and props
+            else None
+        )
+        additional = schema.get("additionalProperties")
+        self.additional: Mapping[str, Any] | None = (
+            additional if isinstance(additional, Mapping) else None
+        )
+        self.additional_true = additional is True
+        self.additional_structured = self.additional is not None and _has_structure(
+            resolve(self.additional)
+        )
+        items = schema.get("items")
+        self.items: Mapping[str, Any] | None = (
+            items if isinstance(items, Mapping) and _has_structure(resolve(items)) else None
+        )
+
+
+def _joined(path: list[str | int], key: str) -> str:
+    """The dotted path of a dropped field (``spec.template.spec.containers[0].foo``)."""
+    text = ""
+    for part in [*path, key]:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text = f"{text}.{part}" if text else part
+    return text
 
 
 def _has_structure(schema: Mapping[str, Any]) -> bool:
@@ -129,10 +214,6 @@ def _has_structure(schema: Mapping[str, Any]) -> bool:
     return bool(
         schema.get("properties") or schema.get("additionalProperties") or schema.get("items")
     )
-
-
-def _child(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
 
 
 # -- Go's typed decoding: a value of the wrong JSON type is a 400 ---------------

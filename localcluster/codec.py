@@ -26,7 +26,7 @@ from nimctl_runtime.meta import Obj
 
 from . import errors, protobuf
 from .errors import StatusError
-from .store import encode
+from .store import encode, loads
 
 MAX_BODY = 3 * 1024 * 1024
 
@@ -87,7 +87,7 @@ def decode_body(raw: bytes, content_type: str) -> Any:
     if mt in ("", JSON, MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, "*/*", "text/plain"):
         with _gc_paused(len(raw)):
             try:
-                doc = json.loads(raw)
+                doc = loads(raw)
             except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 raise errors.bad_request(
                     f"couldn't get version/kind; json parse error: {exc}"

@@ -25,7 +25,6 @@ call the ``*_object`` methods with an already-resolved ``ResourceInfo``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,7 +34,7 @@ from nimctl_runtime.meta import Obj
 from . import errors, strategy
 from .errors import StatusError
 from .registry import Registry, ResourceInfo
-from .store import Entry, Key, ObjectStore, encode
+from .store import Entry, Key, ObjectStore, decode, encode
 from .watchcache import ADDED, DELETED, MODIFIED, StoredEvent, WatchCache, Watcher
 
 
@@ -487,5 +486,5 @@ class Storage:
 
 
 def _copy(obj: Mapping[str, Any]) -> Obj:
-    out: Obj = json.loads(encode(obj))
+    out: Obj = decode(encode(obj))
     return out
