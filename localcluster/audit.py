@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from localcluster.errors import StatusError
-from localcluster.hooks import INFO_KEY, Handler, RequestInfo
+from localcluster.hooks import CREATED_NAME_KEY, INFO_KEY, Handler, RequestInfo
 from localcluster.store import loads
 
 DEBUG_PREFIX = "/debug/"
@@ -78,8 +78,11 @@ class AuditRecord:
         return (self.verb, self.resource, self.subresource, self.namespace, self.name)
 
 
-def _created_name(response: web.StreamResponse) -> str:
+def _created_name(request: web.Request, response: web.StreamResponse) -> str:
     """The name of the object a create returned (kube-apiserver's audit objectRef.name)."""
+    name: str | None = request.get(CREATED_NAME_KEY)
+    if name is not None:
+        return name
     body = getattr(response, "body", None)
     if not isinstance(body, bytes | bytearray):
         return ""
@@ -179,5 +182,5 @@ class AuditLog:
         rec.code = response.status
         self._impersonated(request, rec)
         if rec.verb == "create" and not rec.name and response.status < 300:
-            rec.name = _created_name(response)
+            rec.name = _created_name(request, response)
         return response

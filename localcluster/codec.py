@@ -92,7 +92,9 @@ def decode_body(raw: bytes, content_type: str) -> Any:
                 raise errors.bad_request(
                     f"couldn't get version/kind; json parse error: {exc}"
                 ) from exc
-            check_nesting_depth(doc)
+            if raw.count(b"{") + raw.count(b"[") > MAX_NESTING_DEPTH:
+                # fewer containers than the limit cannot nest deeper than it
+                check_nesting_depth(doc)
         return doc
     if mt == PROTOBUF:
         try:

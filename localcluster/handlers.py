@@ -52,7 +52,7 @@ from .codec import (
     wants_table,
 )
 from .errors import StatusError
-from .hooks import AdmissionAttributes, Operation, RequestInfo
+from .hooks import CREATED_NAME_KEY, AdmissionAttributes, Operation, RequestInfo
 from .host import APIServerHost
 from .registry import ResourceInfo
 from .schema import apply_defaults, prune, validate_custom_resource
@@ -494,6 +494,7 @@ class ResourceHandlers:
         admitted = await self._admit(ctx, "CREATE", obj, None)
         assert admitted is not None
         created = self.storage.create_object(info, admitted, dry_run=ctx.dry_run)
+        ctx.request[CREATED_NAME_KEY] = str(created["metadata"].get("name", ""))
         return json_response(self._versioned(info, created), 201, ctx.warnings)
 
     async def update(self, ctx: RequestContext) -> web.StreamResponse:
