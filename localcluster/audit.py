@@ -13,14 +13,14 @@ from __future__ import annotations
 import datetime
 import itertools
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from localcluster.errors import StatusError
 from localcluster.hooks import CREATED_NAME_KEY, INFO_KEY, Handler, RequestInfo
-from localcluster.store import loads
+from localcluster.store import encode, loads
 
 DEBUG_PREFIX = "/debug/"
 
@@ -47,6 +47,18 @@ class AuditRecord:
     # Who the request was served as when the user impersonated someone
     # (kube-apiserver's ``impersonatedUser``); ``user`` stays the authenticated one.
     impersonated_user: str = ""
+    # the record's JSON once the request is done (a done record never changes):
+    # a poll of the audit log re-sends the same records many times
+    _encoded: bytes | None = field(default=None, repr=False, compare=False)
+
+    def encoded(self) -> bytes:
+        """``to_json`` as compact JSON bytes, written once when the request is done."""
+        if self._encoded is not None:
+            return self._encoded
+        data = encode(self.to_json())
+        if self.code is not None:
+            self._encoded = data
+        return data
 
     def to_json(self) -> dict[str, Any]:
         """camelCase JSON as ``/debug/audit`` serves it (read field by field: ``asdict``'s
