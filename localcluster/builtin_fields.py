@@ -238,6 +238,11 @@ _QUANTITY_FORMAT = (
 _ANY = ("runtime.RawExtension", "meta.v1.FieldsV1")
 
 
+# Go kinds whose values of these exact Python types are right without a look at
+# the value (an int64 is range-checked, so ints are not listed for it)
+_SCALAR_KINDS: dict[str, tuple[type, ...]] = {"string": (str,), "bool": (bool,)}
+
+
 class TypeMismatch(ValueError):
     """A value of the wrong JSON type for its Go field (message in Go's json wording)."""
 
@@ -283,31 +288,36 @@ class _TypeChecker:
         return cached
 
     def check(self, type_name: str, value: dict[str, Any], stack: list[str]) -> None:
+        # *stack* is the path of *value*'s fields, pushed and popped in place: error
+        # messages read it when they are raised, and a valid object allocates none
+        fields = self.fields_of(type_name)
         for key, item in value.items():
-            entry = self.fields_of(type_name).get(key)
+            entry = fields.get(key)
             if entry is None or item is None:
                 continue  # unknown fields are the pruner's business; null is Go's zero value
             (name, _n, kind, repeated, sub), struct = entry
-            path = [*stack, name]
+            if kind in _SCALAR_KINDS and not repeated and type(item) in _SCALAR_KINDS[kind]:
+                continue  # the common case, settled without a call
+            stack.append(name)
             if sub is not None and sub in self._maps:
                 key_kind, value_kind, value_type = self._maps[sub]
                 go = f"map[{key_kind}]{_go_type(value_kind, value_type)}"
                 if not isinstance(item, dict):
-                    self._fail(item, struct, path, go)
+                    self._fail(item, struct, stack, go)
                 for element in item.values():
-                    self._value(value_kind, value_type, element, struct, path)
+                    self._value(value_kind, value_type, element, struct, stack)
             elif repeated:
                 if not isinstance(item, list):
-                    self._fail(item, struct, path, "[]" + _go_type(kind, sub))
+                    self._fail(item, struct, stack, "[]" + _go_type(kind, sub))
                 for element in item:
-                    self._value(kind, sub, element, struct, path)
+                    self._value(kind, sub, element, struct, stack)
             else:
-                self._value(kind, sub, item, struct, path)
+                self._value(kind, sub, item, struct, stack)
+            stack.pop()
 
     def _value(self, kind: str, sub: str | None, item: Any, struct: str, path: list[str]) -> None:
         if item is None:
             return
-        go = _go_type(kind, sub)
         if kind == "message" and sub is not None:
             if sub.endswith(_ANY):
                 return
@@ -318,24 +328,24 @@ class _TypeChecker:
                     self._integer("int32", item, struct, path, "int32")
             elif sub.endswith(("meta.v1.Time", "meta.v1.MicroTime", "meta.v1.Duration")):
                 if not isinstance(item, str):
-                    self._fail(item, struct, path, go)
+                    self._fail(item, struct, path, _go_type(kind, sub))
             elif sub.endswith(("meta.v1.Verbs", ".ExtraValue")):
                 if not isinstance(item, list) or not all(isinstance(v, str) for v in item):
                     self._fail(item, struct, path, "[]string")
             elif not isinstance(item, dict):
-                self._fail(item, struct, path, go)
+                self._fail(item, struct, path, _go_type(kind, sub))
             else:
                 self.check(sub, item, path)
         elif kind in ("string", "bytes"):
             if not isinstance(item, str):
-                self._fail(item, struct, path, go)
+                self._fail(item, struct, path, _go_type(kind, sub))
             if kind == "bytes":
                 _check_base64(item)
         elif kind == "bool":
             if not isinstance(item, bool):
-                self._fail(item, struct, path, go)
+                self._fail(item, struct, path, _go_type(kind, sub))
         elif kind in _INT_RANGES:
-            self._integer(kind, item, struct, path, go)
+            self._integer(kind, item, struct, path, _go_type(kind, sub))
 
     def _integer(self, kind: str, item: Any, struct: str, path: list[str], go: str) -> None:
         if isinstance(item, bool) or not isinstance(item, (int, float)):
