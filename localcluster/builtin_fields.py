@@ -243,6 +243,42 @@ _ANY = ("runtime.RawExtension", "meta.v1.FieldsV1")
 _SCALAR_KINDS: dict[str, tuple[type, ...]] = {"string": (str,), "bool": (bool,)}
 
 
+# How a value of a Go field is checked, worked out once per (kind, message type)
+_MESSAGE, _STRING, _BYTES, _BOOL, _INTEGER = "message", "string", "bytes", "bool", "integer"
+_ANY_VALUE, _QUANTITY, _INT_OR_STRING, _TIME, _STRINGS = (
+    "any",
+    "quantity",
+    "intorstring",
+    "time",
+    "strings",
+)
+_UNCHECKED = "unchecked"
+
+
+def _how_to_check(kind: str, sub: str | None) -> str:
+    if kind == "message" and sub is not None:
+        if sub.endswith(_ANY):
+            return _ANY_VALUE
+        if sub.endswith("resource.Quantity"):
+            return _QUANTITY
+        if sub.endswith("intstr.IntOrString"):
+            return _INT_OR_STRING
+        if sub.endswith(("meta.v1.Time", "meta.v1.MicroTime", "meta.v1.Duration")):
+            return _TIME
+        if sub.endswith(("meta.v1.Verbs", ".ExtraValue")):
+            return _STRINGS
+        return _MESSAGE
+    if kind == "string":
+        return _STRING
+    if kind == "bytes":
+        return _BYTES
+    if kind == "bool":
+        return _BOOL
+    if kind in _INT_RANGES:
+        return _INTEGER
+    return _UNCHECKED
+
+
 class TypeMismatch(ValueError):
     """A value of the wrong JSON type for its Go field (message in Go's json wording)."""
 
@@ -270,6 +306,7 @@ class _TypeChecker:
         self._messages, self._maps = protobuf.load_table()
         self._inline = protobuf.INLINE
         self._fields: dict[str, dict[str, tuple[list[Any], str]]] = {}
+        self._how: dict[tuple[str, str | None], str] = {}
 
     def fields_of(self, type_name: str) -> dict[str, tuple[list[Any], str]]:
         """JSON name -> (layout row, Go struct name), embedded structs flattened."""
@@ -318,33 +355,38 @@ class _TypeChecker:
     def _value(self, kind: str, sub: str | None, item: Any, struct: str, path: list[str]) -> None:
         if item is None:
             return
-        if kind == "message" and sub is not None:
-            if sub.endswith(_ANY):
-                return
-            if sub.endswith("resource.Quantity"):
-                self._quantity(item, struct, path)
-            elif sub.endswith("intstr.IntOrString"):
-                if not isinstance(item, str):
-                    self._integer("int32", item, struct, path, "int32")
-            elif sub.endswith(("meta.v1.Time", "meta.v1.MicroTime", "meta.v1.Duration")):
-                if not isinstance(item, str):
-                    self._fail(item, struct, path, _go_type(kind, sub))
-            elif sub.endswith(("meta.v1.Verbs", ".ExtraValue")):
-                if not isinstance(item, list) or not all(isinstance(v, str) for v in item):
-                    self._fail(item, struct, path, "[]string")
-            elif not isinstance(item, dict):
-                self._fail(item, struct, path, _go_type(kind, sub))
+        how = self._how.get((kind, sub))
+        if how is None:
+            how = self._how[(kind, sub)] = _how_to_check(kind, sub)
+        if how is _MESSAGE:
+            if isinstance(item, dict):
+                self.check(sub, item, path)  # type: ignore[arg-type]
             else:
-                self.check(sub, item, path)
-        elif kind in ("string", "bytes"):
+                self._fail(item, struct, path, _go_type(kind, sub))
+        elif how is _STRING:
             if not isinstance(item, str):
                 self._fail(item, struct, path, _go_type(kind, sub))
-            if kind == "bytes":
-                _check_base64(item)
-        elif kind == "bool":
+        elif how is _ANY_VALUE:
+            return
+        elif how is _QUANTITY:
+            self._quantity(item, struct, path)
+        elif how is _INT_OR_STRING:
+            if not isinstance(item, str):
+                self._integer("int32", item, struct, path, "int32")
+        elif how is _TIME:
+            if not isinstance(item, str):
+                self._fail(item, struct, path, _go_type(kind, sub))
+        elif how is _STRINGS:
+            if not isinstance(item, list) or not all(isinstance(v, str) for v in item):
+                self._fail(item, struct, path, "[]string")
+        elif how is _BYTES:
+            if not isinstance(item, str):
+                self._fail(item, struct, path, _go_type(kind, sub))
+            _check_base64(item)
+        elif how is _BOOL:
             if not isinstance(item, bool):
                 self._fail(item, struct, path, _go_type(kind, sub))
-        elif kind in _INT_RANGES:
+        elif how is _INTEGER:
             self._integer(kind, item, struct, path, _go_type(kind, sub))
 
     def _integer(self, kind: str, item: Any, struct: str, path: list[str], go: str) -> None:
