@@ -276,7 +276,6 @@ class ServiceAllocations:
         if ips or ports:
             self._held[key] = (ips, ports)
 
-
     def free_ip(self) -> str:
         """The lowest free address of the Service network from its 11th, as before:
         predictable. Amortised O(1): the search starts above the addresses all held."""
