@@ -28,6 +28,7 @@ from localcluster.errors import StatusError
 from localcluster.hooks import AdmissionAttributes
 from localcluster.registry import Registry
 from localcluster.storage import Storage
+from localcluster.tokens import ISSUER
 
 N = 200
 
@@ -194,7 +195,7 @@ def test_objects_are_read_by_orjson_with_json_s_values_and_errors(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     stdlib = _Counted(json.loads)
-    monkeypatch.setattr(store.json, "loads", stdlib)
+    monkeypatch.setattr(json, "loads", stdlib)  # the module store reads json with
     for i in range(N):
         raw = _json_bytes(_deployment(i))
         assert store.loads(raw) == _deployment(i)
@@ -286,3 +287,55 @@ async def test_a_write_is_encoded_once_and_answered_with_the_stored_bytes(
     stored = cluster.storage.get("apps/v1", "Deployment", "d4", "default")
     assert stored["metadata"]["labels"]["patched"] == "yes"
     assert copy.deepcopy(stored)["spec"] == json.loads(bodies[4])["spec"]
+
+
+async def test_a_service_account_token_decodes_its_account_once_per_stored_version(
+    cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = cluster.storage
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nim"}})
+
+    def account() -> dict[str, Any]:
+        return storage.create(
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot", "namespace": "nim"}}
+        )  # fmt: skip
+
+    uid = account()["metadata"]["uid"]
+    now = int(cluster.token_issuer.clock())
+    token = cluster.token_issuer.sign(
+        {
+            "aud": [ISSUER],
+            "exp": now + 600,
+            "iat": now,
+            "nbf": now,
+            "iss": ISSUER,
+            "sub": "system:serviceaccount:nim:robot",
+            "kubernetes.io": {"namespace": "nim", "serviceaccount": {"name": "robot", "uid": uid}},
+        }
+    )
+    decodes = _Counted(store.Entry.decode)
+
+    def counted_decode(self: store.Entry) -> dict[str, Any]:
+        out: dict[str, Any] = decodes(self)
+        return out
+
+    monkeypatch.setattr(store.Entry, "decode", counted_decode)
+    for _ in range(N):
+        assert cluster.user_for_token(token) == (
+            "system:serviceaccount:nim:robot",
+            ("system:serviceaccounts", "system:serviceaccounts:nim", "system:authenticated"),
+        )
+    assert decodes.calls == 1
+    # a write to the account is a new stored version: read again, still valid
+    labelled = storage.get("v1", "ServiceAccount", "robot", "nim")
+    labelled["metadata"]["labels"] = {"a": "b"}
+    storage.update(labelled)
+    decodes.calls = 0
+    assert cluster.user_for_token(token) is not None
+    assert cluster.user_for_token(token) is not None
+    assert decodes.calls == 1
+    # deleted, then re-created under another uid: refused both times
+    storage.delete("v1", "ServiceAccount", "robot", "nim")
+    assert cluster.user_for_token(token) is None
+    account()
+    assert cluster.user_for_token(token) is None
