@@ -113,9 +113,23 @@ class AuditLog:
     def __init__(self, max_records: int = 200_000) -> None:
         self._records: deque[AuditRecord] = deque(maxlen=max_records)
         self._seq = itertools.count(1)
+        # the same records by (user, verb, resource), oldest first: a poll for one
+        # user's creates of one resource reads those, not the whole log
+        self._by_call: dict[tuple[str, str, str], deque[AuditRecord]] = {}
 
     def clear(self) -> None:
         self._records.clear()
+        self._by_call.clear()
+
+    def _append(self, rec: AuditRecord) -> None:
+        if len(self._records) == self._records.maxlen:
+            dropped = self._records[0]  # the oldest overall: the oldest of its call too
+            same = self._by_call[(dropped.user, dropped.verb, dropped.resource)]
+            same.popleft()
+            if not same:
+                del self._by_call[(dropped.user, dropped.verb, dropped.resource)]
+        self._records.append(rec)
+        self._by_call.setdefault((rec.user, rec.verb, rec.resource), deque()).append(rec)
 
     def records(
         self,
@@ -126,6 +140,8 @@ class AuditLog:
         resource_requests_only: bool = True,
     ) -> list[AuditRecord]:
         """Records in arrival order, filtered by user, resource and verb."""
+        if user is not None and resource and verb is not None:
+            return list(self._by_call.get((user, verb, resource), ()))
         out = []
         for rec in list(self._records):
             if resource_requests_only and not rec.resource:
@@ -160,7 +176,7 @@ class AuditLog:
             path=request.path,
             query=request.query_string,
         )
-        self._records.append(rec)
+        self._append(rec)
         return rec
 
     @staticmethod

@@ -22,7 +22,7 @@ import pytest
 
 from localcluster import builtin_fields, codec, handlers, store
 from localcluster.admission import BuiltinAdmission
-from localcluster.audit import AuditRecord
+from localcluster.audit import AuditLog, AuditRecord
 from localcluster.cluster import LocalCluster
 from localcluster.errors import StatusError
 from localcluster.hooks import AdmissionAttributes
@@ -339,3 +339,22 @@ async def test_a_service_account_token_decodes_its_account_once_per_stored_versi
     assert cluster.user_for_token(token) is None
     account()
     assert cluster.user_for_token(token) is None
+
+
+def test_a_poll_for_one_user_s_creates_of_one_resource_reads_only_those() -> None:
+    log = AuditLog(max_records=50)
+    calls = [("op", "create", "deployments"), ("op", "patch", "nimservices"), ("admin", "create", "deployments")]
+    for i in range(300):
+        user, verb, resource = calls[i % 3]
+        rec = AuditRecord(i, "t", user, (), verb, "", "v1", resource, "", "ns", f"n{i}", "POST", "/", "")
+        log._append(rec)  # fmt: skip
+    # the index gives what the scan gives, the bound included (the last 50 records)
+    for user, verb, resource in calls:
+        scanned = [
+            r for r in log.records() if (r.user, r.verb, r.resource) == (user, verb, resource)
+        ]
+        assert log.records(user=user, verb=verb, resource=resource) == scanned
+        assert len(scanned) in (16, 17)
+    assert sum(len(v) for v in log._by_call.values()) == 50
+    log.clear()
+    assert log.records(user="op", verb="create", resource="deployments") == []
