@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from localcluster import builtin_fields, codec, handlers, store
+from localcluster import builtin_fields, cel, codec, handlers, store
 from localcluster.admission import BuiltinAdmission
 from localcluster.audit import AuditLog, AuditRecord
 from localcluster.cluster import LocalCluster
@@ -358,3 +358,37 @@ def test_a_poll_for_one_user_s_creates_of_one_resource_reads_only_those() -> Non
     assert sum(len(v) for v in log._by_call.values()) == 50
     log.clear()
     assert log.records(user="op", verb="create", resource="deployments") == []
+
+
+def test_a_status_write_keys_the_unchanged_spec_for_its_rules_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": "self.replicas >= 0"},
+                    {"rule": "self.replicas == oldSelf.replicas || self.replicas > 0"},
+                ],
+                "properties": {"replicas": {"type": "integer"}, "x": {}},
+            },
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
+    }
+    keys = _Counted(cel._value_key)
+    monkeypatch.setattr(cel, "_value_key", keys)
+    old = {"spec": {"replicas": 1, "x": 1}, "status": {"a": 1}}
+    new = {"spec": {"replicas": 1, "x": 1}, "status": {"a": 2}}
+    for _ in range(N):
+        assert cel.validate_rules(schema, new, old) == []
+    assert keys.calls == N  # the spec's key, once: the old spec is the same value
+    # the same by == is not enough: 1.0 is not 1 where the schema leaves it untyped
+    keys.calls = 0
+    floated = {"spec": {"replicas": 1, "x": 1.0}, "status": {}}
+    assert cel.validate_rules(schema, floated, old) == []
+    assert keys.calls == 2
+    # and a changed spec is judged against the old one
+    shrunk = {"spec": {"replicas": -1, "x": 1}, "status": {}}
+    assert [c["message"] for c in cel.validate_rules(schema, shrunk, old)] != []
