@@ -113,11 +113,11 @@ class BuiltinAdmission:
     ) -> list[str]:
         return []
 
-    def _used(self) -> tuple[Mapping[str, int], Mapping[int, int]]:
+    def _used(self) -> ServiceAllocations:
         """The cluster IPs and node ports the stored Services hold (kept current by events)."""
         if self._allocations is None:
             self._allocations = ServiceAllocations(self.storage)
-        return self._allocations.ips, self._allocations.ports
+        return self._allocations
 
     def _service(self, obj: Obj, old: Obj | None) -> Obj:
         obj = copy.deepcopy(obj)
@@ -131,12 +131,13 @@ class BuiltinAdmission:
         for port in spec.get("ports") or []:
             port.setdefault("protocol", "TCP")
             port.setdefault("targetPort", port.get("port"))
-        used_ips, used_ports = self._used()
+        allocations = self._used()
+        used_ports = allocations.ports
         if not spec.get("clusterIP"):
             if old_spec.get("clusterIP"):
                 spec["clusterIP"] = old_spec["clusterIP"]
             else:
-                spec["clusterIP"] = _free_ip(used_ips)
+                spec["clusterIP"] = allocations.free_ip()
         if spec["clusterIP"] != "None":
             spec.setdefault("clusterIPs", [spec["clusterIP"]])
             spec.setdefault("ipFamilies", ["IPv4"])
@@ -197,20 +198,24 @@ class BuiltinAdmission:
         return obj
 
 
-def _free_ip(used: Mapping[str, int] | set[str]) -> str:
-    """The lowest free address of the Service network from its 11th (as before: predictable)."""
-    network = CLUSTER_IP_NETWORK
-    base = int(network.network_address)
-    for offset in range(10, network.num_addresses - 1):
-        n = base + offset
-        candidate = f"{n >> 24}.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
-        if candidate not in used:
-            return candidate
-    raise StatusError(
-        500,
-        "InternalError",
-        "Internal error occurred: failed to allocate a serviceIP: range is full",
-    )
+_FIRST_IP_OFFSET = 10  # addresses are handed out from the 11th of the network (predictable)
+_IP_BASE = int(CLUSTER_IP_NETWORK.network_address)
+_IP_END = CLUSTER_IP_NETWORK.num_addresses - 1  # the broadcast address is never handed out
+
+
+def _ip_text(offset: int) -> str:
+    n = _IP_BASE + offset
+    return f"{n >> 24}.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
+
+
+def _ip_offset(ip: str) -> int | None:
+    """The offset of a dotted IPv4 address in the Service network, None when outside it."""
+    parts = ip.split(".")
+    if len(parts) != 4 or not all(p.isdigit() for p in parts):
+        return None
+    n = (int(parts[0]) << 24) | (int(parts[1]) << 16) | (int(parts[2]) << 8) | int(parts[3])
+    offset = n - _IP_BASE
+    return offset if 0 <= offset < _IP_END else None
 
 
 class ServiceAllocations:
@@ -225,6 +230,11 @@ class ServiceAllocations:
     def __init__(self, storage: Any) -> None:
         self.ips: dict[str, int] = {}
         self.ports: dict[int, int] = {}
+        # every address of the network from its 11th up to this offset is held, so the
+        # lowest free one is found from here (a released address moves it back)
+        self._low = _FIRST_IP_OFFSET
+        # addresses looked at by free_ip (a counting test reads it)
+        self.probes = 0
         self._held: dict[tuple[str, str], tuple[tuple[str, ...], tuple[int, ...]]] = {}
         # services decoded to keep the allocations (a counting test reads it)
         self.decoded = 0
@@ -246,6 +256,10 @@ class ServiceAllocations:
         old_ips, old_ports = self._held.pop(key, ((), ()))
         for ip in old_ips:
             _count(self.ips, ip, -1)
+            if ip not in self.ips:
+                offset = _ip_offset(ip)
+                if offset is not None and offset < self._low:
+                    self._low = max(offset, _FIRST_IP_OFFSET)
         for port in old_ports:
             _count(self.ports, port, -1)
         if svc is None:
@@ -261,6 +275,22 @@ class ServiceAllocations:
             _count(self.ports, port, 1)
         if ips or ports:
             self._held[key] = (ips, ports)
+
+    def free_ip(self) -> str:
+        """The lowest free address of the Service network from its 11th, as before:
+        predictable. Amortised O(1): the search starts above the addresses all held."""
+        for offset in range(self._low, _IP_END):
+            self.probes += 1
+            candidate = _ip_text(offset)
+            if candidate not in self.ips:
+                # not held until the Service is stored: the next search starts here again
+                self._low = offset
+                return candidate
+        raise StatusError(
+            500,
+            "InternalError",
+            "Internal error occurred: failed to allocate a serviceIP: range is full",
+        )
 
 
 def _count(counts: dict[Any, int], value: Any, delta: int) -> None:

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import datetime
 import itertools
-import json
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from localcluster.errors import StatusError
-from localcluster.hooks import INFO_KEY, Handler, RequestInfo
+from localcluster.hooks import CREATED_NAME_KEY, INFO_KEY, Handler, RequestInfo
+from localcluster.store import encode, loads
 
 DEBUG_PREFIX = "/debug/"
 
@@ -47,6 +47,18 @@ class AuditRecord:
     # Who the request was served as when the user impersonated someone
     # (kube-apiserver's ``impersonatedUser``); ``user`` stays the authenticated one.
     impersonated_user: str = ""
+    # the record's JSON once the request is done (a done record never changes):
+    # a poll of the audit log re-sends the same records many times
+    _encoded: bytes | None = field(default=None, repr=False, compare=False)
+
+    def encoded(self) -> bytes:
+        """``to_json`` as compact JSON bytes, written once when the request is done."""
+        if self._encoded is not None:
+            return self._encoded
+        data = encode(self.to_json())
+        if self.code is not None:
+            self._encoded = data
+        return data
 
     def to_json(self) -> dict[str, Any]:
         """camelCase JSON as ``/debug/audit`` serves it (read field by field: ``asdict``'s
@@ -78,13 +90,16 @@ class AuditRecord:
         return (self.verb, self.resource, self.subresource, self.namespace, self.name)
 
 
-def _created_name(response: web.StreamResponse) -> str:
+def _created_name(request: web.Request, response: web.StreamResponse) -> str:
     """The name of the object a create returned (kube-apiserver's audit objectRef.name)."""
+    name: str | None = request.get(CREATED_NAME_KEY)
+    if name is not None:
+        return name
     body = getattr(response, "body", None)
     if not isinstance(body, bytes | bytearray):
         return ""
     try:
-        obj = json.loads(body)
+        obj = loads(bytes(body))
     except ValueError:
         return ""
     if not isinstance(obj, dict):
@@ -98,9 +113,23 @@ class AuditLog:
     def __init__(self, max_records: int = 200_000) -> None:
         self._records: deque[AuditRecord] = deque(maxlen=max_records)
         self._seq = itertools.count(1)
+        # the same records by (user, verb, resource), oldest first: a poll for one
+        # user's creates of one resource reads those, not the whole log
+        self._by_call: dict[tuple[str, str, str], deque[AuditRecord]] = {}
 
     def clear(self) -> None:
         self._records.clear()
+        self._by_call.clear()
+
+    def _append(self, rec: AuditRecord) -> None:
+        if len(self._records) == self._records.maxlen:
+            dropped = self._records[0]  # the oldest overall: the oldest of its call too
+            same = self._by_call[(dropped.user, dropped.verb, dropped.resource)]
+            same.popleft()
+            if not same:
+                del self._by_call[(dropped.user, dropped.verb, dropped.resource)]
+        self._records.append(rec)
+        self._by_call.setdefault((rec.user, rec.verb, rec.resource), deque()).append(rec)
 
     def records(
         self,
@@ -111,6 +140,8 @@ class AuditLog:
         resource_requests_only: bool = True,
     ) -> list[AuditRecord]:
         """Records in arrival order, filtered by user, resource and verb."""
+        if user is not None and resource and verb is not None:
+            return list(self._by_call.get((user, verb, resource), ()))
         out = []
         for rec in list(self._records):
             if resource_requests_only and not rec.resource:
@@ -145,7 +176,7 @@ class AuditLog:
             path=request.path,
             query=request.query_string,
         )
-        self._records.append(rec)
+        self._append(rec)
         return rec
 
     @staticmethod
@@ -179,5 +210,5 @@ class AuditLog:
         rec.code = response.status
         self._impersonated(request, rec)
         if rec.verb == "create" and not rec.name and response.status < 300:
-            rec.name = _created_name(response)
+            rec.name = _created_name(request, response)
         return response

@@ -14,7 +14,7 @@ cluster, instead of being stored silently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _MAX_DEPTH = 64
@@ -26,6 +26,7 @@ class BuiltinPruner:
     def __init__(self) -> None:
         self._resolved: dict[str, Mapping[str, Any] | None] = {}
         self._types: _TypeChecker | None = None
+        self._shapes: dict[int, tuple[Mapping[str, Any], _Shape]] = {}
 
     def check_types(self, kind_key: tuple[str, str], obj: dict[str, Any]) -> None:
         """A 400, worded as kube-apiserver's decoder, when *obj* does not fit its Go type.
@@ -88,40 +89,124 @@ class BuiltinPruner:
         if schema is None:
             return []
         pruned: list[str] = []
-        self._prune(schema, obj, "", pruned, 0)
+        self._prune(schema, obj, [], pruned, 0)
         return pruned
 
+    def _shape(self, schema: Mapping[str, Any]) -> _Shape:
+        """What pruning needs of *schema* ($ref resolved), worked out once per schema node.
+
+        The schemas are the server's (``_resolved`` keeps them for its lifetime), so
+        a node is keyed by identity; the entry holds the node, so the id stays its own.
+        """
+        entry = self._shapes.get(id(schema))
+        if entry is not None and entry[0] is schema:
+            return entry[1]
+        shape = _Shape(self._resolve(schema), self._resolve)
+        self._shapes[id(schema)] = (schema, shape)
+        return shape
+
     def _prune(
-        self, schema: Mapping[str, Any], value: Any, path: str, pruned: list[str], depth: int
+        self,
+        schema: Mapping[str, Any],
+        value: dict[str, Any] | list[Any],
+        path: list[str | int],
+        pruned: list[str],
+        depth: int,
     ) -> None:
+        # Only objects and lists reach here: scalars hold nothing to prune. The
+        # path of a field is joined only when the field is dropped.
         if depth > _MAX_DEPTH:
             return
-        schema = self._resolve(schema)
-        if schema.get("x-kubernetes-preserve-unknown-fields"):
+        shape = self._shape(schema)
+        if shape.preserve:
             return
         if isinstance(value, dict):
-            props = schema.get("properties")
-            additional = schema.get("additionalProperties")
-            if isinstance(props, Mapping) and props:
+            props = shape.props
+            additional = shape.additional
+            if props:
                 for key in list(value):
+                    item = value[key]
                     sub = props.get(key)
-                    if isinstance(sub, Mapping):
-                        self._prune(sub, value[key], _child(path, key), pruned, depth + 1)
-                    elif isinstance(additional, Mapping):
-                        self._prune(additional, value[key], _child(path, key), pruned, depth + 1)
-                    elif additional is True:
-                        continue
-                    else:
+                    if sub is None and additional is None:
+                        if shape.additional_true:
+                            continue
                         del value[key]
-                        pruned.append(_child(path, key))
-            elif isinstance(additional, Mapping) and _has_structure(self._resolve(additional)):
+                        pruned.append(_joined(path, key))
+                        continue
+                    if isinstance(item, (dict, list)):
+                        path.append(key)
+                        self._prune(
+                            sub if sub is not None else additional,  # type: ignore[arg-type]
+                            item,
+                            path,
+                            pruned,
+                            depth + 1,
+                        )
+                        path.pop()
+            elif additional is not None and shape.additional_structured:
                 for key, item in value.items():
-                    self._prune(additional, item, _child(path, key), pruned, depth + 1)
+                    if isinstance(item, (dict, list)):
+                        path.append(key)
+                        self._prune(additional, item, path, pruned, depth + 1)
+                        path.pop()
         elif isinstance(value, list):
-            items = schema.get("items")
-            if isinstance(items, Mapping) and _has_structure(self._resolve(items)):
+            items = shape.items
+            if items is not None:
                 for i, item in enumerate(value):
-                    self._prune(items, item, f"{path}[{i}]", pruned, depth + 1)
+                    if isinstance(item, (dict, list)):
+                        path.append(i)
+                        self._prune(items, item, path, pruned, depth + 1)
+                        path.pop()
+
+
+class _Shape:
+    """One schema node as pruning reads it: declared properties, what other keys
+    may hold, and list items (only when they can hold fields to prune)."""
+
+    __slots__ = (
+        "additional",
+        "additional_structured",
+        "additional_true",
+        "items",
+        "preserve",
+        "props",
+    )
+
+    def __init__(
+        self,
+        schema: Mapping[str, Any],
+        resolve: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+    ) -> None:
+        self.preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        props = schema.get("properties")
+        self.props: Mapping[str, Mapping[str, Any]] | None = (
+            {k: v for k, v in props.items() if isinstance(v, Mapping)}
+            if isinstance(props, Mapping) and props
+            else None
+        )
+        additional = schema.get("additionalProperties")
+        self.additional: Mapping[str, Any] | None = (
+            additional if isinstance(additional, Mapping) else None
+        )
+        self.additional_true = additional is True
+        self.additional_structured = self.additional is not None and _has_structure(
+            resolve(self.additional)
+        )
+        items = schema.get("items")
+        self.items: Mapping[str, Any] | None = (
+            items if isinstance(items, Mapping) and _has_structure(resolve(items)) else None
+        )
+
+
+def _joined(path: list[str | int], key: str) -> str:
+    """The dotted path of a dropped field (``spec.template.spec.containers[0].foo``)."""
+    text = ""
+    for part in [*path, key]:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text = f"{text}.{part}" if text else part
+    return text
 
 
 def _has_structure(schema: Mapping[str, Any]) -> bool:
@@ -129,10 +214,6 @@ def _has_structure(schema: Mapping[str, Any]) -> bool:
     return bool(
         schema.get("properties") or schema.get("additionalProperties") or schema.get("items")
     )
-
-
-def _child(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
 
 
 # -- Go's typed decoding: a value of the wrong JSON type is a 400 ---------------
@@ -155,6 +236,47 @@ _QUANTITY_FORMAT = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
 _ANY = ("runtime.RawExtension", "meta.v1.FieldsV1")
+
+
+# Go kinds whose values of these exact Python types are right without a look at
+# the value (an int64 is range-checked, so ints are not listed for it)
+_SCALAR_KINDS: dict[str, tuple[type, ...]] = {"string": (str,), "bool": (bool,)}
+
+
+# How a value of a Go field is checked, worked out once per (kind, message type)
+_MESSAGE, _STRING, _BYTES, _BOOL, _INTEGER = "message", "string", "bytes", "bool", "integer"
+_ANY_VALUE, _QUANTITY, _INT_OR_STRING, _TIME, _STRINGS = (
+    "any",
+    "quantity",
+    "intorstring",
+    "time",
+    "strings",
+)
+_UNCHECKED = "unchecked"
+
+
+def _how_to_check(kind: str, sub: str | None) -> str:
+    if kind == "message" and sub is not None:
+        if sub.endswith(_ANY):
+            return _ANY_VALUE
+        if sub.endswith("resource.Quantity"):
+            return _QUANTITY
+        if sub.endswith("intstr.IntOrString"):
+            return _INT_OR_STRING
+        if sub.endswith(("meta.v1.Time", "meta.v1.MicroTime", "meta.v1.Duration")):
+            return _TIME
+        if sub.endswith(("meta.v1.Verbs", ".ExtraValue")):
+            return _STRINGS
+        return _MESSAGE
+    if kind == "string":
+        return _STRING
+    if kind == "bytes":
+        return _BYTES
+    if kind == "bool":
+        return _BOOL
+    if kind in _INT_RANGES:
+        return _INTEGER
+    return _UNCHECKED
 
 
 class TypeMismatch(ValueError):
@@ -184,6 +306,7 @@ class _TypeChecker:
         self._messages, self._maps = protobuf.load_table()
         self._inline = protobuf.INLINE
         self._fields: dict[str, dict[str, tuple[list[Any], str]]] = {}
+        self._how: dict[tuple[str, str | None], str] = {}
 
     def fields_of(self, type_name: str) -> dict[str, tuple[list[Any], str]]:
         """JSON name -> (layout row, Go struct name), embedded structs flattened."""
@@ -202,59 +325,69 @@ class _TypeChecker:
         return cached
 
     def check(self, type_name: str, value: dict[str, Any], stack: list[str]) -> None:
+        # *stack* is the path of *value*'s fields, pushed and popped in place: error
+        # messages read it when they are raised, and a valid object allocates none
+        fields = self.fields_of(type_name)
         for key, item in value.items():
-            entry = self.fields_of(type_name).get(key)
+            entry = fields.get(key)
             if entry is None or item is None:
                 continue  # unknown fields are the pruner's business; null is Go's zero value
             (name, _n, kind, repeated, sub), struct = entry
-            path = [*stack, name]
+            if kind in _SCALAR_KINDS and not repeated and type(item) in _SCALAR_KINDS[kind]:
+                continue  # the common case, settled without a call
+            stack.append(name)
             if sub is not None and sub in self._maps:
                 key_kind, value_kind, value_type = self._maps[sub]
                 go = f"map[{key_kind}]{_go_type(value_kind, value_type)}"
                 if not isinstance(item, dict):
-                    self._fail(item, struct, path, go)
+                    self._fail(item, struct, stack, go)
                 for element in item.values():
-                    self._value(value_kind, value_type, element, struct, path)
+                    self._value(value_kind, value_type, element, struct, stack)
             elif repeated:
                 if not isinstance(item, list):
-                    self._fail(item, struct, path, "[]" + _go_type(kind, sub))
+                    self._fail(item, struct, stack, "[]" + _go_type(kind, sub))
                 for element in item:
-                    self._value(kind, sub, element, struct, path)
+                    self._value(kind, sub, element, struct, stack)
             else:
-                self._value(kind, sub, item, struct, path)
+                self._value(kind, sub, item, struct, stack)
+            stack.pop()
 
     def _value(self, kind: str, sub: str | None, item: Any, struct: str, path: list[str]) -> None:
         if item is None:
             return
-        go = _go_type(kind, sub)
-        if kind == "message" and sub is not None:
-            if sub.endswith(_ANY):
-                return
-            if sub.endswith("resource.Quantity"):
-                self._quantity(item, struct, path)
-            elif sub.endswith("intstr.IntOrString"):
-                if not isinstance(item, str):
-                    self._integer("int32", item, struct, path, "int32")
-            elif sub.endswith(("meta.v1.Time", "meta.v1.MicroTime", "meta.v1.Duration")):
-                if not isinstance(item, str):
-                    self._fail(item, struct, path, go)
-            elif sub.endswith(("meta.v1.Verbs", ".ExtraValue")):
-                if not isinstance(item, list) or not all(isinstance(v, str) for v in item):
-                    self._fail(item, struct, path, "[]string")
-            elif not isinstance(item, dict):
-                self._fail(item, struct, path, go)
+        how = self._how.get((kind, sub))
+        if how is None:
+            how = self._how[(kind, sub)] = _how_to_check(kind, sub)
+        if how is _MESSAGE:
+            if isinstance(item, dict):
+                self.check(sub, item, path)  # type: ignore[arg-type]
             else:
-                self.check(sub, item, path)
-        elif kind in ("string", "bytes"):
+                self._fail(item, struct, path, _go_type(kind, sub))
+        elif how is _STRING:
             if not isinstance(item, str):
-                self._fail(item, struct, path, go)
-            if kind == "bytes":
-                _check_base64(item)
-        elif kind == "bool":
+                self._fail(item, struct, path, _go_type(kind, sub))
+        elif how is _ANY_VALUE:
+            return
+        elif how is _QUANTITY:
+            self._quantity(item, struct, path)
+        elif how is _INT_OR_STRING:
+            if not isinstance(item, str):
+                self._integer("int32", item, struct, path, "int32")
+        elif how is _TIME:
+            if not isinstance(item, str):
+                self._fail(item, struct, path, _go_type(kind, sub))
+        elif how is _STRINGS:
+            if not isinstance(item, list) or not all(isinstance(v, str) for v in item):
+                self._fail(item, struct, path, "[]string")
+        elif how is _BYTES:
+            if not isinstance(item, str):
+                self._fail(item, struct, path, _go_type(kind, sub))
+            _check_base64(item)
+        elif how is _BOOL:
             if not isinstance(item, bool):
-                self._fail(item, struct, path, go)
-        elif kind in _INT_RANGES:
-            self._integer(kind, item, struct, path, go)
+                self._fail(item, struct, path, _go_type(kind, sub))
+        elif how is _INTEGER:
+            self._integer(kind, item, struct, path, _go_type(kind, sub))
 
     def _integer(self, kind: str, item: Any, struct: str, path: list[str], go: str) -> None:
         if isinstance(item, bool) or not isinstance(item, (int, float)):

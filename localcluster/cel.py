@@ -226,6 +226,20 @@ def _normalize(value: Any, schema: Any) -> Any:
     return str(value)
 
 
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal with the same types all the way down (``==`` alone takes 1 for 1.0 and True)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(_same_json(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) in _SCALARS and bool(a == b)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _value_key(value: Any, schema: Mapping[str, Any]) -> str:
     return json.dumps(_normalize(value, schema), sort_keys=True, separators=(",", ":"))
 
@@ -310,8 +324,13 @@ def _run_rules(
     causes: list[Cause],
     is_root: bool,
 ) -> None:
-    self_key = _value_key(_root_view(value) if is_root else value, schema)
-    old_key = _value_key(_root_view(old) if is_root else old, schema) if has_old else None
+    self_value = _root_view(value) if is_root else value
+    self_key = _value_key(self_value, schema)
+    old_key: str | None = None
+    if has_old:
+        old_value = _root_view(old) if is_root else old
+        # an unchanged value (a status write leaves spec alone) has the same key
+        old_key = self_key if _same_json(old_value, self_value) else _value_key(old_value, schema)
     type_name = _schema_type_name(schema)
     for index, spec in enumerate(rules):
         if not isinstance(spec, dict) or not isinstance(spec.get("rule"), str):

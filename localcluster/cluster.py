@@ -38,6 +38,7 @@ from .registry import Registry
 from .server import ApiServer
 from .serviceaccounts import ServiceAccountAdmission, ServiceAccountsController
 from .storage import Storage
+from .store import Entry
 from .tokens import TokenIssuer
 
 log = get_logger(__name__)
@@ -108,6 +109,7 @@ class LocalCluster:
         self.ca: certs.CertPair | None = None
         self.kubeconfig_path = Path()
         self._tokens: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._bound_objects: dict[tuple[str, str, str], tuple[Entry, dict[str, Any]]] = {}
         self._user_tokens: dict[str, str] = {}
         # Signs the ServiceAccount tokens of the serviceaccounts/token subresource.
         self.token_issuer = TokenIssuer()
@@ -144,9 +146,25 @@ class LocalCluster:
         return found
 
     def _lookup(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The current object a token is bound to (read only: the decode is shared).
+
+        Every request of a ServiceAccount token looks its ServiceAccount up; stored
+        entries are replaced, never changed, on a write, so the decode of an entry is
+        kept while that entry is the stored one.
+        """
         info = self.registry.get_by_kind("v1", kind)
         entry = self.storage.get_entry(info, namespace, name) if info is not None else None
-        return entry.decode() if entry is not None else None
+        if entry is None:
+            return None
+        key = (kind, namespace, name)
+        seen = self._bound_objects.get(key)
+        if seen is not None and seen[0] is entry:
+            return seen[1]
+        obj = entry.decode()
+        if len(self._bound_objects) >= 1024:
+            self._bound_objects.clear()
+        self._bound_objects[key] = (entry, obj)
+        return obj
 
     def kubeconfig_text(self, user: str = "admin") -> str:
         return render_kubeconfig(self.url, self.ca_pem, user, self.token_for(user))

@@ -26,7 +26,7 @@ from nimctl_runtime.meta import Obj
 
 from . import errors, protobuf
 from .errors import StatusError
-from .store import encode
+from .store import encode, loads
 
 MAX_BODY = 3 * 1024 * 1024
 
@@ -85,15 +85,10 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         check_nesting_depth(doc)
         return doc
     if mt in ("", JSON, MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH, "*/*", "text/plain"):
+        if len(raw) < LARGE_BODY:  # (a generator context manager per request costs)
+            return _decode_json(raw)
         with _gc_paused(len(raw)):
-            try:
-                doc = json.loads(raw)
-            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-                raise errors.bad_request(
-                    f"couldn't get version/kind; json parse error: {exc}"
-                ) from exc
-            check_nesting_depth(doc)
-        return doc
+            return _decode_json(raw)
     if mt == PROTOBUF:
         try:
             return protobuf.decode(raw)
@@ -102,6 +97,17 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         except (protobuf.ProtobufError, IndexError, UnicodeDecodeError) as exc:
             raise errors.bad_request(f"error decoding protobuf body: {exc}") from exc
     raise errors.unsupported_media_type(("application/json", "application/yaml"))
+
+
+def _decode_json(raw: bytes) -> Any:
+    try:
+        doc = loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
+    if raw.count(b"{") + raw.count(b"[") > MAX_NESTING_DEPTH:
+        # fewer containers than the limit cannot nest deeper than it
+        check_nesting_depth(doc)
+    return doc
 
 
 MAX_DECODED_NODES = 1_000_000

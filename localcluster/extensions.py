@@ -53,6 +53,7 @@ from localcluster.admission import (
 )
 from localcluster.audit import AuditLog
 from localcluster.catalog import ImageCatalog
+from localcluster.codec import bytes_response
 from localcluster.errors import StatusError
 from localcluster.faults import FaultInjector
 from localcluster.hooks import Handler, RequestInfo
@@ -126,11 +127,13 @@ class Extensions:
             raise StatusError(400, "BadRequest", str(exc)) from exc
         if result is None:
             raise StatusError(404, "NotFound", f"no debug endpoint {request.method} {request.path}")
+        if isinstance(result, bytes):
+            return bytes_response(result)
         return web.json_response(result)
 
     def _debug(
         self, method: str, path: str, query: dict[str, str], body: dict[str, Any]
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, Any] | bytes | None:
         faults = self.faults
         if path == "audit" and method == "GET":
             records = self.audit.records(
@@ -139,7 +142,7 @@ class Extensions:
                 verb=query.get("verb"),
                 resource_requests_only=query.get("all", "") not in ("true", "1"),
             )
-            return {"items": [r.to_json() for r in records]}
+            return b'{"items":[' + b",".join(r.encoded() for r in records) + b"]}"
         if path == "audit" and method == "DELETE":
             self.audit.clear()
             return {"cleared": True}

@@ -52,7 +52,7 @@ from .codec import (
     wants_table,
 )
 from .errors import StatusError
-from .hooks import AdmissionAttributes, Operation, RequestInfo
+from .hooks import CREATED_NAME_KEY, AdmissionAttributes, Operation, RequestInfo
 from .host import APIServerHost
 from .registry import ResourceInfo
 from .schema import apply_defaults, prune, validate_custom_resource
@@ -71,6 +71,8 @@ __all__ = [
 ]
 
 from nimctl_runtime.meta import Obj
+
+_Warnings = list[str]  # (a method named ``list`` hides the builtin in the class body)
 
 
 @dataclass
@@ -471,6 +473,17 @@ class ResourceHandlers:
         body = head + b",".join(self._item_bytes(info, e) for e in entries) + b"]}"
         return bytes_response(body)
 
+    def _written(
+        self, info: ResourceInfo, obj: Obj, status: int, warnings: _Warnings
+    ) -> web.Response:
+        """The response to a write: the bytes just stored when *obj* is what was stored
+        (encoded once, not twice), else *obj* encoded as served."""
+        if not (info.crd and info.version != info.storage_version):
+            data = self.storage.stored_bytes(obj)
+            if data is not None:
+                return bytes_response(data, status, warnings)
+        return json_response(self._versioned(info, obj), status, warnings)
+
     def _item_bytes(self, info: ResourceInfo, entry: Entry) -> bytes:
         if info.crd and info.version != info.storage_version:
             return encode(self._versioned(info, entry.decode()))
@@ -494,7 +507,8 @@ class ResourceHandlers:
         admitted = await self._admit(ctx, "CREATE", obj, None)
         assert admitted is not None
         created = self.storage.create_object(info, admitted, dry_run=ctx.dry_run)
-        return json_response(self._versioned(info, created), 201, ctx.warnings)
+        ctx.request[CREATED_NAME_KEY] = str(created["metadata"].get("name", ""))
+        return self._written(info, created, 201, ctx.warnings)
 
     async def update(self, ctx: RequestContext) -> web.StreamResponse:
         info = ctx.resource
@@ -524,7 +538,7 @@ class ResourceHandlers:
         admitted = await self._admit(ctx, "UPDATE", obj, old, sub)
         assert admitted is not None
         updated = self.storage.update_object(info, admitted, subresource=sub, dry_run=ctx.dry_run)
-        return json_response(self._versioned(info, updated), 200, ctx.warnings)
+        return self._written(info, updated, 200, ctx.warnings)
 
     async def patch(self, ctx: RequestContext) -> web.StreamResponse:
         info = ctx.resource
@@ -595,7 +609,7 @@ class ResourceHandlers:
                 if exc.reason == "Conflict" and not rv_given:
                     continue
                 raise
-            return json_response(self._versioned(info, updated), 200, ctx.warnings)
+            return self._written(info, updated, 200, ctx.warnings)
         raise errors.conflict(
             info.group, info.resource, ctx.info.name, "too many concurrent modifications"
         )
@@ -637,7 +651,7 @@ class ResourceHandlers:
                 admitted = await self._admit(ctx, "CREATE", result, None)
                 assert admitted is not None
                 created = self.storage.create_object(info, admitted, dry_run=ctx.dry_run)
-                return json_response(self._versioned(info, created), 201, ctx.warnings)
+                return self._written(info, created, 201, ctx.warnings)
             result["metadata"]["resourceVersion"] = current["metadata"].get("resourceVersion")
             try:
                 admitted = await self._admit(ctx, "UPDATE", result, current, sub)
@@ -649,7 +663,7 @@ class ResourceHandlers:
                 if exc.reason == "Conflict":
                     continue
                 raise
-            return json_response(self._versioned(info, updated), 200, ctx.warnings)
+            return self._written(info, updated, 200, ctx.warnings)
         raise errors.conflict(
             info.group, info.resource, ctx.info.name, "too many concurrent modifications"
         )

@@ -58,6 +58,10 @@ INFO_KEY: web.RequestKey[RequestInfo] = web.RequestKey("localcluster.request_inf
 who the request is for (impersonation) stores the new one here, and every hook
 further in, and the handler, sees it."""
 
+CREATED_NAME_KEY: web.RequestKey[str] = web.RequestKey("localcluster.created_name", str)
+"""The name of the object a create stored (set by the handler): the audit log's
+``objectRef.name`` for a create by ``generateName``, without decoding the response."""
+
 
 @dataclass(frozen=True)
 class AdmissionAttributes:

@@ -165,7 +165,8 @@ def _validate_node(
     elif isinstance(value, dict):
         _validate_object(schema, value, path, causes, is_root=is_root)
     # ---- junctors (value validations only, as structural schemas allow)
-    _validate_junctors(schema, value, path, causes)
+    if _JUNCTORS.intersection(schema):
+        _validate_junctors(schema, value, path, causes)
 
 
 def _validate_string(schema: Mapping[str, Any], value: str, path: str, causes: ErrorList) -> None:
@@ -361,12 +362,12 @@ def _validate_object(
     *,
     is_root: bool,
 ) -> None:
-    where = f"{_body_path(path)} in body"
     max_props = schema.get("maxProperties")
     if isinstance(max_props, int) and len(value) > max_props:
         causes.append(field.too_many(path, len(value), max_props))
     min_props = schema.get("minProperties")
     if isinstance(min_props, int) and len(value) < min_props:
+        where = f"{_body_path(path)} in body"
         causes.append(
             field.invalid(
                 path, Unstructured(value), f"{where} should have at least {min_props} properties"
@@ -405,6 +406,9 @@ def _validate_embedded(value: Mapping[str, Any], path: str, causes: ErrorList) -
                 f"{go_quote(json_type_name(meta))}",
             )
         )
+
+
+_JUNCTORS = frozenset(("allOf", "anyOf", "oneOf", "not"))
 
 
 def _validate_junctors(schema: Mapping[str, Any], value: Any, path: str, causes: ErrorList) -> None:

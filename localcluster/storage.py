@@ -25,7 +25,6 @@ call the ``*_object`` methods with an already-resolved ``ResourceInfo``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,7 +34,7 @@ from nimctl_runtime.meta import Obj
 from . import errors, strategy
 from .errors import StatusError
 from .registry import Registry, ResourceInfo
-from .store import Entry, Key, ObjectStore, encode
+from .store import Entry, Key, ObjectStore, decode, encode
 from .watchcache import ADDED, DELETED, MODIFIED, StoredEvent, WatchCache, Watcher
 
 
@@ -52,6 +51,7 @@ class Storage:
         self.registry = registry
         self.objects = ObjectStore()
         self.watch_cache = WatchCache(history_size=history_size, watch_buffer=watch_buffer)
+        self._last_stored: tuple[Obj, bytes] | None = None
 
     # ------------------------------------------------------------------ basics
 
@@ -110,6 +110,18 @@ class Storage:
 
     # ------------------------------------------------------------------ commit
 
+    def stored_bytes(self, obj: Obj) -> bytes | None:
+        """The stored bytes of *obj* when it is the object this storage stored last.
+
+        A write's response is the object it stored: the handler sends these bytes
+        instead of encoding the object again. Only the last one is kept, by identity,
+        and the handler asks before anything else runs.
+        """
+        last = self._last_stored
+        if last is not None and last[0] is obj:
+            return last[1]
+        return None
+
     def _store(self, info: ResourceInfo, obj: Obj, typ: str, old: Entry | None) -> Entry:
         meta = obj["metadata"]
         ns = meta.get("namespace", "") or ""
@@ -117,6 +129,7 @@ class Storage:
         rv = self.objects.next_resource_version()
         meta["resourceVersion"] = str(rv)
         entry = Entry.of(obj, rv, info.field_labels)
+        self._last_stored = (obj, entry.data)
         self.objects.put((info.group, info.resource, ns, name), entry, old)
         self.watch_cache.emit(
             StoredEvent(
@@ -487,5 +500,5 @@ class Storage:
 
 
 def _copy(obj: Mapping[str, Any]) -> Obj:
-    out: Obj = json.loads(encode(obj))
+    out: Obj = decode(encode(obj))
     return out

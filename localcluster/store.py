@@ -19,6 +19,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 from nimctl_runtime.labels import FieldSelector, Selector
 from nimctl_runtime.meta import Obj
 
@@ -28,15 +30,79 @@ GroupResource = tuple[str, str]
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
+# orjson writes the same compact JSON as the encoder above (same escapes, UTF-8
+# kept, keys in order) except for floats (``1e-05`` is ``0.00001``, ``1e+16`` is
+# ``1e16``), and it refuses what the encoder takes (integers beyond 64 bits, keys
+# that are not exactly str). Output holding a float (or a bare value) is written
+# again by the encoder, so the bytes are json's. The one difference left: a NaN
+# or infinite float is written ``null`` where json wrote ``NaN``/``Infinity``,
+# which no JSON reader (Go's included) takes.
+
+
+def _holds_float(data: bytes) -> bool:
+    """Whether orjson's output *data* holds a float: a point or an exponent outside strings.
+
+    Strings are cut out by splitting at quotes once escaped backslashes and
+    escaped quotes are gone; what is left is structure, numbers, true, false and
+    null. All in C: a regular expression over the bytes costs ten times more.
+    """
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside = b"".join(data.split(b'"')[::2])
+    if b"." in outside:
+        return True
+    if b"e" in outside or b"E" in outside:
+        outside = outside.replace(b"true", b"").replace(b"false", b"")
+        return b"e" in outside or b"E" in outside
+    return False
+
+
+# orjson reads an integer beyond 64 bits as a float; json keeps it an int. Every
+# integer of 18 digits or fewer fits, so bytes with a longer run of digits
+# (inside strings too: a false alarm only costs the slower decoder) go to json.
+_DIGITS_AS_ZERO = bytes(ord("0") if chr(c).isdigit() and c < 128 else ord(" ") for c in range(256))
+_LONG_RUN = b"0" * 19
+
+
+def _long_digit_run(data: bytes) -> bool:
+    return _LONG_RUN in data.translate(_DIGITS_AS_ZERO)
+
 
 def encode(obj: Any) -> bytes:
-    """Compact JSON bytes of *obj*, as stored and as sent on the wire."""
-    return _dumps(obj).encode()
+    """Compact JSON bytes of *obj*, as stored and as sent on the wire.
+
+    Byte for byte what ``json`` writes with ``separators=(",", ":")`` and
+    ``ensure_ascii=False``; orjson writes it when it can (about 5x faster).
+    """
+    try:
+        data = orjson.dumps(obj)
+    except TypeError:
+        return _dumps(obj).encode()
+    if data[:1] not in (b"{", b"[") or _holds_float(data):
+        return _dumps(obj).encode()
+    return data
 
 
-def decode(data: bytes) -> Obj:
-    obj: Obj = json.loads(data)
+def decode(data: bytes | str) -> Obj:
+    """The object of JSON *data*: what ``json.loads`` gives, read by orjson when it can."""
+    obj: Obj = loads(data)
     return obj
+
+
+def loads(data: bytes | str) -> Any:
+    """``json.loads`` semantics (its values, its errors), with orjson's speed where the two agree.
+
+    orjson refuses what json reads (NaN, ``1e400``, lone surrogates, other
+    encodings than UTF-8): json reads those, or raises its own error. Integers
+    beyond 64 bits never reach orjson (see ``_long_digit_run``).
+    """
+    raw = data.encode() if isinstance(data, str) else data
+    if not _long_digit_run(raw):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(data)
 
 
 def field_value(obj: Mapping[str, Any], path: str) -> str | None:

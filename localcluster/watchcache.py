@@ -16,7 +16,6 @@ writers down (the client re-watches from its last resourceVersion).
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -26,7 +25,7 @@ from nimctl_runtime.labels import FieldSelector, Selector
 
 from . import errors
 from .errors import StatusError
-from .store import GroupResource, field_getter
+from .store import GroupResource, decode, field_getter
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 
@@ -49,7 +48,7 @@ class StoredEvent:
 
     @property
     def object(self) -> dict[str, Any]:
-        obj: dict[str, Any] = json.loads(self.data)
+        obj: dict[str, Any] = decode(self.data)
         return obj
 
 
