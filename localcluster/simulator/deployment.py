@@ -29,11 +29,11 @@ from localcluster.simulator.objects import (
     name_of,
     namespace_of,
     owner_reference,
+    owner_template_hash,
     pod_from_template,
     pods_active,
     set_condition,
     status_changed,
-    template_hash,
     with_status,
 )
 from nimctl_runtime.meta import Obj
@@ -224,9 +224,8 @@ def reconcile_deployment(d: Obj, ctx: Context) -> list[Action]:
     )
     if not recreate and max_surge == 0 and max_unavailable == 0:
         max_unavailable = 1
-    template = spec.get("template") or {}
     collision = int((d.get("status") or {}).get("collisionCount") or 0)
-    pod_hash = template_hash(template, collision)
+    pod_hash = owner_template_hash(d, collision)
     all_rs = [rs for rs in ctx.view.owned(d, "ReplicaSet")]
     new_rs = next(
         (
