@@ -327,6 +327,18 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
     return Selector.from_label_selector(dict(selector)).matches(labels)
 
 
+def json_copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists and scalars), as ``copy.deepcopy``
+    makes of it but several times faster (no memo, no dispatch per type)."""
+    if type(value) is dict:
+        return {k: json_copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [json_copy(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
 def fnv32a(data: bytes) -> int:
     h = 0x811C9DC5
     for byte in data:
@@ -379,7 +391,7 @@ def owner_template_hash(owner: Mapping[str, Any], collision_count: int = 0) -> s
     value = template_hash(template, collision_count)
     if len(_OWNER_HASHES) >= _HASHES_MAX:
         _OWNER_HASHES.clear()
-    _OWNER_HASHES[key] = (copy.deepcopy(template), value)
+    _OWNER_HASHES[key] = (json_copy(template), value)
     return value
 
 
@@ -402,7 +414,7 @@ def set_condition(
     with_update_time: bool = False,
 ) -> list[Obj]:
     """Set a condition, keeping lastTransitionTime unless the status flips."""
-    out = [copy.deepcopy(c) for c in conditions]
+    out = [json_copy(c) for c in conditions]
     for cond in out:
         if cond.get("type") != type_:
             continue
@@ -431,7 +443,7 @@ def pod_from_template(
     extra_labels: Mapping[str, str] | None = None,
 ) -> Obj:
     """A Pod made from a pod template, controlled by *owner*."""
-    meta = copy.deepcopy(dict(template.get("metadata") or {}))
+    meta = json_copy(dict(template.get("metadata") or {}))
     labels = dict(meta.get("labels") or {})
     labels.update(extra_labels or {})
     metadata: Obj = {"namespace": namespace_of(owner), "labels": labels}
@@ -448,7 +460,7 @@ def pod_from_template(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": metadata,
-        "spec": copy.deepcopy(dict(template.get("spec") or {})),
+        "spec": json_copy(dict(template.get("spec") or {})),
     }
 
 
