@@ -254,6 +254,8 @@ class Simulator:
         self._gates: dict[str, dict[str, ContainerGate]] = {}
         # times the loop gave the event loop a turn in the middle of its queue
         self.yields = 0
+        # unscheduled pods not tried again for the echo of their own status write
+        self.unschedulable_echoes = 0
         # (kind, namespace, name or "" for generateName, event type once seen) of the
         # create or update the simulator is making (see _write_own)
         self._own_write: tuple[str, str, str, str | None] | None = None
@@ -432,9 +434,10 @@ class Simulator:
             return
         self._observe(kind, event.type, event.object)
 
-    def _observe(self, kind: str, type_: str, obj: Obj) -> None:
+    def _observe(self, kind: str, type_: str, obj: Obj, *, own_status: bool = False) -> None:
         """Bring an added, modified or deleted object into the view and enqueue whom it
-        concerns (the rest of :meth:`_on_event`)."""
+        concerns (the rest of :meth:`_on_event`). *own_status*: the simulator's own
+        status write of *obj*."""
         obj.setdefault("kind", kind)
         if type_ == "DELETED":
             self.view.remove(obj)
@@ -450,7 +453,13 @@ class Simulator:
         else:
             return
         namespace, name = namespace_of(obj), name_of(obj)
-        if kind in CONTROLLERS or kind == "Pod":
+        if own_status and kind == "Pod" and _unbound(obj):
+            # The scheduler's own "FailedScheduling" status of a pod it could not place:
+            # as kube-scheduler, the pod is tried again when the cluster changes (a node,
+            # a freed pod, a claim or volume: see _enqueue_pending_pods), not because its
+            # status was written.
+            self.unschedulable_echoes += 1
+        elif kind in CONTROLLERS or kind == "Pod":
             self._enqueue((kind, namespace, name))
         for gpu_key in self.gpu_stack.observe(kind, type_, obj):
             self._enqueue(gpu_key)
@@ -1134,7 +1143,9 @@ class Simulator:
                 obj["metadata"] = {
                     k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"
                 }
-                self._write_own(obj, functools.partial(self.storage.update_status, obj), key)
+                self._write_own(
+                    obj, functools.partial(self.storage.update_status, obj), key, status=True
+                )
             elif isinstance(action, Delete):
                 self._write(
                     functools.partial(
@@ -1198,7 +1209,9 @@ class Simulator:
             return None
         return current
 
-    def _write_own(self, obj: Obj, call: Callable[[], Any], key: Key) -> Any:
+    def _write_own(
+        self, obj: Obj, call: Callable[[], Any], key: Key, *, status: bool = False
+    ) -> Any:
         """:meth:`_write` of a create or update of *obj*; a watched kind's event is
         observed with the returned object, once the storage is done with it."""
         meta = obj.get("metadata") or {}
@@ -1212,7 +1225,7 @@ class Simulator:
         finally:
             own, self._own_write = self._own_write, None
         if own[3] is not None:
-            self._observe(kind, own[3], written)
+            self._observe(kind, own[3], written, own_status=status and own[3] == "MODIFIED")
         return written
 
     def _write(self, call: Callable[[], Any], key: Key | None = None) -> Any:
@@ -1282,6 +1295,11 @@ class Simulator:
             self._event_names[dedup] = (name_of(created), 1)
             if len(self._event_names) > 10000:
                 self._event_names.clear()
+
+
+def _unbound(pod: Obj) -> bool:
+    meta = pod.get("metadata") or {}
+    return not (pod.get("spec") or {}).get("nodeName") and not meta.get("deletionTimestamp")
 
 
 def _namespace_terminating(err: StatusError) -> bool:
