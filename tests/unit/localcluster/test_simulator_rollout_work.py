@@ -241,3 +241,42 @@ async def test_a_long_queue_gives_the_event_loop_turns(monkeypatch: pytest.Monke
         await ticker
         await sim.stop()
     del clock
+
+
+async def test_an_unschedulable_pod_is_tried_again_on_a_cluster_change_not_its_own_status(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from localcluster.simulator.nodes import build_nodes, load_profile
+
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    sim = Simulator(storage, profile="no-gpu", clock=ManualClock(), emit_events=False)
+    passes: list[str] = []
+    schedule = sim._schedule
+
+    async def counted(pod: dict[str, Any]) -> None:
+        passes.append(pod["metadata"]["name"])
+        await schedule(pod)
+
+    monkeypatch.setattr(sim, "_schedule", counted)
+    await sim.start()
+    try:
+        gpu = deployment("gpu")["spec"]["template"]
+        gpu["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+        meta = {"name": "g", "namespace": "default"}
+        storage.create({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": gpu["spec"]})
+        assert await sim.wait_idle()
+        pending = storage.get("v1", "Pod", "g", "default")
+        scheduled = next(c for c in pending["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert (scheduled["status"], scheduled["reason"]) == ("False", "Unschedulable")
+        assert passes == ["g"]  # its FailedScheduling status write did not bring it back
+        assert sim.unschedulable_echoes == 1
+        # A GPU node joins: the pod is tried again and placed there.
+        node = build_nodes(load_profile("default"))[0]
+        storage.create(node)
+        assert await sim.wait_idle()
+        assert passes == ["g", "g"]
+        bound = storage.get("v1", "Pod", "g", "default")
+        assert bound["spec"]["nodeName"] == node["metadata"]["name"]
+    finally:
+        await sim.stop()
