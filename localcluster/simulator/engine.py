@@ -1298,8 +1298,15 @@ class Simulator:
 
 
 def _unbound(pod: Obj) -> bool:
-    meta = pod.get("metadata") or {}
-    return not (pod.get("spec") or {}).get("nodeName") and not meta.get("deletionTimestamp")
+    """An unscheduled pod, not being deleted, that claims no DRA devices (a pod with
+    resourceClaims waits on ResourceSlices and allocations the engine does not signal
+    as cluster changes: it is still tried again after each of its status writes)."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    return (
+        not spec.get("nodeName")
+        and not spec.get("resourceClaims")
+        and not meta.get("deletionTimestamp")
+    )
 
 
 def _namespace_terminating(err: StatusError) -> bool:
