@@ -26,14 +26,15 @@ from localcluster.simulator.objects import (
     generation_of,
     get_condition,
     int_or_percent,
+    json_copy,
     name_of,
     namespace_of,
     owner_reference,
+    owner_template_hash,
     pod_from_template,
     pods_active,
     set_condition,
     status_changed,
-    template_hash,
     with_status,
 )
 from nimctl_runtime.meta import Obj
@@ -172,9 +173,9 @@ def _revision(rs: Obj) -> int:
 
 def _new_rs_object(d: Obj, pod_hash: str, replicas: int, revision: int, max_surge: int) -> Obj:
     spec = d.get("spec") or {}
-    template = copy.deepcopy(spec.get("template") or {})
+    template = json_copy(spec.get("template") or {})
     template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = pod_hash
-    selector = copy.deepcopy(spec.get("selector") or {})
+    selector = json_copy(spec.get("selector") or {})
     selector.setdefault("matchLabels", {})[HASH_LABEL] = pod_hash
     desired = int(spec.get("replicas", 1))
     return {
@@ -224,9 +225,8 @@ def reconcile_deployment(d: Obj, ctx: Context) -> list[Action]:
     )
     if not recreate and max_surge == 0 and max_unavailable == 0:
         max_unavailable = 1
-    template = spec.get("template") or {}
     collision = int((d.get("status") or {}).get("collisionCount") or 0)
-    pod_hash = template_hash(template, collision)
+    pod_hash = owner_template_hash(d, collision)
     all_rs = [rs for rs in ctx.view.owned(d, "ReplicaSet")]
     new_rs = next(
         (
@@ -411,7 +411,7 @@ def _deployment_status(
     ready = sum(_rs_status(rs, "readyReplicas") for rs in all_rs)
     avail = sum(_rs_status(rs, "availableReplicas") for rs in all_rs)
     updated = _rs_status(new_rs, "replicas") if new_rs is not None else 0
-    status: Obj = dict(copy.deepcopy(d.get("status") or {}))
+    status: Obj = dict(json_copy(d.get("status") or {}))
     status.update(
         observedGeneration=generation_of(d),
         replicas=total,

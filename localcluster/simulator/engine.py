@@ -17,6 +17,7 @@ import fnmatch
 import functools
 import heapq
 import itertools
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -174,6 +175,8 @@ API_VERSIONS = {
 }
 
 Key = tuple[str, str, str]
+# Wall-clock seconds of reconciles after which the loop yields to the event loop.
+YIELD_SECONDS = 0.002
 
 
 class Simulator:
@@ -249,6 +252,16 @@ class Simulator:
         self._container_runs: dict[str, set[tuple[str, int]]] = {}
         # What blocks each pod's containers (pulls, env sources), and each node's images.
         self._gates: dict[str, dict[str, ContainerGate]] = {}
+        # times the loop gave the event loop a turn in the middle of its queue
+        self.yields = 0
+        # unscheduled pods not tried again for the echo of their own status write
+        self.unschedulable_echoes = 0
+        # (kind, namespace, name or "" for generateName, event type once seen) of the
+        # create or update the simulator is making (see _write_own)
+        self._own_write: tuple[str, str, str, str | None] | None = None
+        # built-in kinds whose own writes are observed from the returned object; a CRD
+        # kind's answer may be converted to another version than the one stored
+        self._observed_kinds = frozenset(WATCHED.values()) - set(CRD_KINDS)
         self._node_images: dict[str, set[str]] = {}
         self._missing_pull_secrets: dict[str, list[str]] = {}
         self._terminating: dict[str, float] = {}
@@ -406,25 +419,49 @@ class Simulator:
                 for crd_kind in CRD_KINDS:
                     self._enqueue((crd_kind, "", "*"))
             return
-        obj = event.object
+        own = self._own_write
+        if (
+            own is not None
+            and own[3] is None
+            and own[0] == kind
+            and own[1] == event.namespace
+            and own[2] in ("", event.name)
+            and event.type != "DELETED"
+        ):
+            # The event of the simulator's own write: observed with the object the write
+            # returns (the very dict the storage encoded) instead of decoding it again.
+            self._own_write = (*own[:3], event.type)
+            return
+        self._observe(kind, event.type, event.object)
+
+    def _observe(self, kind: str, type_: str, obj: Obj, *, own_status: bool = False) -> None:
+        """Bring an added, modified or deleted object into the view and enqueue whom it
+        concerns (the rest of :meth:`_on_event`). *own_status*: the simulator's own
+        status write of *obj*."""
         obj.setdefault("kind", kind)
-        if event.type == "DELETED":
+        if type_ == "DELETED":
             self.view.remove(obj)
             if kind == "Pod":
                 self._plans.pop(uid_of(obj), None)
                 self._container_runs.pop(uid_of(obj), None)
                 self._index_pod(obj, deleted=True)
                 self._enqueue_pending_pods()
-        elif event.type in ("ADDED", "MODIFIED"):
+        elif type_ in ("ADDED", "MODIFIED"):
             self.view.put(obj)
             if kind == "Pod":
                 self._index_pod(obj, deleted=False)
         else:
             return
         namespace, name = namespace_of(obj), name_of(obj)
-        if kind in CONTROLLERS or kind == "Pod":
+        if own_status and kind == "Pod" and _unbound(obj):
+            # The scheduler's own "FailedScheduling" status of a pod it could not place:
+            # as kube-scheduler, the pod is tried again when the cluster changes (a node,
+            # a freed pod, a claim or volume: see _enqueue_pending_pods), not because its
+            # status was written.
+            self.unschedulable_echoes += 1
+        elif kind in CONTROLLERS or kind == "Pod":
             self._enqueue((kind, namespace, name))
-        for gpu_key in self.gpu_stack.observe(kind, event.type, obj):
+        for gpu_key in self.gpu_stack.observe(kind, type_, obj):
             self._enqueue(gpu_key)
         ref = controller_ref(obj)
         if ref is not None and ref.get("kind") in CONTROLLERS:
@@ -445,14 +482,14 @@ class Simulator:
                 self._enqueue(("ComputeDomain", namespace_of(domain), name_of(domain)))
         elif kind == "ResourceClaimTemplate":
             self._enqueue_pending_pods()
-        elif kind == "Pod" and event.type == "DELETED":
+        elif kind == "Pod" and type_ == "DELETED":
             for rc in self.view.list("ResourceClaim", namespace):
                 reserved = (rc.get("status") or {}).get("reservedFor") or []
                 if any(r.get("uid") == uid_of(obj) for r in reserved):
                     self._enqueue(("ResourceClaim", namespace, name_of(rc)))
         if kind == "Node":
             taints = (obj.get("spec") or {}).get("taints") or []
-            if event.type == "DELETED" or any(t.get("effect") == "NoExecute" for t in taints):
+            if type_ == "DELETED" or any(t.get("effect") == "NoExecute" for t in taints):
                 for pod in self.view.list("Pod"):
                     if (pod.get("spec") or {}).get("nodeName") == name:
                         self._enqueue(("Pod", namespace_of(pod), name_of(pod)))
@@ -483,7 +520,7 @@ class Simulator:
             labels = (obj.get("metadata") or {}).get("labels") or {}
             for svc in self.view.selecting("Service", namespace, labels):
                 self._enqueue(("Service", namespace, name_of(svc)))
-        elif kind == "Service" and event.type == "DELETED":
+        elif kind == "Service" and type_ == "DELETED":
             self._delete_managed_endpoints(namespace, name)
         if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
             for hpa in self.view.list("HorizontalPodAutoscaler", namespace):
@@ -565,7 +602,7 @@ class Simulator:
             if self._pending_deletes:
                 deletes, self._pending_deletes = self._pending_deletes, []
                 await self._execute(("Endpoints", "", ""), list(deletes))
-            processed = 0
+            turn_began = time.perf_counter()
             while self._queue and self._running.is_set():
                 key = self._queue.popleft()
                 self._queued.discard(key)
@@ -573,9 +610,12 @@ class Simulator:
                     await self._process(key)
                 except Exception as exc:  # a bug in one object must not stop the simulator
                     self._log.exception("simulator reconcile failed", key=key, error=str(exc))
-                processed += 1
-                if processed % 50 == 0:
+                if time.perf_counter() - turn_began >= YIELD_SECONDS:
+                    # Let the API server's requests in between: a batch of keys must not
+                    # hold the event loop longer than this (50 keys took ~10 ms).
+                    self.yields += 1
                     await asyncio.sleep(0)
+                    turn_began = time.perf_counter()
             if self._queue:
                 continue
             self._idle.set()
@@ -979,8 +1019,8 @@ class Simulator:
         if result.node_name is None:
             await self._unschedulable(pod, "Unschedulable", result.message)
             return
-        bound = copy.deepcopy(pod)
-        bound["spec"]["nodeName"] = result.node_name
+        # The storage copies what it is given: a new top level and spec are enough here.
+        bound = {**pod, "spec": {**pod["spec"], "nodeName": result.node_name}}
         if claims:
             await self._execute(key, dra.allocate(pod, result.node_name, claims, self.view))
         await self._execute(key, [Update(bound)])
@@ -1051,17 +1091,18 @@ class Simulator:
         return ""
 
     async def _unschedulable(self, pod: Obj, reason: str, message: str) -> None:
-        status = copy.deepcopy(dict(pod.get("status") or {}))
+        current = pod.get("status") or {}
         previous = next(
-            (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None
+            (c for c in current.get("conditions") or [] if c.get("type") == "PodScheduled"), None
         )
         if (
             previous is not None
             and previous.get("status") == "False"
             and previous.get("message") == message
-            and status.get("phase") == "Pending"
+            and current.get("phase") == "Pending"
         ):
             return
+        status = copy.deepcopy(dict(current))
         stamp = rfc3339(self.clock.wall())
         status["phase"] = "Pending"
         status["conditions"] = set_condition(
@@ -1074,8 +1115,7 @@ class Simulator:
         )
         for cond in status["conditions"]:
             cond.setdefault("lastProbeTime", None)
-        updated = copy.deepcopy(pod)
-        updated["status"] = status
+        updated = {**pod, "status": status}  # a status write reads metadata and status only
         await self._execute(("Pod", namespace_of(pod), name_of(pod)), [UpdateStatus(updated)])
         self._emit(pod, "Warning", "FailedScheduling", message)
 
@@ -1086,12 +1126,16 @@ class Simulator:
             if isinstance(action, Create):
                 admitted = await self._admit(key, action.obj)
                 if admitted is not None:
-                    created = self._write(functools.partial(self.storage.create, admitted), key)
+                    created = self._write_own(
+                        admitted, functools.partial(self.storage.create, admitted), key
+                    )
                     ref = controller_ref(admitted)
                     if created is not None and ref is not None:
                         self._create_failures.pop(str(ref.get("uid", "")), None)
             elif isinstance(action, Update):
-                self._write(functools.partial(self.storage.update, action.obj), key)
+                self._write_own(
+                    action.obj, functools.partial(self.storage.update, action.obj), key
+                )
             elif isinstance(action, UpdateStatus):
                 # Status is the simulator's own: write it unconditionally (no resourceVersion).
                 # Storage copies what it is given, so a shallow copy is enough here.
@@ -1099,7 +1143,9 @@ class Simulator:
                 obj["metadata"] = {
                     k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"
                 }
-                self._write(functools.partial(self.storage.update_status, obj), key)
+                self._write_own(
+                    obj, functools.partial(self.storage.update_status, obj), key, status=True
+                )
             elif isinstance(action, Delete):
                 self._write(
                     functools.partial(
@@ -1162,6 +1208,25 @@ class Simulator:
             self._after(1.0, key)
             return None
         return current
+
+    def _write_own(
+        self, obj: Obj, call: Callable[[], Any], key: Key, *, status: bool = False
+    ) -> Any:
+        """:meth:`_write` of a create or update of *obj*; a watched kind's event is
+        observed with the returned object, once the storage is done with it."""
+        meta = obj.get("metadata") or {}
+        kind = str(obj.get("kind", ""))
+        if kind not in self._observed_kinds or self._own_write is not None:
+            return self._write(call, key)
+        name = "" if meta.get("generateName") and not meta.get("name") else str(meta["name"])
+        self._own_write = (kind, str(meta.get("namespace") or ""), name, None)
+        try:
+            written = self._write(call, key)
+        finally:
+            own, self._own_write = self._own_write, None
+        if own[3] is not None:
+            self._observe(kind, own[3], written, own_status=status and own[3] == "MODIFIED")
+        return written
 
     def _write(self, call: Callable[[], Any], key: Key | None = None) -> Any:
         try:
@@ -1230,6 +1295,18 @@ class Simulator:
             self._event_names[dedup] = (name_of(created), 1)
             if len(self._event_names) > 10000:
                 self._event_names.clear()
+
+
+def _unbound(pod: Obj) -> bool:
+    """An unscheduled pod, not being deleted, that claims no DRA devices (a pod with
+    resourceClaims waits on ResourceSlices and allocations the engine does not signal
+    as cluster changes: it is still tried again after each of its status writes)."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    return (
+        not spec.get("nodeName")
+        and not spec.get("resourceClaims")
+        and not meta.get("deletionTimestamp")
+    )
 
 
 def _namespace_terminating(err: StatusError) -> bool:

@@ -327,11 +327,22 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
     return Selector.from_label_selector(dict(selector)).matches(labels)
 
 
+def json_copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists and scalars), as ``copy.deepcopy``
+    makes of it but several times faster (no memo, no dispatch per type)."""
+    if type(value) is dict:
+        return {k: json_copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [json_copy(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
 def fnv32a(data: bytes) -> int:
     h = 0x811C9DC5
     for byte in data:
-        h ^= byte
-        h = (h * 0x01000193) & 0xFFFFFFFF
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
     return h
 
 
@@ -357,6 +368,33 @@ def template_hash(template: Any, collision_count: int = 0) -> str:
     return found
 
 
+# (owner uid, generation, collision count) -> (the template hashed, its hash). A Deployment
+# is reconciled about five times per rollout and each reconcile asked template_hash, whose
+# canonical text (a sorted json.dumps, ~0.1 ms for a NIM template) is most of its cost.
+_OWNER_HASHES: dict[tuple[str, int, int], tuple[Any, str]] = {}
+
+
+def owner_template_hash(owner: Mapping[str, Any], collision_count: int = 0) -> str:
+    """:func:`template_hash` of *owner*'s ``spec.template``, remembered per owner uid,
+    generation and collision count. The template kept beside the hash must still equal
+    the owner's (a spec change bumps the generation; the equality guards objects that
+    did not come from storage), so the value is always ``template_hash``'s."""
+    template = (owner.get("spec") or {}).get("template") or {}
+    meta = owner.get("metadata") or {}
+    uid, generation = meta.get("uid"), meta.get("generation")
+    if not uid or not isinstance(generation, int):
+        return template_hash(template, collision_count)
+    key = (str(uid), generation, collision_count)
+    found = _OWNER_HASHES.get(key)
+    if found is not None and found[0] == template:
+        return found[1]
+    value = template_hash(template, collision_count)
+    if len(_OWNER_HASHES) >= _HASHES_MAX:
+        _OWNER_HASHES.clear()
+    _OWNER_HASHES[key] = (json_copy(template), value)
+    return value
+
+
 def get_condition(obj: Mapping[str, Any], type_: str) -> Obj | None:
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == type_:
@@ -376,7 +414,7 @@ def set_condition(
     with_update_time: bool = False,
 ) -> list[Obj]:
     """Set a condition, keeping lastTransitionTime unless the status flips."""
-    out = [copy.deepcopy(c) for c in conditions]
+    out = [json_copy(c) for c in conditions]
     for cond in out:
         if cond.get("type") != type_:
             continue
@@ -405,7 +443,7 @@ def pod_from_template(
     extra_labels: Mapping[str, str] | None = None,
 ) -> Obj:
     """A Pod made from a pod template, controlled by *owner*."""
-    meta = copy.deepcopy(dict(template.get("metadata") or {}))
+    meta = json_copy(dict(template.get("metadata") or {}))
     labels = dict(meta.get("labels") or {})
     labels.update(extra_labels or {})
     metadata: Obj = {"namespace": namespace_of(owner), "labels": labels}
@@ -422,7 +460,7 @@ def pod_from_template(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": metadata,
-        "spec": copy.deepcopy(dict(template.get("spec") or {})),
+        "spec": json_copy(dict(template.get("spec") or {})),
     }
 
 

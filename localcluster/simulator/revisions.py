@@ -20,7 +20,7 @@ from localcluster.simulator.objects import (
     name_of,
     namespace_of,
     owner_reference,
-    template_hash,
+    owner_template_hash,
 )
 from nimctl_runtime.meta import Obj
 
@@ -29,9 +29,8 @@ REVISION_HASH = "controller-revision-hash"
 
 def revision_hash(owner: Obj) -> str:
     """The hash that names the revision of *owner*'s current pod template."""
-    template = (owner.get("spec") or {}).get("template") or {}
     collision = int((owner.get("status") or {}).get("collisionCount") or 0)
-    return template_hash(template, collision)
+    return owner_template_hash(owner, collision)
 
 
 def revision_name(owner: Obj) -> str:

@@ -27,6 +27,7 @@ from localcluster.simulator.objects import (
     UpdateStatus,
     annotations_of,
     generation_of,
+    json_copy,
     name_of,
     namespace_of,
     owner_reference,
@@ -51,7 +52,7 @@ def reconcile_service(svc: Obj, ctx: Context) -> list[Action]:
     """Give LoadBalancer Services an ingress address; drop it for other types."""
     del ctx
     spec = svc.get("spec") or {}
-    status = copy.deepcopy(dict(svc.get("status") or {}))
+    status = json_copy(dict(svc.get("status") or {}))
     if spec.get("type") == "LoadBalancer":
         status["loadBalancer"] = {"ingress": [{"ip": load_balancer_ip(svc), "ipMode": "VIP"}]}
     else:
@@ -490,7 +491,7 @@ def reconcile_endpoints(svc: Obj, ctx: Context) -> list[Action]:
     if current_ep is None:
         actions.append(Create(endpoints))
     elif _differs(current_ep, endpoints, ("subsets",)):
-        updated = copy.deepcopy(current_ep)
+        updated = json_copy(current_ep)
         updated["metadata"]["labels"] = endpoints["metadata"]["labels"]
         updated.pop("subsets", None)
         if "subsets" in endpoints:
@@ -500,7 +501,7 @@ def reconcile_endpoints(svc: Obj, ctx: Context) -> list[Action]:
     if current_slice is None:
         actions.append(Create(endpoint_slice))
     elif _differs(current_slice, endpoint_slice, ("endpoints", "ports")):
-        updated = copy.deepcopy(current_slice)
+        updated = json_copy(current_slice)
         updated["metadata"]["labels"] = endpoint_slice["metadata"]["labels"]
         updated["endpoints"] = endpoint_slice["endpoints"]
         updated["ports"] = endpoint_slice["ports"]

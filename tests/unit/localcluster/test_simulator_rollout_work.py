@@ -1,0 +1,282 @@
+"""The simulator's work per Deployment rollout, counted (issue 30): never timed.
+
+One Deployment with one replica and its Service, as the operator makes for a
+NIMService, rolled out by the simulator on a manual clock. Pinned: the writes the
+simulator makes (the objects and status transitions a client sees), that it decodes
+none of the watch events its own writes cause, that a Deployment's pod-template
+hash is computed once per template however often the Deployment is reconciled, and
+that a long queue of keys gives the event loop turns in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from localcluster.registry import Registry
+from localcluster.simulator import engine, objects
+from localcluster.simulator.clock import ManualClock
+from localcluster.simulator.engine import Simulator
+from localcluster.simulator.kubelet import KubeletTiming
+from localcluster.storage import Storage
+from localcluster.watchcache import StoredEvent
+
+START, READY = 5.0, 10.0
+
+
+def deployment(name: str, image: str = "app:1") -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "main", "image": image}]},
+            },
+        },
+    }
+
+
+def service(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"app": name}, "ports": [{"name": "api", "port": 8000}]},
+    }
+
+
+@contextmanager
+def counted_decodes() -> Iterator[Counter[str]]:
+    """Count ``StoredEvent.object`` decodes by resource (the simulator's listener is the
+    only one on a bare Storage)."""
+    counts: Counter[str] = Counter()
+    original = StoredEvent.object
+
+    def decode(event: StoredEvent) -> dict[str, Any]:
+        counts[event.resource] += 1
+        return original.fget(event)  # type: ignore[attr-defined,no-any-return]
+
+    StoredEvent.object = property(decode)  # type: ignore[assignment,method-assign]
+    try:
+        yield counts
+    finally:
+        StoredEvent.object = original  # type: ignore[method-assign]
+
+
+async def started(emit_events: bool = True) -> tuple[Storage, Simulator, ManualClock]:
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    clock = ManualClock()
+    sim = Simulator(
+        storage,
+        clock=clock,
+        timing=KubeletTiming(start_delay=START, ready_delay=READY),
+        emit_events=emit_events,
+    )
+    await sim.start()
+    assert await sim.wait_idle()
+    return storage, sim, clock
+
+
+async def roll_out(sim: Simulator, clock: ManualClock) -> None:
+    assert await sim.wait_idle()
+    clock.advance(START)
+    assert await sim.wait_idle()
+    clock.advance(READY)
+    assert await sim.wait_idle()
+
+
+async def test_a_rollout_writes_what_it_wrote_before_and_decodes_none_of_its_own_events() -> None:
+    storage, sim, clock = await started()
+    writes: Counter[tuple[str, str]] = Counter()
+    deployment_states: list[tuple[Any, ...]] = []
+
+    def record(event: StoredEvent) -> None:
+        writes[(event.resource, event.type)] += 1
+        if event.resource == "deployments":
+            status = event.object.get("status") or {}
+            conditions = {c["type"]: c["reason"] for c in status.get("conditions") or []}
+            deployment_states.append(
+                (
+                    status.get("replicas", 0),
+                    status.get("readyReplicas", 0),
+                    status.get("availableReplicas", 0),
+                    conditions.get("Progressing"),
+                )
+            )
+
+    try:
+        with counted_decodes() as decodes:
+            storage.subscribe(record)
+            storage.create(deployment("llm"))
+            storage.create(service("llm"))
+            await roll_out(sim, clock)
+            # The simulator's listener decoded only the two objects it did not write;
+            # the recorder above decodes each of the Deployment's events itself.
+            assert decodes == Counter({"deployments": 1 + len(deployment_states), "services": 1})
+    finally:
+        await sim.stop()
+    # The writes a client sees for one rollout, as before the simulator's CPU was cut.
+    assert writes == Counter(
+        {
+            ("deployments", "ADDED"): 1,
+            ("deployments", "MODIFIED"): 5,  # the revision annotation, then four statuses
+            ("services", "ADDED"): 1,
+            ("services", "MODIFIED"): 1,
+            ("replicasets", "ADDED"): 1,
+            ("replicasets", "MODIFIED"): 3,
+            ("pods", "ADDED"): 1,
+            ("pods", "MODIFIED"): 4,  # bound, then three kubelet statuses
+            ("endpoints", "ADDED"): 1,
+            ("endpoints", "MODIFIED"): 2,
+            ("endpointslices", "ADDED"): 1,
+            ("endpointslices", "MODIFIED"): 2,
+            ("events", "ADDED"): 7,
+        }
+    )
+    assert deployment_states == [  # created, the revision annotation, then the statuses
+        (0, 0, 0, None),
+        (0, 0, 0, None),
+        (0, 0, 0, "NewReplicaSetCreated"),
+        (0, 0, 0, "NewReplicaSetCreated"),
+        (1, 0, 0, "ReplicaSetUpdated"),
+        (1, 1, 1, "NewReplicaSetAvailable"),
+    ]
+    pods = storage.list("v1", "Pod", "default")
+    assert [p["status"]["phase"] for p in pods] == ["Running"]
+    endpoints = storage.get("v1", "Endpoints", "llm", "default")
+    assert [a["ip"] for a in endpoints["subsets"][0]["addresses"]] == [pods[0]["status"]["podIP"]]
+
+
+async def test_the_template_hash_is_computed_once_per_template(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hashed: list[Any] = []
+    real = objects.template_hash
+
+    def counting(template: Any, collision_count: int = 0) -> str:
+        hashed.append(template)
+        return real(template, collision_count)
+
+    monkeypatch.setattr(objects, "template_hash", counting)
+    storage, sim, clock = await started(emit_events=False)
+    reconciles = Counter[str]()
+    process = sim._process
+
+    async def counted(key: engine.Key) -> None:
+        reconciles[key[0]] += 1
+        await process(key)
+
+    monkeypatch.setattr(sim, "_process", counted)
+    try:
+        storage.create(deployment("llm"))
+        await roll_out(sim, clock)
+        assert reconciles["Deployment"] >= 4
+        assert len(hashed) == 1
+        first = storage.list("apps/v1", "ReplicaSet", "default")
+        assert [rs["metadata"]["name"] for rs in first] == [
+            f"llm-{real(deployment('llm')['spec']['template'])}"
+        ]
+        # A new template (generation 2) is hashed once more, and gets its own ReplicaSet.
+        current = storage.get("apps/v1", "Deployment", "llm", "default")
+        current["spec"]["template"]["spec"]["containers"][0]["image"] = "app:2"
+        storage.update(current)
+        await roll_out(sim, clock)
+        assert len(hashed) == 2
+        names = {rs["metadata"]["name"] for rs in storage.list("apps/v1", "ReplicaSet", "default")}
+        assert f"llm-{real(current['spec']['template'])}" in names
+    finally:
+        await sim.stop()
+
+
+def test_an_owner_hash_is_the_template_hash_and_checks_the_template() -> None:
+    owner = deployment("d")
+    owner["metadata"].update(uid="u-1", generation=3)
+    template = owner["spec"]["template"]
+    assert objects.owner_template_hash(owner) == objects.template_hash(template)
+    assert objects.owner_template_hash(owner, 2) == objects.template_hash(template, 2)
+    # Same uid and generation but another template (an object that did not come from
+    # storage): the hash follows the template, not the memo.
+    template["spec"]["containers"][0]["image"] = "other:1"
+    assert objects.owner_template_hash(owner) == objects.template_hash(template)
+    del owner["metadata"]["uid"]
+    assert objects.owner_template_hash(owner) == objects.template_hash(template)
+
+
+async def test_a_long_queue_gives_the_event_loop_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "YIELD_SECONDS", 0.0)  # a turn after every key
+    storage, sim, clock = await started(emit_events=False)
+    turns = 0
+    done = asyncio.Event()
+
+    async def api_requests() -> None:
+        nonlocal turns
+        while not done.is_set():
+            turns += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(api_requests())
+    try:
+        sim.stall()
+        for i in range(20):
+            storage.create(deployment(f"d{i}"))
+        before = sim.yields
+        sim.resume()
+        assert await sim.wait_idle()
+        # 20 Deployments, their ReplicaSets and pods: dozens of keys, a turn after each.
+        assert sim.yields - before >= 40
+        assert turns >= sim.yields - before
+    finally:
+        done.set()
+        await ticker
+        await sim.stop()
+    del clock
+
+
+async def test_an_unschedulable_pod_is_tried_again_on_a_cluster_change_not_its_own_status(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from localcluster.simulator.nodes import build_nodes, load_profile
+
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    sim = Simulator(storage, profile="no-gpu", clock=ManualClock(), emit_events=False)
+    passes: list[str] = []
+    schedule = sim._schedule
+
+    async def counted(pod: dict[str, Any]) -> None:
+        passes.append(pod["metadata"]["name"])
+        await schedule(pod)
+
+    monkeypatch.setattr(sim, "_schedule", counted)
+    await sim.start()
+    try:
+        gpu = deployment("gpu")["spec"]["template"]
+        gpu["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+        meta = {"name": "g", "namespace": "default"}
+        storage.create({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": gpu["spec"]})
+        assert await sim.wait_idle()
+        pending = storage.get("v1", "Pod", "g", "default")
+        scheduled = next(c for c in pending["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert (scheduled["status"], scheduled["reason"]) == ("False", "Unschedulable")
+        assert passes == ["g"]  # its FailedScheduling status write did not bring it back
+        assert sim.unschedulable_echoes == 1
+        # A GPU node joins: the pod is tried again and placed there.
+        node = build_nodes(load_profile("default"))[0]
+        storage.create(node)
+        assert await sim.wait_idle()
+        assert passes == ["g", "g"]
+        bound = storage.get("v1", "Pod", "g", "default")
+        assert bound["spec"]["nodeName"] == node["metadata"]["name"]
+    finally:
+        await sim.stop()
