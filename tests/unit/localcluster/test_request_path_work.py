@@ -11,7 +11,6 @@ plain way gives.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import math
@@ -25,42 +24,18 @@ from localcluster.admission import BuiltinAdmission
 from localcluster.audit import AuditLog, AuditRecord
 from localcluster.cluster import LocalCluster
 from localcluster.errors import StatusError
-from localcluster.hooks import AdmissionAttributes
-from localcluster.registry import Registry
 from localcluster.storage import Storage
 from localcluster.tokens import ISSUER
+from tests.unit.localcluster.services import admit, service
+from tests.unit.localcluster.services import empty_storage as _storage
 
 N = 200
 
 
-def _storage() -> Storage:
-    s = Storage(Registry())
-    s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
-    return s
-
-
 def _create_service(storage: Storage, builtin: BuiltinAdmission, name: str) -> str:
-    obj = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"ports": [{"port": 80}]},
-    }
-    attrs = AdmissionAttributes(
-        operation="CREATE",
-        group="",
-        version="v1",
-        resource="services",
-        subresource="",
-        kind="Service",
-        namespace="default",
-        name=name,
-        user="admin",
-        groups=("system:masters",),
-    )
-    mutated, _ = asyncio.run(builtin.mutate(attrs, obj, None))
-    assert mutated is not None
-    return str(storage.create(mutated)["spec"]["clusterIP"])
+    obj = service(name)
+    del obj["spec"]["type"]
+    return str(storage.create(admit(builtin, obj))["spec"]["clusterIP"])
 
 
 def _lowest_free(used: set[str]) -> str:
@@ -343,10 +318,16 @@ async def test_a_service_account_token_decodes_its_account_once_per_stored_versi
 
 def test_a_poll_for_one_user_s_creates_of_one_resource_reads_only_those() -> None:
     log = AuditLog(max_records=50)
-    calls = [("op", "create", "deployments"), ("op", "patch", "nimservices"), ("admin", "create", "deployments")]
+    calls = [
+        ("op", "create", "deployments"),
+        ("op", "patch", "nimservices"),
+        ("admin", "create", "deployments"),
+    ]
     for i in range(300):
         user, verb, resource = calls[i % 3]
-        rec = AuditRecord(i, "t", user, (), verb, "", "v1", resource, "", "ns", f"n{i}", "POST", "/", "")
+        rec = AuditRecord(
+            i, "t", user, (), verb, "", "v1", resource, "", "ns", f"n{i}", "POST", "/", ""
+        )
         log._append(rec)  # fmt: skip
     # the index gives what the scan gives, the bound included (the last 50 records)
     for user, verb, resource in calls:

@@ -9,52 +9,18 @@ full scan gives.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from localcluster.admission import BuiltinAdmission
 from localcluster.gc import GarbageCollector
-from localcluster.hooks import AdmissionAttributes
-from localcluster.registry import Registry
 from localcluster.simulator.objects import ObjectLookup, fnv32a, template_hash
-from localcluster.storage import Storage
 from localcluster.tokens import ISSUER, TokenIssuer
 from localcluster.watchcache import StoredEvent
+from tests.unit.localcluster.services import admit as _admit
+from tests.unit.localcluster.services import empty_storage as _storage
+from tests.unit.localcluster.services import service as _service
 
 N = 200
-
-
-def _storage() -> Storage:
-    s = Storage(Registry())
-    s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
-    return s
-
-
-def _service(name: str, *, svc_type: str = "ClusterIP", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"type": svc_type, "ports": [{"port": 80}], **spec},
-    }
-
-
-def _admit(builtin: BuiltinAdmission, obj: dict[str, Any]) -> dict[str, Any]:
-    attrs = AdmissionAttributes(
-        operation="CREATE",
-        group="",
-        version="v1",
-        resource="services",
-        subresource="",
-        kind="Service",
-        namespace="default",
-        name=obj["metadata"]["name"],
-        user="admin",
-        groups=("system:masters",),
-    )
-    mutated, _ = asyncio.run(builtin.mutate(attrs, obj, None))
-    assert mutated is not None
-    return mutated
 
 
 def test_a_service_create_decodes_no_other_service() -> None:
