@@ -32,6 +32,7 @@ is profiled and the top 15 functions by cumulative (and own) time are printed.
 With ``NIMCTL_BENCH_PROFILE_SERVER=1`` py-spy samples the API server over the
 same window (until every Deployment exists). ``NIMCTL_BENCH_PROFILE_UNTIL=quiet``
 extends both profiles until the operator is quiet (the status churn after creation).
+``--operator-arg`` passes one more argument to ``nimctl run`` (repeat it).
 The figures never fail on a time. The default N is 200 (a 2-core machine); the
 issue's figures are at ``--count 1000``.
 """
@@ -130,6 +131,7 @@ async def run(
     profile: bool,
     quiet_seconds: float = 15.0,
     bare: bool = False,
+    operator_args: tuple[str, ...] = (),
 ) -> None:
     if not SAMPLE.exists():
         print(f"skipped: NVIDIA's sample is not at {SAMPLE}")
@@ -158,6 +160,7 @@ async def run(
                     "--disable-gpu-lifecycle",
                     "--metrics-bind-address",
                     f"127.0.0.1:{metrics_port}",
+                    *operator_args,
                 ],
                 profile=profile,
                 env={"OPERATOR_NAMESPACE": "nimctl-bench"},
@@ -346,6 +349,12 @@ def main() -> None:
         action="store_true",
         help="stall localcluster's simulator until every Deployment exists (an API server alone)",
     )
+    parser.add_argument(
+        "--operator-arg",
+        action="append",
+        default=[],
+        help="one more argument for `nimctl run` (repeat it), e.g. --operator-arg=--max-concurrent-reconciles=8",
+    )
     args = parser.parse_args()
     for n in args.count:
         asyncio.run(
@@ -356,6 +365,7 @@ def main() -> None:
                 profiling_requested(args.profile),
                 args.quiet_seconds,
                 args.bare_api_server,
+                tuple(args.operator_arg),
             )
         )
 
