@@ -31,6 +31,19 @@ BIDIR = "Bidirectional"
 PRIV: dict[str, Any] = {"privileged": True}
 PRIV_S0: dict[str, Any] = {"privileged": True, "seLinuxOptions": {"level": "s0"}}
 
+# The opening of our operand entrypoint scripts (toolkit, device plugin, MIG manager):
+# wait for the validator's ``driver-ready`` file, then export what it reports
+# (IS_HOST_DRIVER, NVIDIA_DRIVER_ROOT...). ``set -a`` is left on for the script to
+# add its own exports before ``set +a``. The text is part of each entrypoint
+# ConfigMap: a change rolls those DaemonSets.
+SOURCE_DRIVER_READY = f"""until [ -f {VALIDATIONS_DIR}/driver-ready ]; do
+  echo "waiting for the driver validations to be ready..."
+  sleep 5
+done
+set -a
+. {VALIDATIONS_DIR}/driver-ready
+"""
+
 __all__ = [
     "BIDIR",
     "DIR",
@@ -38,6 +51,7 @@ __all__ = [
     "HTOC",
     "PRIV",
     "PRIV_S0",
+    "SOURCE_DRIVER_READY",
     "cluster_versions_rule",
     "config_map_volume",
     "container",

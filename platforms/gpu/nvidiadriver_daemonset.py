@@ -127,6 +127,7 @@ __all__ = [
     "OpenShift",
     "PoolNames",
     "cluster_rules",
+    "manager_env_defaults",
     "pool_objects",
     "role_rules",
     "startup_probe_config_map",
@@ -541,9 +542,10 @@ def _node_selector(p: _Pool) -> dict[str, str]:
     return out
 
 
-def _manager(p: _Pool, digest: str) -> dict[str, Any]:
-    """The ``k8s-driver-manager`` init container."""
-    manager_env = [
+def manager_env_defaults() -> list[dict[str, Any]]:
+    """The ``k8s-driver-manager`` container's env before any user setting, in NVIDIA's
+    order: the same for a ClusterPolicy's driver and an NVIDIADriver's pools."""
+    return [
         field_env("NODE_NAME", "spec.nodeName"),
         env("NVIDIA_VISIBLE_DEVICES", "void"),
         env("ENABLE_GPU_POD_EVICTION", "true"),
@@ -553,8 +555,12 @@ def _manager(p: _Pool, digest: str) -> dict[str, Any]:
         env("DRAIN_TIMEOUT_SECONDS", "0s"),
         env("DRAIN_DELETE_EMPTYDIR_DATA", "false"),
         field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
-        env("DRIVER_CONFIG_DIGEST", digest),
     ]
+
+
+def _manager(p: _Pool, digest: str) -> dict[str, Any]:
+    """The ``k8s-driver-manager`` init container."""
+    manager_env = [*manager_env_defaults(), env("DRIVER_CONFIG_DIGEST", digest)]
     if p.rdma:
         manager_env.append(env("GPU_DIRECT_RDMA_ENABLED", "true"))
         if p.host_mofed:

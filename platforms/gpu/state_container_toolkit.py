@@ -20,6 +20,7 @@ from platforms.gpu.common import (
     DOC,
     HTOC,
     PRIV_S0,
+    SOURCE_DRIVER_READY,
     config_map_volume,
     container,
     daemonset,
@@ -42,20 +43,18 @@ MAIN = "nvidia-container-toolkit-ctr"
 DEFAULT_INSTALL_DIR = "/usr/local/nvidia"
 DEFAULT_NRI_SOCKET = "/var/run/nri/nri.sock"
 
-ENTRYPOINT_SCRIPT = """#!/bin/sh
+ENTRYPOINT_SCRIPT = (
+    """#!/bin/sh
 # Wait until the driver is validated on this node, take the driver location it
 # reports, then install and configure the toolkit. The pause works around
 # containerd >= 1.6.9 sending SIGTERM right after its restart (NVIDIA's delay).
-until [ -f /run/nvidia/validations/driver-ready ]; do
-  echo "waiting for the driver validations to be ready..."
-  sleep 5
-done
-set -a
-. /run/nvidia/validations/driver-ready
-set +a
+"""
+    + SOURCE_DRIVER_READY
+    + """set +a
 sleep 5
 exec nvidia-toolkit
 """
+)
 
 ROLE_RULES = [scc_privileged(), policy_rule(["apps"], ["daemonsets"], ["list"])]
 """NVIDIA's toolkit Role (no ClusterRole): the SCC, and listing DaemonSets."""

@@ -15,6 +15,7 @@ from platforms.gpu.common import (
     DOC,
     HTOC,
     PRIV,
+    SOURCE_DRIVER_READY,
     config_map_volume,
     container,
     daemonset,
@@ -34,17 +35,14 @@ DAEMONSET = "nvidia-device-plugin-daemonset"
 ENTRYPOINT = "nvidia-device-plugin-entrypoint"
 DEFAULT_MPS_ROOT = "/run/nvidia/mps"
 
-ENTRYPOINT_SCRIPT = """#!/bin/sh
+ENTRYPOINT_SCRIPT = (
+    """#!/bin/sh
 # Wait until the driver is validated on this node and take what the validation
 # reports, then switch on the features whose kernel modules are loaded (GDRCopy:
 # gdrdrv; GPUDirect Storage, with MOFED: nvidia_fs) unless already set.
-until [ -f /run/nvidia/validations/driver-ready ]; do
-  echo "waiting for the driver validations to be ready..."
-  sleep 5
-done
-set -a
-. /run/nvidia/validations/driver-ready
-set +a
+"""
+    + SOURCE_DRIVER_READY
+    + """set +a
 loaded() { grep -q "^$1 " /proc/modules; }
 if loaded gdrdrv && [ -z "${GDRCOPY_ENABLED}" ]; then
   export GDRCOPY_ENABLED=true
@@ -63,6 +61,7 @@ fi
 echo "Starting nvidia-device-plugin"
 exec nvidia-device-plugin
 """
+)
 
 
 def node_rules() -> list[dict[str, Any]]:

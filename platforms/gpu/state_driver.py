@@ -44,6 +44,7 @@ from platforms.gpu.nvidiadriver_daemonset import (
     STARTUP_PROBE_SCRIPT,
     WAIT_FOR_DRIVER,
     cluster_rules,
+    manager_env_defaults,
     role_rules,
 )
 from platforms.gpu.nvidiadriver_digest import config_digest, from_pod_spec
@@ -164,17 +165,7 @@ def _asset(ctx: StateContext) -> dict[str, Any]:
         MANAGER,
         command=["driver-manager"],
         args=["uninstall_driver"],
-        env_vars=[
-            field_env("NODE_NAME", "spec.nodeName"),
-            env("NVIDIA_VISIBLE_DEVICES", "void"),
-            env("ENABLE_GPU_POD_EVICTION", "true"),
-            env("ENABLE_AUTO_DRAIN", "false"),
-            env("DRAIN_USE_FORCE", "false"),
-            env("DRAIN_POD_SELECTOR_LABEL", ""),
-            env("DRAIN_TIMEOUT_SECONDS", "0s"),
-            env("DRAIN_DELETE_EMPTYDIR_DATA", "false"),
-            field_env("OPERATOR_NAMESPACE", "metadata.namespace"),
-        ],
+        env_vars=manager_env_defaults(),
         security_context=PRIV,
         mounts=[
             mount("run-nvidia", "/run/nvidia", propagation=BIDIR),

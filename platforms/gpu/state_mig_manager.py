@@ -20,6 +20,7 @@ from platforms.gpu.common import (
     DOC,
     HTOC,
     PRIV,
+    SOURCE_DRIVER_READY,
     config_map_volume,
     container,
     daemonset,
@@ -41,22 +42,20 @@ ENTRYPOINT = "nvidia-mig-manager-entrypoint"
 DEFAULT_CONFIG = "default-mig-parted-config"
 DEFAULT_CLIENTS = "default-gpu-clients"
 
-ENTRYPOINT_SCRIPT = """#!/bin/sh
+ENTRYPOINT_SCRIPT = (
+    """#!/bin/sh
 # Wait until the driver is validated on this node and take what the validation
 # reports (IS_HOST_DRIVER, NVIDIA_DRIVER_ROOT...); stop host GPU clients around a
 # MIG change only when the driver is the host's own.
-until [ -f /run/nvidia/validations/driver-ready ]; do
-  echo "waiting for the driver validations to be ready..."
-  sleep 5
-done
-set -a
-. /run/nvidia/validations/driver-ready
-WITH_SHUTDOWN_HOST_GPU_CLIENTS="${IS_HOST_DRIVER}"
+"""
+    + SOURCE_DRIVER_READY
+    + """WITH_SHUTDOWN_HOST_GPU_CLIENTS="${IS_HOST_DRIVER}"
 set +a
 echo "WITH_SHUTDOWN_HOST_GPU_CLIENTS=${WITH_SHUTDOWN_HOST_GPU_CLIENTS}"
 echo "Starting nvidia-mig-manager"
 exec nvidia-mig-manager
 """
+)
 
 GPU_CLIENTS = """version: v1
 systemd-services:
