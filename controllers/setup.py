@@ -119,7 +119,12 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
             owned_state_priority=LOW_PRIORITY,
         )
     )
-    own_kinds(builder, manager, NIMServiceContract().owned_kinds(options.capabilities))
+    own_kinds(
+        builder,
+        manager,
+        NIMServiceContract().owned_kinds(options.capabilities),
+        reconciler.expectations,
+    )
     builder.watches(
         API_VERSION,
         nimcache_ctrl.KIND,
@@ -165,7 +170,12 @@ def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> N
         .for_(API_VERSION, nimcache_ctrl.KIND, predicates=[spec_change_predicate()])
         .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
     )
-    own_kinds(builder, manager, NIMCacheContract().owned_kinds(options.capabilities))
+    own_kinds(
+        builder,
+        manager,
+        NIMCacheContract().owned_kinds(options.capabilities),
+        reconciler.expectations,
+    )
     # The caching Job's pod can wait (missing Secret, image pull) while the Job's
     # status stays the same: its blocker wakes the NIMCache (issue 25).
     of_pod, of_event = pod_event_watches(cache, nimcache_ctrl.nimcache_of_pod)

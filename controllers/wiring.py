@@ -19,6 +19,7 @@ from nimctl_runtime.builder import Builder
 from nimctl_runtime.cache.cache import ByObject
 from nimctl_runtime.client.client import Client
 from nimctl_runtime.client.errors import ApiError
+from nimctl_runtime.expectations import CreateExpectations
 from nimctl_runtime.handler import UpdateEvent
 from nimctl_runtime.manager import Manager
 from nimctl_runtime.meta import OWNER_UID_INDEX, dig, owner_uid_index
@@ -159,12 +160,23 @@ def spec_change_predicate() -> Funcs:
     return Funcs(update=update)
 
 
-def own_kinds(builder: Builder, manager: Manager, kinds: Iterable[GVK]) -> Builder:
-    """``owns`` every kind, with the owner-UID index the skeleton's prune reads."""
+def own_kinds(
+    builder: Builder,
+    manager: Manager,
+    kinds: Iterable[GVK],
+    expectations: CreateExpectations | None = None,
+) -> Builder:
+    """``owns`` every kind, with the owner-UID index the skeleton's prune reads.
+
+    With the reconciler's ``expectations``, the ADDED echo of a create the
+    reconciler made (and saw the answer of) queues nothing
+    (``nimctl_runtime.expectations``).
+    """
+    predicates = (expectations.predicate(),) if expectations is not None else ()
     for api_version, kind in kinds:
         with contextlib.suppress(ValueError):  # another controller owning this kind added it
             manager.cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
-        builder.owns(api_version, kind)
+        builder.owns(api_version, kind, predicates=predicates)
     return builder
 
 

@@ -294,5 +294,8 @@ def _selector(selector: str | Mapping[str, str] | Selector | None) -> Selector |
         return None
     if isinstance(selector, Selector):
         return None if selector.empty() else selector
+    if isinstance(selector, Mapping):
+        # key=value pairs: built directly, not written out as text and parsed back
+        return Selector.from_labels(selector) if selector else None
     text = selector_text(selector)
     return Selector.parse(text) if text else None
