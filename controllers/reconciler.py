@@ -38,11 +38,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from controllers.plan import Action, Key, WritePolicy, by_kind, drain, key, plan
+from controllers.plan import Action, Key, WritePolicy, drain, key, plan
 from controllers.render_memo import Rendered, RenderMemo, prunes_any, unchanged
 from controllers.sync import WriteLog, WriteMemo, patch_finalizers, sync_object
 from nimctl_runtime.client.errors import ApiError, Conflict, NotFound
-from nimctl_runtime.client.interfaces import EventRecorder, KeyReader, Reader, Writer
+from nimctl_runtime.client.interfaces import (
+    EventRecorder,
+    KeyReader,
+    Reader,
+    Writer,
+    get_or_none,
+)
 from nimctl_runtime.expectations import CreateExpectations, expect_key
 from nimctl_runtime.logsetup import get_logger
 from nimctl_runtime.meta import (
@@ -145,7 +151,8 @@ class Kind(ABC, Generic[CR, Facts]):
         DaemonSets once NVIDIADrivers own the drivers). ``plan`` adds the HPA's
         ``keep_live_replicas`` itself.
         """
-        return by_kind(self.create_only, self.keep_on_prune)(obj)
+        kind = str(obj.get("kind", ""))
+        return _BY_KIND[(kind in self.create_only, kind in self.keep_on_prune)]
 
     def namespace_labels(self, cr: CR, facts: Facts) -> NamespaceLabels | None:
         """Labels a namespace must carry before this CR's objects are written (None:
@@ -449,10 +456,7 @@ class KindReconciler(Generic[CR, Facts]):
         return await self._cached_key(key(obj), namespace_of(obj) or namespace)
 
     async def _cached_key(self, k: Key, namespace: str) -> Obj | None:
-        try:
-            return await self.cache.get(k[0], k[1], k[2], namespace or None)
-        except NotFound:
-            return None
+        return await get_or_none(self.cache, k[0], k[1], k[2], namespace or None)
 
     async def _execute(self, action: Action, namespace: str) -> tuple[Obj, str] | None:
         obj = action.obj
@@ -644,6 +648,14 @@ def _message_only(current: Mapping[str, Any], status: Mapping[str, Any]) -> bool
 
     a, b = without_messages(current), without_messages(status)
     return all(a.get(k) == b.get(k) for k in b)
+
+
+#: ``by_kind``'s policies, shared (frozen): one per (create_only, keep_on_prune).
+_BY_KIND: dict[tuple[bool, bool], WritePolicy] = {
+    (c, k): WritePolicy(create_only=c, keep_on_prune=k)
+    for c in (False, True)
+    for k in (False, True)
+}
 
 
 def _deleting(obj: Mapping[str, Any]) -> bool:

@@ -230,6 +230,17 @@ class Cache:
         await self._synced_informer(api_version, kind)
         return self.get_nowait(api_version, kind, name, namespace)
 
+    async def get_if_present(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> Obj | None:
+        """:meth:`get`, or None where the cache does not hold the object: no NotFound is
+        built and raised (a reconcile asks for every object it is about to create)."""
+        await self._synced_informer(api_version, kind)
+        informer, mapping = self._informer_nowait(api_version, kind)
+        return informer.store.get(
+            f"{namespace}/{name}" if namespace and mapping.namespaced else name
+        )
+
     async def list(
         self,
         api_version: str,
