@@ -145,6 +145,9 @@ class Cache:
             return informer
 
     async def _synced_informer(self, api_version: str, kind: str) -> SharedInformer:
+        informer = self._informers.get((api_version, kind))
+        if informer is not None and self._started and informer.has_synced():
+            return informer  # the common case: no further awaits
         if self._stopped:
             raise CacheNotStartedError("the cache is stopped")
         informer = await self.get_informer(api_version, kind)
