@@ -379,9 +379,7 @@ def setup_nemo(manager: Manager, client: Client, options: SetupOptions) -> None:
             .for_(API_VERSION, kind, predicates=[spec_change_predicate()])
             .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
         )
-        own_kinds(
-            builder, manager, contract.owned_kinds(options.capabilities), reconciler.expectations
-        )
+        own_kinds(builder, manager, contract.owned_kinds(options.capabilities))
         for gvk in (SECRET, PVC, CONFIG_MAP):
             builder.watches(
                 gvk[0], gvk[1], users(gvk[1]), predicates=[ResourceVersionChangedPredicate()]

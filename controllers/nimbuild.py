@@ -417,12 +417,7 @@ def setup_nimbuild(manager: Manager, client: Client, options: SetupOptions) -> N
         .for_(API_VERSION, KIND, predicates=[spec_change_predicate()])
         .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
     )
-    own_kinds(
-        builder,
-        manager,
-        NIMBuildContract().owned_kinds(options.capabilities),
-        reconciler.expectations,
-    )
+    own_kinds(builder, manager, NIMBuildContract().owned_kinds(options.capabilities))
     builder.watches(
         API_VERSION, "NIMCache", builds_of, predicates=[ResourceVersionChangedPredicate()]
     )

@@ -53,6 +53,7 @@ from nimctl_runtime.manager import Manager
 from nimctl_runtime.meta import name_of, namespace_of
 from nimctl_runtime.predicate import ResourceVersionChangedPredicate
 from nimctl_runtime.reconcile import Request
+from platforms.capabilities import COMPUTE_DOMAIN, INFERENCE_SERVICE
 from platforms.nimcache import NIMCacheContract
 from platforms.nimservice import NIMServiceContract
 
@@ -124,6 +125,8 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
         manager,
         NIMServiceContract().owned_kinds(options.capabilities),
         reconciler.expectations,
+        # gather reads these (KServe's deployment mode, the ComputeDomain's channel)
+        read_by_gather=(INFERENCE_SERVICE, COMPUTE_DOMAIN),
     )
     builder.watches(
         API_VERSION,
@@ -170,12 +173,7 @@ def setup_nimcache(manager: Manager, client: Client, options: SetupOptions) -> N
         .for_(API_VERSION, nimcache_ctrl.KIND, predicates=[spec_change_predicate()])
         .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
     )
-    own_kinds(
-        builder,
-        manager,
-        NIMCacheContract().owned_kinds(options.capabilities),
-        reconciler.expectations,
-    )
+    own_kinds(builder, manager, NIMCacheContract().owned_kinds(options.capabilities))
     # The caching Job's pod can wait (missing Secret, image pull) while the Job's
     # status stays the same: its blocker wakes the NIMCache (issue 25).
     of_pod, of_event = pod_event_watches(cache, nimcache_ctrl.nimcache_of_pod)

@@ -165,17 +165,24 @@ def own_kinds(
     manager: Manager,
     kinds: Iterable[GVK],
     expectations: CreateExpectations | None = None,
+    *,
+    read_by_gather: Iterable[GVK] = (),
 ) -> Builder:
     """``owns`` every kind, with the owner-UID index the skeleton's prune reads.
 
     With the reconciler's ``expectations``, the ADDED echo of a create the
     reconciler made (and saw the answer of) queues nothing
-    (``nimctl_runtime.expectations``).
+    (``nimctl_runtime.expectations``). Only for a kind whose readiness reads the
+    created object from the pass (``Observed``): a kind the binding's ``gather``
+    reads from the cache (``read_by_gather``: the pass computed its status with
+    the object still absent) keeps waking its owner when it appears.
     """
-    predicates = (expectations.predicate(),) if expectations is not None else ()
+    echo = (expectations.predicate(),) if expectations is not None else ()
+    gathered = set(read_by_gather)
     for api_version, kind in kinds:
         with contextlib.suppress(ValueError):  # another controller owning this kind added it
             manager.cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
+        predicates = () if (api_version, kind) in gathered else echo
         builder.owns(api_version, kind, predicates=predicates)
     return builder
 
