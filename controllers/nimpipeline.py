@@ -186,5 +186,10 @@ def setup_nimpipeline(manager: Manager, client: Client, options: SetupOptions) -
         .for_(API_VERSION, KIND, predicates=[spec_change_predicate()])
         .with_options(max_concurrent_reconciles=options.max_concurrent_reconciles)
     )
-    own_kinds(builder, manager, NIMPipelineContract().owned_kinds(options.capabilities))
+    own_kinds(
+        builder,
+        manager,
+        NIMPipelineContract().owned_kinds(options.capabilities),
+        reconciler.expectations,
+    )
     builder.complete(reconciler)

@@ -53,6 +53,7 @@ from nimctl_runtime.manager import Manager
 from nimctl_runtime.meta import name_of, namespace_of
 from nimctl_runtime.predicate import ResourceVersionChangedPredicate
 from nimctl_runtime.reconcile import Request
+from platforms.capabilities import COMPUTE_DOMAIN, INFERENCE_SERVICE
 from platforms.nimcache import NIMCacheContract
 from platforms.nimservice import NIMServiceContract
 
@@ -119,7 +120,14 @@ def setup_nimservice(manager: Manager, client: Client, options: SetupOptions) ->
             owned_state_priority=LOW_PRIORITY,
         )
     )
-    own_kinds(builder, manager, NIMServiceContract().owned_kinds(options.capabilities))
+    own_kinds(
+        builder,
+        manager,
+        NIMServiceContract().owned_kinds(options.capabilities),
+        reconciler.expectations,
+        # gather reads these (KServe's deployment mode, the ComputeDomain's channel)
+        read_by_gather=(INFERENCE_SERVICE, COMPUTE_DOMAIN),
+    )
     builder.watches(
         API_VERSION,
         nimcache_ctrl.KIND,

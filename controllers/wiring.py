@@ -19,6 +19,7 @@ from nimctl_runtime.builder import Builder
 from nimctl_runtime.cache.cache import ByObject
 from nimctl_runtime.client.client import Client
 from nimctl_runtime.client.errors import ApiError
+from nimctl_runtime.expectations import CreateExpectations
 from nimctl_runtime.handler import UpdateEvent
 from nimctl_runtime.manager import Manager
 from nimctl_runtime.meta import OWNER_UID_INDEX, dig, owner_uid_index
@@ -159,12 +160,30 @@ def spec_change_predicate() -> Funcs:
     return Funcs(update=update)
 
 
-def own_kinds(builder: Builder, manager: Manager, kinds: Iterable[GVK]) -> Builder:
-    """``owns`` every kind, with the owner-UID index the skeleton's prune reads."""
+def own_kinds(
+    builder: Builder,
+    manager: Manager,
+    kinds: Iterable[GVK],
+    expectations: CreateExpectations | None = None,
+    *,
+    read_by_gather: Iterable[GVK] = (),
+) -> Builder:
+    """``owns`` every kind, with the owner-UID index the skeleton's prune reads.
+
+    With the reconciler's ``expectations``, the ADDED echo of a create the
+    reconciler made (and saw the answer of) queues nothing
+    (``nimctl_runtime.expectations``). Only for a kind whose readiness reads the
+    created object from the pass (``Observed``): a kind the binding's ``gather``
+    reads from the cache (``read_by_gather``: the pass computed its status with
+    the object still absent) keeps waking its owner when it appears.
+    """
+    echo = (expectations.predicate(),) if expectations is not None else ()
+    gathered = set(read_by_gather)
     for api_version, kind in kinds:
         with contextlib.suppress(ValueError):  # another controller owning this kind added it
             manager.cache.add_index(api_version, kind, OWNER_UID_INDEX, owner_uid_index)
-        builder.owns(api_version, kind)
+        predicates = () if (api_version, kind) in gathered else echo
+        builder.owns(api_version, kind, predicates=predicates)
     return builder
 
 

@@ -116,6 +116,15 @@ def find_condition(
     return None
 
 
+def _condition_copy(condition: Mapping[str, Any]) -> dict[str, Any]:
+    """A private copy of one condition: shallow when its values are scalars (they are,
+    in every ``metav1.Condition``), deep otherwise."""
+    out = dict(condition)
+    if any(isinstance(v, dict | list) for v in out.values()):
+        return copy.deepcopy(out)
+    return out
+
+
 def set_condition(
     conditions: Sequence[Mapping[str, Any]] | None,
     type_: str,
@@ -127,7 +136,7 @@ def set_condition(
     observed_generation: int | None = None,
 ) -> list[dict[str, Any]]:
     """A new list with the condition set; other conditions are kept in order."""
-    out = [copy.deepcopy(dict(c)) for c in conditions or ()]
+    out = [_condition_copy(c) for c in conditions or ()]
     for c in out:
         if c.get("type") == type_:
             if c.get("status") != status:

@@ -145,6 +145,9 @@ class Cache:
             return informer
 
     async def _synced_informer(self, api_version: str, kind: str) -> SharedInformer:
+        informer = self._informers.get((api_version, kind))
+        if informer is not None and self._started and informer.has_synced():
+            return informer  # the common case: no further awaits
         if self._stopped:
             raise CacheNotStartedError("the cache is stopped")
         informer = await self.get_informer(api_version, kind)
@@ -230,6 +233,17 @@ class Cache:
         await self._synced_informer(api_version, kind)
         return self.get_nowait(api_version, kind, name, namespace)
 
+    async def get_if_present(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> Obj | None:
+        """:meth:`get`, or None where the cache does not hold the object: no NotFound is
+        built and raised (a reconcile asks for every object it is about to create)."""
+        await self._synced_informer(api_version, kind)
+        informer, mapping = self._informer_nowait(api_version, kind)
+        return informer.store.get(
+            f"{namespace}/{name}" if namespace and mapping.namespaced else name
+        )
+
     async def list(
         self,
         api_version: str,
@@ -294,5 +308,8 @@ def _selector(selector: str | Mapping[str, str] | Selector | None) -> Selector |
         return None
     if isinstance(selector, Selector):
         return None if selector.empty() else selector
+    if isinstance(selector, Mapping):
+        # key=value pairs: built directly, not written out as text and parsed back
+        return Selector.from_labels(selector) if selector else None
     text = selector_text(selector)
     return Selector.parse(text) if text else None

@@ -511,6 +511,18 @@ class Store:
         (except in a store that keeps no label pairs, where a label selector
         decodes each candidate).
         """
+        if index is not None and (selector is None or selector.empty()):
+            # An index alone (the owner-UID lists of every reconcile): no set copies.
+            by_value = self._indices.get(index[0])
+            if by_value is None:
+                raise KeyError(f"index {index[0]!r} does not exist")
+            entry = by_value.get(index[1])
+            if entry is None:
+                return []
+            found = members(entry)
+            if namespace:
+                found = found & members(self._indices[NAMESPACE_INDEX].get(namespace))
+            return sorted(found)
         candidates: set[str] | None = None
         if index is not None:
             candidates = set(self.index_keys(index[0], index[1]))

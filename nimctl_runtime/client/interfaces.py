@@ -124,8 +124,15 @@ class EventRecorder(Protocol):
 async def get_or_none(
     reader: KeyReader, api_version: str, kind: str, name: str, namespace: str | None = None
 ) -> Obj | None:
-    """``reader.get`` with NotFound as None (controller-runtime's ``client.IgnoreNotFound``)."""
+    """``reader.get`` with NotFound as None (controller-runtime's ``client.IgnoreNotFound``).
+
+    A reader with ``get_if_present`` (the ``Cache``) answers without raising."""
     from nimctl_runtime.client.errors import NotFound
+
+    present = getattr(reader, "get_if_present", None)
+    if present is not None:
+        found: Obj | None = await present(api_version, kind, name, namespace or None)
+        return found
 
     try:
         return await reader.get(api_version, kind, name, namespace or None)

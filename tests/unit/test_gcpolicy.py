@@ -91,3 +91,27 @@ def test_trim_heap_runs_where_glibc_is() -> None:
     from nimctl_runtime.gcpolicy import trim_heap
 
     assert isinstance(trim_heap(), bool)
+
+
+async def test_the_operator_collects_its_young_generation_ten_times_less_often() -> None:
+    """``nimctl run`` raises the young threshold to 100,000 allocations (young
+    collections were 7% of its CPU while 1,000 NIMServices were created)."""
+    from types import SimpleNamespace
+
+    from nimctl.operator import OPERATOR_GC_THRESHOLDS, _gc_policy
+
+    gc.unfreeze()
+    stop = asyncio.Event()
+
+    async def synced() -> bool:
+        return True
+
+    manager = SimpleNamespace(cache=SimpleNamespace(wait_for_sync=lambda _: synced()))
+    policy = _gc_policy(manager)  # type: ignore[arg-type]
+    task = asyncio.create_task(policy.run(stop))
+    while policy.frozen == 0:
+        await asyncio.sleep(0)
+    assert gc.get_threshold() == OPERATOR_GC_THRESHOLDS
+    assert OPERATOR_GC_THRESHOLDS[0] == 10 * DEFAULT_THRESHOLDS[0]
+    stop.set()
+    await task

@@ -303,3 +303,67 @@ async def test_a_pass_reads_each_owned_object_once() -> None:
     await r.reconcile(REQ)
     owned = {"ServiceAccount", "Role", "RoleBinding", "Service", "Deployment"}
     assert not owned & set(fake.gets), fake.gets
+
+
+class RenderCounts:
+    """Renders of the NIMService contract, and compressions/decompressions of render memos."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, reconciler: Any) -> None:
+        import zlib
+
+        import controllers.render_memo
+
+        self.renders = 0
+        self.zlib = 0
+        contract = reconciler.kind.contract
+        real_render = contract.render
+
+        def counting_render(*args: Any, **kw: Any) -> Any:
+            self.renders += 1
+            return real_render(*args, **kw)
+
+        def counting(fn: Any) -> Any:
+            def wrapped(*args: Any, **kw: Any) -> Any:
+                self.zlib += 1
+                return fn(*args, **kw)
+
+            return wrapped
+
+        monkeypatch.setattr(contract, "render", counting_render)
+        monkeypatch.setattr(controllers.render_memo.zlib, "compress", counting(zlib.compress))
+        monkeypatch.setattr(controllers.render_memo.zlib, "decompress", counting(zlib.decompress))
+
+
+async def test_a_pass_over_an_unchanged_render_encodes_and_renders_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The render memo keeps each object's hash: the first pass writes it without encoding
+    or compressing the render, a later pass over unchanged objects neither renders nor
+    decompresses, and a drifted object is rendered again and rewritten."""
+    fake = FakeAPI()
+    fake.put(nimcache())
+    fake.put(nimservice())
+    r, _ = make(fake)
+    counts = RenderCounts(monkeypatch, r)
+
+    await r.reconcile(REQ)
+    assert counts.renders == 1 and counts.zlib == 0
+    created = {kind for (verb, kind, _) in fake.writes if verb == "create"}
+    assert {"ServiceAccount", "Role", "RoleBinding", "Service", "Deployment"} <= created
+
+    for i in range(3):
+        live = _live(fake)
+        live["metadata"]["resourceVersion"] = str(2000 + i)
+        await r.reconcile(REQ)
+    assert counts.renders == 1, "a pass over an unchanged NIMService rendered it again"
+    assert counts.zlib == 0
+
+    writes = len(fake.writes)
+    dep = fake.obj("apps/v1", "Deployment", "llm")
+    assert dep is not None
+    dep["spec"]["replicas"] = 5  # someone scaled it by hand
+    await r.reconcile(REQ)
+    assert counts.renders == 2
+    assert ("update", "Deployment", "llm") in fake.writes[writes:]
+    fixed = fake.obj("apps/v1", "Deployment", "llm")
+    assert fixed is not None and fixed["spec"]["replicas"] == 1

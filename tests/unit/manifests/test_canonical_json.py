@@ -118,3 +118,35 @@ def test_a_rendered_deployment_is_hashed_without_json_dumps(
     stamped = hashing.stamped_copy(deployment)
     assert calls == []
     assert stamped["metadata"]["annotations"][hashing.LAST_APPLIED_HASH_ANNOTATION] == expected
+
+
+@pytest.mark.parametrize(
+    "uid", ["5f0e3a1e-4b2c-4d1e-9e2f-0a1b2c3d4e5f", "0000000e-0000-0e-1-2e+3", "a1e-5"]
+)
+def test_an_owner_uid_that_looks_like_an_exponent_is_hashed_without_json(
+    uid: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A digit, ``e``, a sign and a digit inside a string (a UID: about one
+    NIMService in ten) is not a float: the object is hashed from orjson's text, which
+    is json's byte for byte; a number in exponent form still goes to json."""
+    obj = {
+        "metadata": {"name": "x", "ownerReferences": [{"uid": uid, "controller": True}]},
+        "spec": {"replicas": 1, "ratio": "1e-5", "b": ["2e-5"]},
+    }
+    # A string after a ":" that reads as a number goes to json (only slower).
+    odd = {"a:1e-5": "b"}
+    assert hashing.canonical_json_bytes(odd) == _json(odd).encode()
+    calls: list[Any] = []
+    real = json.dumps
+
+    def counted(*args: Any, **kwargs: Any) -> str:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    floats = {"x": 1e-5, "y": [-2.5e-7]}
+    want, want_floats = _json(obj).encode(), _json(floats).encode()
+    monkeypatch.setattr(json, "dumps", counted)
+    assert hashing.canonical_json_bytes(obj) == want
+    assert calls == []
+    assert hashing.canonical_json_bytes(floats) == want_floats
+    assert len(calls) == 1
