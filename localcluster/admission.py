@@ -385,6 +385,12 @@ def webhook_matches_rules(webhook: Mapping[str, Any], attrs: AdmissionAttributes
     return False
 
 
+_WEBHOOK_RESOURCES = {
+    "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+}
+
+
 class WebhookAdmission:
     """Calls the cluster's admission webhooks for every write."""
 
@@ -509,6 +515,13 @@ class WebhookAdmission:
         return attrs.group == "admissionregistration.k8s.io" or attrs.operation == "CONNECT"
 
     def _webhooks(self, kind: str) -> list[tuple[Obj, Obj]]:
+        # Two lookups on every write: with no configuration of *kind* stored (the
+        # common case) that is one dict look, not a list, decode and sort.
+        objects = getattr(self.storage, "objects", None)
+        if objects is not None and not objects.bucket(
+            ("admissionregistration.k8s.io", _WEBHOOK_RESOURCES[kind])
+        ):
+            return []
         try:
             configs = self.storage.list("admissionregistration.k8s.io/v1", kind)
         except StatusError:

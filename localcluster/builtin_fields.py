@@ -279,6 +279,24 @@ def _how_to_check(kind: str, sub: str | None) -> str:
     return _UNCHECKED
 
 
+class _Step:
+    """How a field's common values are settled without the general check:
+    ``settles`` is the Python type a single value has when right as it is (str,
+    bool, an int within ``low``..``high``, dict for a nested struct ``sub``);
+    a ``repeated`` struct field settles a list of dicts item by item."""
+
+    __slots__ = ("high", "low", "repeated", "settles", "sub")
+
+    def __init__(
+        self, settles: type | None, repeated: bool, sub: str | None, low: int, high: int
+    ) -> None:
+        self.settles = settles
+        self.repeated = repeated
+        self.sub = sub
+        self.low = low
+        self.high = high
+
+
 class TypeMismatch(ValueError):
     """A value of the wrong JSON type for its Go field (message in Go's json wording)."""
 
@@ -307,6 +325,7 @@ class _TypeChecker:
         self._inline = protobuf.INLINE
         self._fields: dict[str, dict[str, tuple[list[Any], str]]] = {}
         self._how: dict[tuple[str, str | None], str] = {}
+        self._plans: dict[str, dict[str, _Step]] = {}
 
     def fields_of(self, type_name: str) -> dict[str, tuple[list[Any], str]]:
         """JSON name -> (layout row, Go struct name), embedded structs flattened."""
@@ -324,33 +343,79 @@ class _TypeChecker:
             self._fields[type_name] = cached
         return cached
 
+    def _plan(self, type_name: str) -> dict[str, _Step]:
+        """Per JSON field of *type_name*, how its common values are settled at once
+        (see ``_Step``). Worked out once per type."""
+        plan = self._plans.get(type_name)
+        if plan is None:
+            plan = {}
+            for key, ((_name, _n, kind, repeated, sub), _s) in self.fields_of(type_name).items():
+                how = _how_to_check(kind, sub) if sub is None or sub not in self._maps else None
+                settles: type | None = None
+                low, high = 0, -1
+                if how is _STRING or how is _BOOL:
+                    settles = str if how is _STRING else bool
+                elif how is _MESSAGE:
+                    settles = dict
+                elif how is _INTEGER:
+                    settles = int
+                    low, high = _INT_RANGES[kind]
+                plan[key] = _Step(settles, bool(repeated), sub, low, high)
+            self._plans[type_name] = plan
+        return plan
+
     def check(self, type_name: str, value: dict[str, Any], stack: list[str]) -> None:
         # *stack* is the path of *value*'s fields, pushed and popped in place: error
         # messages read it when they are raised, and a valid object allocates none
-        fields = self.fields_of(type_name)
+        plan = self._plan(type_name)
         for key, item in value.items():
-            entry = fields.get(key)
-            if entry is None or item is None:
+            step = plan.get(key)
+            if step is None or item is None:
                 continue  # unknown fields are the pruner's business; null is Go's zero value
-            (name, _n, kind, repeated, sub), struct = entry
-            if kind in _SCALAR_KINDS and not repeated and type(item) in _SCALAR_KINDS[kind]:
-                continue  # the common case, settled without a call
-            stack.append(name)
-            if sub is not None and sub in self._maps:
-                key_kind, value_kind, value_type = self._maps[sub]
-                go = f"map[{key_kind}]{_go_type(value_kind, value_type)}"
-                if not isinstance(item, dict):
-                    self._fail(item, struct, stack, go)
-                for element in item.values():
-                    self._value(value_kind, value_type, element, struct, stack)
-            elif repeated:
-                if not isinstance(item, list):
-                    self._fail(item, struct, stack, "[]" + _go_type(kind, sub))
-                for element in item:
-                    self._value(kind, sub, element, struct, stack)
-            else:
-                self._value(kind, sub, item, struct, stack)
-            stack.pop()
+            settles = step.settles
+            if settles is not None:
+                if not step.repeated:
+                    if type(item) is settles:
+                        if settles is dict:  # a nested struct, without _value's dispatch
+                            stack.append(key)
+                            self.check(step.sub, item, stack)  # type: ignore[arg-type]
+                            stack.pop()
+                            continue
+                        if settles is not int or step.low <= item <= step.high:  # type: ignore[operator]
+                            continue  # a string, bool or in-range integer: settled
+                elif (
+                    type(item) is list
+                    and settles is dict
+                    and all(type(element) is dict for element in item)
+                ):
+                    # a list of structs (containers, env, ports...): each item checked
+                    # directly; anything else goes the long way below
+                    stack.append(key)
+                    for element in item:
+                        self.check(step.sub, element, stack)  # type: ignore[arg-type]
+                    stack.pop()
+                    continue
+            self._check_field(type_name, key, item, stack)
+
+    def _check_field(self, type_name: str, key: str, item: Any, stack: list[str]) -> None:
+        """One field's value checked the long way: maps, lists, quantities... and errors."""
+        (name, _n, kind, repeated, sub), struct = self.fields_of(type_name)[key]
+        stack.append(name)
+        if sub is not None and sub in self._maps:
+            key_kind, value_kind, value_type = self._maps[sub]
+            go = f"map[{key_kind}]{_go_type(value_kind, value_type)}"
+            if not isinstance(item, dict):
+                self._fail(item, struct, stack, go)
+            for element in item.values():
+                self._value(value_kind, value_type, element, struct, stack)
+        elif repeated:
+            if not isinstance(item, list):
+                self._fail(item, struct, stack, "[]" + _go_type(kind, sub))
+            for element in item:
+                self._value(kind, sub, element, struct, stack)
+        else:
+            self._value(kind, sub, item, struct, stack)
+        stack.pop()
 
     def _value(self, kind: str, sub: str | None, item: Any, struct: str, path: list[str]) -> None:
         if item is None:
