@@ -15,7 +15,7 @@ cluster, instead of being stored silently.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 _MAX_DEPTH = 64
 
@@ -27,6 +27,7 @@ class BuiltinPruner:
         self._resolved: dict[str, Mapping[str, Any] | None] = {}
         self._types: _TypeChecker | None = None
         self._shapes: dict[int, tuple[Mapping[str, Any], _Shape]] = {}
+        self._messages: dict[tuple[str, str], str | None] = {}  # kind -> its Go type
 
     def check_types(self, kind_key: tuple[str, str], obj: dict[str, Any]) -> None:
         """A 400, worded as kube-apiserver's decoder, when *obj* does not fit its Go type.
@@ -35,10 +36,11 @@ class BuiltinPruner:
         string``, wrapped as ``ConfigMap in version "v1" cannot be handled as a
         ConfigMap: ...``. Kinds without a protobuf layout (none built in) pass.
         """
-        from . import errors, protobuf
+        name = self._messages.get(kind_key, "")
+        if name == "":
+            from . import protobuf
 
-        api_version, kind = kind_key
-        name = protobuf.message_name(api_version, kind)
+            name = self._messages[kind_key] = protobuf.message_name(*kind_key)
         if name is None:
             return
         if self._types is None:
@@ -46,6 +48,9 @@ class BuiltinPruner:
         try:
             self._types.check(name, obj, [])
         except TypeMismatch as exc:
+            from . import errors
+
+            api_version, kind = kind_key
             version = api_version.rpartition("/")[2]
             raise errors.bad_request(
                 f'{kind} in version "{version}" cannot be handled as a {kind}: {exc}'
@@ -353,6 +358,10 @@ class _TypeChecker:
                 how = _how_to_check(kind, sub) if sub is None or sub not in self._maps else None
                 settles: type | None = None
                 low, high = 0, -1
+                if how is None and self._maps[sub][1] == "string":
+                    # a map of strings (labels, annotations, data...): no struct below
+                    plan[key] = _Step(dict, False, None, low, high)
+                    continue
                 if how is _STRING or how is _BOOL:
                     settles = str if how is _STRING else bool
                 elif how is _MESSAGE:
@@ -368,6 +377,7 @@ class _TypeChecker:
         # *stack* is the path of *value*'s fields, pushed and popped in place: error
         # messages read it when they are raised, and a valid object allocates none
         plan = self._plan(type_name)
+        item: Any
         for key, item in value.items():
             step = plan.get(key)
             if step is None or item is None:
@@ -375,14 +385,20 @@ class _TypeChecker:
             settles = step.settles
             if settles is not None:
                 if not step.repeated:
-                    if type(item) is settles:
-                        if settles is dict:  # a nested struct, without _value's dispatch
+                    if item.__class__ is settles:
+                        if settles is not dict:
+                            if settles is not int or step.low <= item <= step.high:  # type: ignore[operator]
+                                continue  # a string, bool or in-range integer: settled
+                        elif step.sub is not None:  # a nested struct, without _value's dispatch
                             stack.append(key)
-                            self.check(step.sub, item, stack)  # type: ignore[arg-type]
+                            self.check(step.sub, cast("dict[str, Any]", item), stack)
                             stack.pop()
                             continue
-                        if settles is not int or step.low <= item <= step.high:  # type: ignore[operator]
-                            continue  # a string, bool or in-range integer: settled
+                        elif all(type(v) is str for v in cast("dict[str, Any]", item).values()):
+                            continue  # a map of strings (labels, annotations, data...): settled
+                elif type(item) is list and settles is str:
+                    if all(type(element) is str for element in item):
+                        continue  # a list of strings (verbs, args, finalizers...): settled
                 elif (
                     type(item) is list
                     and settles is dict
