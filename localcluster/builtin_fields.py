@@ -118,50 +118,52 @@ class BuiltinPruner:
         pruned: list[str],
         depth: int,
     ) -> None:
+        self._prune_shape(self._shape(schema), value, path, pruned, depth)
+
+    def _prune_shape(
+        self,
+        shape: _Shape,
+        value: dict[str, Any] | list[Any],
+        path: list[str | int],
+        pruned: list[str],
+        depth: int,
+    ) -> None:
         # Only objects and lists reach here: scalars hold nothing to prune. The
-        # path of a field is joined only when the field is dropped.
-        if depth > _MAX_DEPTH:
+        # path of a field is joined only when the field is dropped; child shapes
+        # are looked up once per schema node (``_Shape.kid``).
+        if depth > _MAX_DEPTH or shape.preserve:
             return
-        shape = self._shape(schema)
-        if shape.preserve:
-            return
-        if isinstance(value, dict):
+        if type(value) is dict or isinstance(value, dict):
             props = shape.props
-            additional = shape.additional
             if props:
-                for key in list(value):
-                    item = value[key]
-                    sub = props.get(key)
-                    if sub is None and additional is None:
-                        if shape.additional_true:
-                            continue
-                        del value[key]
-                        pruned.append(_joined(path, key))
+                unknown: list[str] | None = None
+                for key, item in value.items():
+                    if key not in props and shape.additional is None:
+                        if not shape.additional_true:  # dropped once the loop is done
+                            unknown = [key] if unknown is None else [*unknown, key]
+                            pruned.append(_joined(path, key))
                         continue
                     if isinstance(item, (dict, list)):
                         path.append(key)
-                        self._prune(
-                            sub if sub is not None else additional,  # type: ignore[arg-type]
-                            item,
-                            path,
-                            pruned,
-                            depth + 1,
-                        )
+                        self._prune_shape(shape.kid(key, self), item, path, pruned, depth + 1)
                         path.pop()
-            elif additional is not None and shape.additional_structured:
+                if unknown is not None:
+                    for key in unknown:
+                        del value[key]
+            elif shape.additional is not None and shape.additional_structured:
+                additional = shape.kid("", self)
                 for key, item in value.items():
                     if isinstance(item, (dict, list)):
                         path.append(key)
-                        self._prune(additional, item, path, pruned, depth + 1)
+                        self._prune_shape(additional, item, path, pruned, depth + 1)
                         path.pop()
-        elif isinstance(value, list):
-            items = shape.items
-            if items is not None:
-                for i, item in enumerate(value):
-                    if isinstance(item, (dict, list)):
-                        path.append(i)
-                        self._prune(items, item, path, pruned, depth + 1)
-                        path.pop()
+        elif isinstance(value, list) and shape.items is not None:
+            items = shape.kid(None, self)
+            for i, item in enumerate(value):
+                if isinstance(item, (dict, list)):
+                    path.append(i)
+                    self._prune_shape(items, item, path, pruned, depth + 1)
+                    path.pop()
 
 
 class _Shape:
@@ -173,6 +175,7 @@ class _Shape:
         "additional_structured",
         "additional_true",
         "items",
+        "kids",
         "preserve",
         "props",
     )
@@ -201,6 +204,22 @@ class _Shape:
         self.items: Mapping[str, Any] | None = (
             items if isinstance(items, Mapping) and _has_structure(resolve(items)) else None
         )
+        self.kids: dict[str | None, _Shape] = {}
+
+    def kid(self, key: str | None, pruner: BuiltinPruner) -> _Shape:
+        """The shape of property *key* (of any other key for "" when no property
+        is declared, of the list items for None), looked up once per node."""
+        kid = self.kids.get(key)
+        if kid is None:
+            if key is None:
+                schema = self.items
+            elif self.props and key in self.props:
+                schema = self.props[key]
+            else:
+                schema = self.additional
+            assert schema is not None
+            kid = self.kids[key] = pruner._shape(schema)
+        return kid
 
 
 def _joined(path: list[str | int], key: str) -> str:
