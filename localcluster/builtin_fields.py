@@ -209,12 +209,14 @@ class _Shape:
     def kid(self, key: str | None, pruner: BuiltinPruner) -> _Shape:
         """The shape of property *key* (of any other key for "" when no property
         is declared, of the list items for None), looked up once per node."""
+        if key is not None and not (self.props and key in self.props):
+            key = ""  # one slot for every other key: the cache stays as small as the schema
         kid = self.kids.get(key)
         if kid is None:
             if key is None:
                 schema = self.items
-            elif self.props and key in self.props:
-                schema = self.props[key]
+            elif key:
+                schema = self.props[key]  # type: ignore[index]
             else:
                 schema = self.additional
             assert schema is not None
