@@ -743,3 +743,39 @@ def test_an_audit_record_formats_its_time_when_first_read(monkeypatch: pytest.Mo
         datetime.datetime.fromtimestamp(s, datetime.UTC).isoformat(timespec="microseconds")
         for s in stamps
     ]
+
+
+async def test_nan_and_infinity_in_a_json_body_are_refused_as_go_s_decoder_does(
+    cluster: LocalCluster,
+) -> None:
+    conn = aiohttp.TCPConnector(ssl=cluster.client_ssl_context())
+    headers = {
+        "Authorization": f"Bearer {cluster.token_for('admin')}",
+        "Content-Type": "application/json",
+    }
+    url = cluster.url + "/api/v1/namespaces/default/configmaps"
+    words = {
+        "NaN": "invalid character 'N' looking for beginning of value",
+        "Infinity": "invalid character 'I' looking for beginning of value",
+        "-Infinity": "invalid character 'I' in numeric literal",
+    }
+    async with aiohttp.ClientSession(connector=conn, headers=headers) as session:
+        for constant, message in words.items():
+            body = '{"apiVersion":"v1","kind":"ConfigMap","data":{"a":' + constant + "}}"
+            async with session.post(url, data=body) as resp:
+                assert resp.status == 400
+                status = await resp.json()
+            assert status["kind"] == "Status"
+            assert status["reason"] == "BadRequest"
+            assert status["message"] == f"couldn't get version/kind; json parse error: {message}"
+        # and a merge patch the same
+        ok = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}'
+        async with session.post(url, data=ok) as resp:
+            assert resp.status == 201
+        patch_headers = {"Content-Type": "application/merge-patch+json"}
+        async with session.patch(
+            f"{url}/c", data='{"data":{"a":NaN}}', headers=patch_headers
+        ) as resp:
+            assert resp.status == 400
+            assert words["NaN"] in (await resp.json())["message"]
+    assert "a" not in (cluster.storage.get("v1", "ConfigMap", "c", "default").get("data") or {})
