@@ -27,7 +27,6 @@ import os
 import random
 import re
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -97,7 +96,11 @@ def new_uid() -> str:
     if offset + 16 > len(_RandomPool.data):
         _RandomPool.data, offset = os.urandom(4096), 0
     _RandomPool.offset = offset + 16
-    return str(uuid.UUID(bytes=_RandomPool.data[offset : offset + 16], version=4))
+    raw = bytearray(_RandomPool.data[offset : offset + 16])
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 _valid_label_keys: set[str] = set()

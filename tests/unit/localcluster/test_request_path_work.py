@@ -497,6 +497,69 @@ def test_uids_come_from_one_read_of_random_bytes_per_256(monkeypatch: pytest.Mon
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
     [strategy.new_uid() for _ in range(256 - N + 1)]
     assert reads.calls == 2
+    # the text of uuid.UUID(bytes=..., version=4) of the same bytes
+    raw = os.urandom(16)
+    strategy._RandomPool.data, strategy._RandomPool.offset = raw, 0
+    assert strategy.new_uid() == str(uuid.UUID(bytes=raw, version=4))
+
+
+def test_garbage_collection_steps_share_a_turn_of_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    from localcluster import gc
+
+    async def run() -> tuple[int, int]:
+        storage = _storage()
+        collector = gc.GarbageCollector(storage)
+        real_sleep = asyncio.sleep
+        turns = [0]
+
+        async def counted_sleep(delay: float, *args: Any) -> Any:
+            turns[0] += delay == 0  # the collector's turns; the polling below waits longer
+            return await real_sleep(delay, *args)
+
+        monkeypatch.setattr(asyncio, "sleep", counted_sleep)
+        owner = storage.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "o", "namespace": "default"},
+            }
+        )
+        ref = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": "o",
+            "uid": owner["metadata"]["uid"],
+        }
+        collector.start()
+        try:
+            for i in range(N):
+                storage.create(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {
+                            "name": f"d{i}",
+                            "namespace": "default",
+                            "ownerReferences": [ref],
+                        },
+                    }
+                )
+            storage.delete("v1", "ConfigMap", "o", "default")
+            for _ in range(1000):
+                if not storage.list("v1", "ConfigMap", "default"):
+                    break
+                await real_sleep(0.01)
+        finally:
+            await collector.stop()
+        return turns[0], len(storage.list("v1", "ConfigMap", "default"))
+
+    sleeps, left = asyncio.run(run())
+    assert left == 0  # every dependent collected
+    assert sleeps < N  # not a turn of the loop per event (N + 1 creates, N + 1 deletes)
 
 
 def test_a_label_key_is_validated_once_and_a_bad_one_every_time(
