@@ -32,8 +32,9 @@ class AuditRecord:
 
     seq: int
     # the request's time: seconds since the epoch until the record is first read, then
-    # its RFC 3339 text (formatting it for every request cost more than the record)
-    timestamp: str | float
+    # its RFC 3339 text (formatting it for every request cost more than the record);
+    # read it as ``timestamp``
+    time: str | float
     user: str
     groups: tuple[str, ...]
     verb: str
@@ -68,7 +69,7 @@ class AuditRecord:
         recursive copy was most of a poll of the audit log)."""
         out: dict[str, Any] = {
             "seq": self.seq,
-            "timestamp": self.time_text(),
+            "timestamp": self.timestamp,
             "user": self.user,
             "groups": list(self.groups),
             "verb": self.verb,
@@ -87,12 +88,13 @@ class AuditRecord:
             out["impersonatedUser"] = self.impersonated_user
         return out
 
-    def time_text(self) -> str:
-        """The timestamp as served (``2026-11-28T10:27:23.123456+00:00``)."""
-        if isinstance(self.timestamp, float):
-            moment = datetime.datetime.fromtimestamp(self.timestamp, datetime.UTC)
-            self.timestamp = moment.isoformat(timespec="microseconds")
-        return self.timestamp
+    @property
+    def timestamp(self) -> str:
+        """The request's time as served (``2026-11-28T10:27:23.123456+00:00``)."""
+        if isinstance(self.time, float):
+            moment = datetime.datetime.fromtimestamp(self.time, datetime.UTC)
+            self.time = moment.isoformat(timespec="microseconds")
+        return self.time
 
     @property
     def call(self) -> tuple[str, str, str, str, str]:
@@ -172,7 +174,7 @@ class AuditLog:
     def _begin(self, request: web.Request, info: RequestInfo) -> AuditRecord:
         rec = AuditRecord(
             seq=next(self._seq),
-            timestamp=time.time(),
+            time=time.time(),
             user=info.user,
             groups=tuple(info.groups),
             verb=info.verb,

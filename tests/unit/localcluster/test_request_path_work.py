@@ -802,6 +802,7 @@ def test_an_audit_record_formats_its_time_when_first_read(monkeypatch: pytest.Mo
     for _poll in range(3):
         served = [json.loads(r.encoded())["timestamp"] for r in log.records()]
     assert formats.calls == N
+    assert [r.timestamp for r in log.records()] == served  # the attribute reads the same text
     assert served == [
         datetime.datetime.fromtimestamp(s, datetime.UTC).isoformat(timespec="microseconds")
         for s in stamps
