@@ -90,6 +90,11 @@ async def warnings_hook(
 class BuiltinAdmission:
     """Allocation and defaulting the real API server does on write (no webhooks involved)."""
 
+    # What it writes are declared fields of the right Go types (kube-apiserver's
+    # plugins change typed objects): a mutated object needs no second decode
+    # (type check and pruning), unlike a webhook's JSON patch.
+    typed_mutations = True
+
     def __init__(self, storage: Any, *, pvc_protection: bool = True) -> None:
         self.storage = storage
         self.pvc_protection = pvc_protection
@@ -120,8 +125,12 @@ class BuiltinAdmission:
         return self._allocations
 
     def _service(self, obj: Obj, old: Obj | None) -> Obj:
-        obj = copy.deepcopy(obj)
-        spec = obj.setdefault("spec", {})
+        # A new object, the input left as it was: only spec and its ports change, so
+        # only they are copied (a deepcopy of the whole Service was most of this step).
+        obj = dict(obj)
+        spec = obj["spec"] = dict(obj.get("spec") or {})
+        if isinstance(spec.get("ports"), list):
+            spec["ports"] = [dict(p) if isinstance(p, dict) else p for p in spec["ports"]]
         old_spec = (old or {}).get("spec") or {}
         svc_type = spec.setdefault("type", "ClusterIP")
         if svc_type == "ExternalName":
@@ -385,6 +394,12 @@ def webhook_matches_rules(webhook: Mapping[str, Any], attrs: AdmissionAttributes
     return False
 
 
+_WEBHOOK_RESOURCES = {
+    "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+}
+
+
 class WebhookAdmission:
     """Calls the cluster's admission webhooks for every write."""
 
@@ -509,6 +524,13 @@ class WebhookAdmission:
         return attrs.group == "admissionregistration.k8s.io" or attrs.operation == "CONNECT"
 
     def _webhooks(self, kind: str) -> list[tuple[Obj, Obj]]:
+        # Two lookups on every write: with no configuration of *kind* stored (the
+        # common case) that is one dict look, not a list, decode and sort.
+        objects = getattr(self.storage, "objects", None)
+        if objects is not None and not objects.bucket(
+            ("admissionregistration.k8s.io", _WEBHOOK_RESOURCES[kind])
+        ):
+            return []
         try:
             configs = self.storage.list("admissionregistration.k8s.io/v1", kind)
         except StatusError:

@@ -15,7 +15,7 @@ cluster, instead of being stored silently.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 _MAX_DEPTH = 64
 
@@ -27,6 +27,7 @@ class BuiltinPruner:
         self._resolved: dict[str, Mapping[str, Any] | None] = {}
         self._types: _TypeChecker | None = None
         self._shapes: dict[int, tuple[Mapping[str, Any], _Shape]] = {}
+        self._messages: dict[tuple[str, str], str | None] = {}  # kind -> its Go type
 
     def check_types(self, kind_key: tuple[str, str], obj: dict[str, Any]) -> None:
         """A 400, worded as kube-apiserver's decoder, when *obj* does not fit its Go type.
@@ -35,10 +36,11 @@ class BuiltinPruner:
         string``, wrapped as ``ConfigMap in version "v1" cannot be handled as a
         ConfigMap: ...``. Kinds without a protobuf layout (none built in) pass.
         """
-        from . import errors, protobuf
+        name = self._messages.get(kind_key, "")
+        if name == "":
+            from . import protobuf
 
-        api_version, kind = kind_key
-        name = protobuf.message_name(api_version, kind)
+            name = self._messages[kind_key] = protobuf.message_name(*kind_key)
         if name is None:
             return
         if self._types is None:
@@ -46,6 +48,9 @@ class BuiltinPruner:
         try:
             self._types.check(name, obj, [])
         except TypeMismatch as exc:
+            from . import errors
+
+            api_version, kind = kind_key
             version = api_version.rpartition("/")[2]
             raise errors.bad_request(
                 f'{kind} in version "{version}" cannot be handled as a {kind}: {exc}'
@@ -113,50 +118,52 @@ class BuiltinPruner:
         pruned: list[str],
         depth: int,
     ) -> None:
+        self._prune_shape(self._shape(schema), value, path, pruned, depth)
+
+    def _prune_shape(
+        self,
+        shape: _Shape,
+        value: dict[str, Any] | list[Any],
+        path: list[str | int],
+        pruned: list[str],
+        depth: int,
+    ) -> None:
         # Only objects and lists reach here: scalars hold nothing to prune. The
-        # path of a field is joined only when the field is dropped.
-        if depth > _MAX_DEPTH:
+        # path of a field is joined only when the field is dropped; child shapes
+        # are looked up once per schema node (``_Shape.kid``).
+        if depth > _MAX_DEPTH or shape.preserve:
             return
-        shape = self._shape(schema)
-        if shape.preserve:
-            return
-        if isinstance(value, dict):
+        if type(value) is dict or isinstance(value, dict):
             props = shape.props
-            additional = shape.additional
             if props:
-                for key in list(value):
-                    item = value[key]
-                    sub = props.get(key)
-                    if sub is None and additional is None:
-                        if shape.additional_true:
-                            continue
-                        del value[key]
-                        pruned.append(_joined(path, key))
+                unknown: list[str] | None = None
+                for key, item in value.items():
+                    if key not in props and shape.additional is None:
+                        if not shape.additional_true:  # dropped once the loop is done
+                            unknown = [key] if unknown is None else [*unknown, key]
+                            pruned.append(_joined(path, key))
                         continue
                     if isinstance(item, (dict, list)):
                         path.append(key)
-                        self._prune(
-                            sub if sub is not None else additional,  # type: ignore[arg-type]
-                            item,
-                            path,
-                            pruned,
-                            depth + 1,
-                        )
+                        self._prune_shape(shape.kid(key, self), item, path, pruned, depth + 1)
                         path.pop()
-            elif additional is not None and shape.additional_structured:
+                if unknown is not None:
+                    for key in unknown:
+                        del value[key]
+            elif shape.additional is not None and shape.additional_structured:
+                additional = shape.kid("", self)
                 for key, item in value.items():
                     if isinstance(item, (dict, list)):
                         path.append(key)
-                        self._prune(additional, item, path, pruned, depth + 1)
+                        self._prune_shape(additional, item, path, pruned, depth + 1)
                         path.pop()
-        elif isinstance(value, list):
-            items = shape.items
-            if items is not None:
-                for i, item in enumerate(value):
-                    if isinstance(item, (dict, list)):
-                        path.append(i)
-                        self._prune(items, item, path, pruned, depth + 1)
-                        path.pop()
+        elif isinstance(value, list) and shape.items is not None:
+            items = shape.kid(None, self)
+            for i, item in enumerate(value):
+                if isinstance(item, (dict, list)):
+                    path.append(i)
+                    self._prune_shape(items, item, path, pruned, depth + 1)
+                    path.pop()
 
 
 class _Shape:
@@ -168,6 +175,7 @@ class _Shape:
         "additional_structured",
         "additional_true",
         "items",
+        "kids",
         "preserve",
         "props",
     )
@@ -196,6 +204,24 @@ class _Shape:
         self.items: Mapping[str, Any] | None = (
             items if isinstance(items, Mapping) and _has_structure(resolve(items)) else None
         )
+        self.kids: dict[str | None, _Shape] = {}
+
+    def kid(self, key: str | None, pruner: BuiltinPruner) -> _Shape:
+        """The shape of property *key* (of any other key for "" when no property
+        is declared, of the list items for None), looked up once per node."""
+        if key is not None and not (self.props and key in self.props):
+            key = ""  # one slot for every other key: the cache stays as small as the schema
+        kid = self.kids.get(key)
+        if kid is None:
+            if key is None:
+                schema = self.items
+            elif key:
+                schema = self.props[key]  # type: ignore[index]
+            else:
+                schema = self.additional
+            assert schema is not None
+            kid = self.kids[key] = pruner._shape(schema)
+        return kid
 
 
 def _joined(path: list[str | int], key: str) -> str:
@@ -279,6 +305,24 @@ def _how_to_check(kind: str, sub: str | None) -> str:
     return _UNCHECKED
 
 
+class _Step:
+    """How a field's common values are settled without the general check:
+    ``settles`` is the Python type a single value has when right as it is (str,
+    bool, an int within ``low``..``high``, dict for a nested struct ``sub``);
+    a ``repeated`` struct field settles a list of dicts item by item."""
+
+    __slots__ = ("high", "low", "repeated", "settles", "sub")
+
+    def __init__(
+        self, settles: type | None, repeated: bool, sub: str | None, low: int, high: int
+    ) -> None:
+        self.settles = settles
+        self.repeated = repeated
+        self.sub = sub
+        self.low = low
+        self.high = high
+
+
 class TypeMismatch(ValueError):
     """A value of the wrong JSON type for its Go field (message in Go's json wording)."""
 
@@ -307,6 +351,7 @@ class _TypeChecker:
         self._inline = protobuf.INLINE
         self._fields: dict[str, dict[str, tuple[list[Any], str]]] = {}
         self._how: dict[tuple[str, str | None], str] = {}
+        self._plans: dict[str, dict[str, _Step]] = {}
 
     def fields_of(self, type_name: str) -> dict[str, tuple[list[Any], str]]:
         """JSON name -> (layout row, Go struct name), embedded structs flattened."""
@@ -324,33 +369,90 @@ class _TypeChecker:
             self._fields[type_name] = cached
         return cached
 
+    def _plan(self, type_name: str) -> dict[str, _Step]:
+        """Per JSON field of *type_name*, how its common values are settled at once
+        (see ``_Step``). Worked out once per type."""
+        plan = self._plans.get(type_name)
+        if plan is None:
+            plan = {}
+            for key, ((_name, _n, kind, repeated, sub), _s) in self.fields_of(type_name).items():
+                how = _how_to_check(kind, sub) if sub is None or sub not in self._maps else None
+                settles: type | None = None
+                low, high = 0, -1
+                if how is None and self._maps[sub][1] == "string":
+                    # a map of strings (labels, annotations, data...): no struct below
+                    plan[key] = _Step(dict, False, None, low, high)
+                    continue
+                if how is _STRING or how is _BOOL:
+                    settles = str if how is _STRING else bool
+                elif how is _MESSAGE:
+                    settles = dict
+                elif how is _INTEGER:
+                    settles = int
+                    low, high = _INT_RANGES[kind]
+                plan[key] = _Step(settles, bool(repeated), sub, low, high)
+            self._plans[type_name] = plan
+        return plan
+
     def check(self, type_name: str, value: dict[str, Any], stack: list[str]) -> None:
         # *stack* is the path of *value*'s fields, pushed and popped in place: error
         # messages read it when they are raised, and a valid object allocates none
-        fields = self.fields_of(type_name)
+        plan = self._plan(type_name)
+        item: Any
         for key, item in value.items():
-            entry = fields.get(key)
-            if entry is None or item is None:
+            step = plan.get(key)
+            if step is None or item is None:
                 continue  # unknown fields are the pruner's business; null is Go's zero value
-            (name, _n, kind, repeated, sub), struct = entry
-            if kind in _SCALAR_KINDS and not repeated and type(item) in _SCALAR_KINDS[kind]:
-                continue  # the common case, settled without a call
-            stack.append(name)
-            if sub is not None and sub in self._maps:
-                key_kind, value_kind, value_type = self._maps[sub]
-                go = f"map[{key_kind}]{_go_type(value_kind, value_type)}"
-                if not isinstance(item, dict):
-                    self._fail(item, struct, stack, go)
-                for element in item.values():
-                    self._value(value_kind, value_type, element, struct, stack)
-            elif repeated:
-                if not isinstance(item, list):
-                    self._fail(item, struct, stack, "[]" + _go_type(kind, sub))
-                for element in item:
-                    self._value(kind, sub, element, struct, stack)
-            else:
-                self._value(kind, sub, item, struct, stack)
-            stack.pop()
+            settles = step.settles
+            if settles is not None:
+                if not step.repeated:
+                    if item.__class__ is settles:
+                        if settles is not dict:
+                            if settles is not int or step.low <= item <= step.high:  # type: ignore[operator]
+                                continue  # a string, bool or in-range integer: settled
+                        elif step.sub is not None:  # a nested struct, without _value's dispatch
+                            stack.append(key)
+                            self.check(step.sub, cast("dict[str, Any]", item), stack)
+                            stack.pop()
+                            continue
+                        elif all(type(v) is str for v in cast("dict[str, Any]", item).values()):
+                            continue  # a map of strings (labels, annotations, data...): settled
+                elif type(item) is list and settles is str:
+                    if all(type(element) is str for element in item):
+                        continue  # a list of strings (verbs, args, finalizers...): settled
+                elif (
+                    type(item) is list
+                    and settles is dict
+                    and all(type(element) is dict for element in item)
+                ):
+                    # a list of structs (containers, env, ports...): each item checked
+                    # directly; anything else goes the long way below
+                    stack.append(key)
+                    for element in item:
+                        self.check(step.sub, element, stack)  # type: ignore[arg-type]
+                    stack.pop()
+                    continue
+            self._check_field(type_name, key, item, stack)
+
+    def _check_field(self, type_name: str, key: str, item: Any, stack: list[str]) -> None:
+        """One field's value checked the long way: maps, lists, quantities... and errors."""
+        (name, _n, kind, repeated, sub), struct = self.fields_of(type_name)[key]
+        stack.append(name)
+        if sub is not None and sub in self._maps:
+            key_kind, value_kind, value_type = self._maps[sub]
+            go = f"map[{key_kind}]{_go_type(value_kind, value_type)}"
+            if not isinstance(item, dict):
+                self._fail(item, struct, stack, go)
+            for element in item.values():
+                self._value(value_kind, value_type, element, struct, stack)
+        elif repeated:
+            if not isinstance(item, list):
+                self._fail(item, struct, stack, "[]" + _go_type(kind, sub))
+            for element in item:
+                self._value(kind, sub, element, struct, stack)
+        else:
+            self._value(kind, sub, item, struct, stack)
+        stack.pop()
 
     def _value(self, kind: str, sub: str | None, item: Any, struct: str, path: list[str]) -> None:
         if item is None:

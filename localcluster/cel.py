@@ -92,14 +92,30 @@ def is_transition_rule(rule: str) -> bool:
 
 
 def validate_rules(
-    schema: Mapping[str, Any], obj: Any, old: Any | None, *, root: str = ""
+    schema: Mapping[str, Any],
+    obj: Any,
+    old: Any | None,
+    *,
+    root: str = "",
+    skip: frozenset[str] = frozenset(),
 ) -> list[Cause]:
     """Evaluate every ``x-kubernetes-validations`` rule reachable in ``obj``.
 
-    ``old`` is the previous object on update, None on create.
+    ``old`` is the previous object on update, None on create. The rules below the
+    top-level fields named in ``skip`` are not evaluated (the root's own rules,
+    which see the whole object, still are).
     """
     causes: list[Cause] = []
-    _walk(schema, obj, old, has_old=old is not None, path=root, causes=causes, is_root=not root)
+    _walk(
+        schema,
+        obj,
+        old,
+        has_old=old is not None,
+        path=root,
+        causes=causes,
+        is_root=not root,
+        skip=skip,
+    )
     return causes
 
 
@@ -112,6 +128,7 @@ def _walk(
     path: str,
     causes: list[Cause],
     is_root: bool = False,
+    skip: frozenset[str] = frozenset(),
 ) -> None:
     if not isinstance(schema, dict) or value is None:
         return
@@ -126,7 +143,7 @@ def _walk(
         additional = schema.get("additionalProperties")
         old_map = old if has_old and isinstance(old, dict) else None
         for key, child in value.items():
-            if is_root and key == "metadata":
+            if is_root and (key == "metadata" or key in skip):
                 continue
             sub = props.get(key)
             if not isinstance(sub, dict):

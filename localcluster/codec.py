@@ -99,9 +99,22 @@ def decode_body(raw: bytes, content_type: str) -> Any:
     raise errors.unsupported_media_type(("application/json", "application/yaml"))
 
 
+# What Go's JSON scanner says of the constants Python's json reads but JSON has not
+# (kube-apiserver refuses them with a 400; they could not be stored or served back).
+_GO_CONSTANT_ERRORS = {
+    "NaN": "invalid character 'N' looking for beginning of value",
+    "Infinity": "invalid character 'I' looking for beginning of value",
+    "-Infinity": "invalid character 'I' in numeric literal",
+}
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(_GO_CONSTANT_ERRORS.get(name, f"invalid character {name[:1]!r}"))
+
+
 def _decode_json(raw: bytes) -> Any:
     try:
-        doc = loads(raw)
+        doc = loads(raw, parse_constant=_refuse_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
     if raw.count(b"{") + raw.count(b"[") > MAX_NESTING_DEPTH:

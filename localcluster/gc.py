@@ -38,6 +38,9 @@ log = get_logger(__name__)
 _DELETION_MARK = b'"deletionTimestamp"'
 
 
+_SLICE = 0.002  # seconds of collection steps between turns of the event loop
+
+
 class GarbageCollector:
     """Owner-reference GC plus the namespace controller's content deletion."""
 
@@ -67,9 +70,13 @@ class GarbageCollector:
             self._wakeup.set()
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
+            # Events are taken in slices of at most _SLICE seconds, then the loop gets
+            # its turn: a step per event (5 per NIMService created) cost a loop pass each.
+            deadline = loop.time() + _SLICE
             while self._queue:
                 ev = self._queue.popleft()
                 try:
@@ -79,7 +86,9 @@ class GarbageCollector:
                         log.warning("gc step failed", name=ev.name, error=exc.message)
                 except Exception:
                     log.exception("gc step crashed", name=ev.name, namespace=ev.namespace)
-                await asyncio.sleep(0)
+                if loop.time() >= deadline:
+                    await asyncio.sleep(0)
+                    deadline = loop.time() + _SLICE
 
     # ------------------------------------------------------------------ steps
 

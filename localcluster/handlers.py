@@ -243,20 +243,24 @@ class ResourceHandlers:
         elif obj is not None and operation != "DELETE":
             self._prune_builtin(ctx, obj, report=True)
         mutated = False
+        decode_again = False  # a mutation not known to keep the object's Go types
         for plugin in plugins:
             new, warnings = await plugin.mutate(attrs, obj, old)
             ctx.warnings.extend(warnings)
             if new is not None and obj is not None:
                 obj = new
                 mutated = True
+                decode_again = decode_again or not getattr(plugin, "typed_mutations", False)
         if obj is not None and operation != "DELETE":
             if info.crd:
                 if mutated:
                     self._prune_and_default(ctx, obj, report=False)
                 self._validate_custom(ctx, obj, old)
             else:
-                if mutated:
+                if decode_again:
                     self._prune_builtin(ctx, obj, report=False)
+                elif mutated:
+                    defaults.apply_builtin_defaults(info.group, info.resource, obj)
                 if info.group == "apiextensions.k8s.io" and subresource == "":
                     self.cluster.crds.validate(obj, old)
                 if subresource == "":

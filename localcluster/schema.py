@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from nimctl_runtime import field
 from nimctl_runtime.field import (
     REASON_FORBIDDEN,
@@ -51,6 +53,7 @@ __all__ = [
     "invalid_message",
     "prune",
     "ratchet",
+    "unchanged_fields",
     "validate",
     "validate_custom_resource",
 ]
@@ -68,7 +71,8 @@ def validate_custom_resource(
     schema = version_schema.get("openAPIV3Schema", version_schema)
     if not isinstance(schema, dict):
         return []
-    causes = validate(schema, obj)
+    unchanged = unchanged_fields(obj, old)
+    causes = validate(schema, obj, skip=unchanged)
     causes.extend(validate_metadata(schema, obj))
     if old is not None:
         causes = ratchet(schema, obj, old, causes)
@@ -84,11 +88,34 @@ def validate_custom_resource(
             ).cause()
         )
         return causes
-    rule_causes = cel.validate_rules(schema, obj, old)
+    rule_causes = cel.validate_rules(schema, obj, old, skip=unchanged)
     if old is not None:
         rule_causes = ratchet(schema, obj, old, rule_causes)
     causes.extend(rule_causes)
     return causes
+
+
+def unchanged_fields(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> frozenset[str]:
+    """The top-level fields but metadata that an update leaves exactly as stored.
+
+    A status write leaves ``spec`` as it is. Ratcheting drops every cause about
+    an unchanged value (schema errors and CEL rules alike), so validating those
+    fields again only to drop what it finds is skipped. Exactly: the same JSON
+    bytes (types included, 1 is not 1.0); what orjson cannot write is compared
+    the long way, by validating it.
+    """
+    if old is None or not isinstance(obj, Mapping) or not isinstance(old, Mapping):
+        return frozenset()
+    same: set[str] = set()
+    for key, value in obj.items():
+        if key == "metadata" or key not in old or not isinstance(value, dict | list):
+            continue
+        try:
+            if value == old[key] and orjson.dumps(value) == orjson.dumps(old[key]):
+                same.add(key)
+        except TypeError:
+            continue
+    return frozenset(same)
 
 
 _REASON_BY_BODY = (

@@ -94,19 +94,34 @@ def _body_path(path: str) -> str:
     return path if path else "<root>"
 
 
-def validate(schema: Mapping[str, Any], obj: Any, *, root: str = "") -> list[Cause]:
+def validate(
+    schema: Mapping[str, Any],
+    obj: Any,
+    *,
+    root: str = "",
+    skip: frozenset[str] = frozenset(),
+) -> list[Cause]:
     """OpenAPI v3 (structural subset) validation of ``obj``; returns causes.
 
     ``root`` prefixes every field path (pass ``"spec"`` when validating only the
-    spec with its sub-schema). CEL rules are not evaluated here.
+    spec with its sub-schema). CEL rules are not evaluated here. Top-level fields
+    named in ``skip`` are not visited (an update's unchanged fields, whose causes
+    ratcheting drops: see ``schema.validate_custom_resource``); their presence
+    still counts for ``required``.
     """
     errs: ErrorList = []
-    _validate_node(schema, obj, root, errs, is_root=not root)
+    _validate_node(schema, obj, root, errs, is_root=not root, skip=skip)
     return [e.cause() for e in errs]
 
 
 def _validate_node(
-    schema: Mapping[str, Any], value: Any, path: str, causes: ErrorList, *, is_root: bool = False
+    schema: Mapping[str, Any],
+    value: Any,
+    path: str,
+    causes: ErrorList,
+    *,
+    is_root: bool = False,
+    skip: frozenset[str] = frozenset(),
 ) -> None:
     if not isinstance(schema, dict):
         return
@@ -163,7 +178,7 @@ def _validate_node(
     elif isinstance(value, list):
         _validate_array(schema, value, path, causes)
     elif isinstance(value, dict):
-        _validate_object(schema, value, path, causes, is_root=is_root)
+        _validate_object(schema, value, path, causes, is_root=is_root, skip=skip)
     # ---- junctors (value validations only, as structural schemas allow)
     if _JUNCTORS.intersection(schema):
         _validate_junctors(schema, value, path, causes)
@@ -361,6 +376,7 @@ def _validate_object(
     causes: ErrorList,
     *,
     is_root: bool,
+    skip: frozenset[str] = frozenset(),
 ) -> None:
     max_props = schema.get("maxProperties")
     if isinstance(max_props, int) and len(value) > max_props:
@@ -380,7 +396,7 @@ def _validate_object(
     props = props if isinstance(props, dict) else {}
     additional = schema.get("additionalProperties")
     for key, child in value.items():
-        if is_root and key == "metadata":
+        if is_root and (key == "metadata" or key in skip):
             continue
         sub = props.get(key)
         if isinstance(sub, dict):

@@ -25,7 +25,7 @@ from . import conversion, discovery, errors, eviction, openapi, podexec, portfor
 from .codec import json_response, status_response
 from .errors import StatusError
 from .handlers import RequestContext, ResourceHandlers
-from .hooks import INFO_KEY, Handler, RequestInfo
+from .hooks import INFO_KEY, Handler, RequestHook, RequestInfo
 from .host import APIServerHost
 from .protobuf_http import protobuf_responses
 from .store import encode
@@ -127,6 +127,7 @@ class ApiServer:
         self.builtin_schemas = openapi.BuiltinSchemas()
         self._openapi_cache: dict[tuple[str, str], bytes | None] = {}
         self._openapi_generation = -1
+        self._hooks_chain: tuple[tuple[RequestHook, ...], Handler] | None = None
 
     def make_app(self, client_max_size: int) -> web.Application:
         app = web.Application(
@@ -173,14 +174,21 @@ class ApiServer:
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         user, groups = self._authenticate(request)
         request[INFO_KEY] = parse_request(request, user, groups)
+        return await self._chain()(request)
 
-        async def route(req: web.Request) -> web.StreamResponse:
-            return await self._route(req, req[INFO_KEY])
+    async def _routed(self, request: web.Request) -> web.StreamResponse:
+        return await self._route(request, request[INFO_KEY])
 
-        handler: Handler = route
-        for hook in reversed(list(self.cluster.request_hooks)):
-            handler = _wrap(hook, handler)
-        return await handler(request)
+    def _chain(self) -> Handler:
+        """The request hooks around the router, built again only when the hooks change
+        (extensions and authorizers add theirs at start-up), not on every request."""
+        hooks = tuple(self.cluster.request_hooks)
+        if self._hooks_chain is None or self._hooks_chain[0] != hooks:
+            handler: Handler = self._routed
+            for hook in reversed(hooks):
+                handler = _wrap(hook, handler)
+            self._hooks_chain = (hooks, handler)
+        return self._hooks_chain[1]
 
     async def _route(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         if not info.is_resource_request:

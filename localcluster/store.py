@@ -89,12 +89,13 @@ def decode(data: bytes | str) -> Obj:
     return obj
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: bytes | str, parse_constant: Callable[[str], Any] | None = None) -> Any:
     """``json.loads`` semantics (its values, its errors), with orjson's speed where the two agree.
 
     orjson refuses what json reads (NaN, ``1e400``, lone surrogates, other
     encodings than UTF-8): json reads those, or raises its own error. Integers
-    beyond 64 bits never reach orjson (see ``_long_digit_run``).
+    beyond 64 bits never reach orjson (see ``_long_digit_run``). *parse_constant*
+    is json's: called for ``NaN``, ``Infinity`` and ``-Infinity``.
     """
     raw = data.encode() if isinstance(data, str) else data
     if not _long_digit_run(raw):
@@ -102,7 +103,7 @@ def loads(data: bytes | str) -> Any:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass
-    return json.loads(data)
+    return json.loads(data, parse_constant=parse_constant)
 
 
 def field_value(obj: Mapping[str, Any], path: str) -> str | None:

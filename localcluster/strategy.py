@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import base64
 import datetime
+import os
 import random
 import re
-import uuid
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -60,8 +61,59 @@ _SERVER_OWNED_ON_UPDATE = (
 )
 
 
+class _Stamp:
+    """The last second formatted (see :func:`now_rfc3339`)."""
+
+    second = -1
+    text = ""
+
+
 def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current time to the second, as metadata timestamps are written.
+
+    Every create stamps ``creationTimestamp``; the text is formatted once per
+    second of the clock, not once per write.
+    """
+    second = int(time.time())
+    if _Stamp.second != second:
+        moment = datetime.datetime.fromtimestamp(second, datetime.UTC)
+        _Stamp.text = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        _Stamp.second = second
+    return _Stamp.text
+
+
+class _RandomPool:
+    """Random bytes read 4 KiB at a time (see :func:`new_uid`)."""
+
+    data = b""
+    offset = 0
+
+
+def new_uid() -> str:
+    """A random (version 4) UUID, as ``uuid.uuid4()`` makes, from a pool of random
+    bytes read 4 KiB at a time instead of one ``os.urandom`` call per object."""
+    offset = _RandomPool.offset
+    if offset + 16 > len(_RandomPool.data):
+        _RandomPool.data, offset = os.urandom(4096), 0
+    _RandomPool.offset = offset + 16
+    raw = bytearray(_RandomPool.data[offset : offset + 16])
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_valid_label_keys: set[str] = set()
+
+
+def _check_label_key(key: str) -> None:
+    """``validate_label_key`` once per distinct key (a server sees few distinct keys)."""
+    if key in _valid_label_keys:
+        return
+    validate_label_key(key)
+    if len(_valid_label_keys) >= 4096:
+        _valid_label_keys.clear()
+    _valid_label_keys.add(key)
 
 
 # --------------------------------------------------------------------------- names
@@ -125,7 +177,7 @@ def check_metadata(info: ResourceInfo, name: str, meta: Mapping[str, Any]) -> No
         )
     for key, value in (labels or {}).items() if isinstance(labels, dict) else ():
         try:
-            validate_label_key(str(key))
+            _check_label_key(str(key))
             if not isinstance(value, str):
                 raise SelectorParseError(f"label value for {key!r} must be a string")
             validate_label_value(value)
@@ -263,7 +315,7 @@ def prepare_for_create(info: ResourceInfo, obj: Obj, *, reset_status: bool | Non
         obj.pop("status", None)
     for server_owned in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         meta.pop(server_owned, None)
-    meta["uid"] = str(uuid.uuid4())
+    meta["uid"] = new_uid()
     meta["creationTimestamp"] = now_rfc3339()
     if info.crd or "spec" in obj:
         meta["generation"] = 1

@@ -92,6 +92,12 @@ class TokenIssuer:
         # ECDSA verify per request was the most of authenticating a ServiceAccount. Expiry,
         # audience and the bound objects are still checked on every request.
         self._verified: dict[str, Obj] = {}
+        # token -> (user and groups, nbf, exp, bound objects as (kind, namespace, name,
+        # uid)): what authenticate read from the claims, so a request reads them once
+        self._authenticated: dict[
+            str,
+            tuple[tuple[str, tuple[str, ...]], float, float, tuple[tuple[str, str, str, Any], ...]],
+        ] = {}
         self.verifications = 0  # signatures checked (a counting test reads it)
 
     def sign(self, claims: Mapping[str, Any]) -> str:
@@ -142,10 +148,25 @@ class TokenIssuer:
         authenticating when its ServiceAccount or a bound object is deleted or
         re-created (another uid).
         """
+        now = self.clock()
+        known = self._authenticated.get(token)
+        if known is not None:
+            # the claims were read before: only the time window and the bound objects
+            # (which a write may have deleted or re-created) are looked at again
+            found, nbf, exp, bound = known
+            if not nbf <= now + 60 or now > exp:
+                return None
+            for kind, ns, name, uid in bound:
+                current = lookup(kind, ns, name)
+                if current is None:
+                    return None
+                meta = current.get("metadata") or {}
+                if meta.get("uid") != uid or meta.get("deletionTimestamp"):
+                    return None
+            return found
         claims = self.claims(token)
         if claims is None or claims.get("iss") != ISSUER:
             return None
-        now = self.clock()
         if not _number(claims.get("nbf")) <= now + 60 or now > _number(claims.get("exp")):
             return None
         audiences = claims.get("aud")
@@ -175,7 +196,16 @@ class TokenIssuer:
                 return None
         user = f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{account.get('name', '')}"
         groups = ("system:serviceaccounts", f"system:serviceaccounts:{namespace}")
-        return user, (*groups, "system:authenticated")
+        answer = (user, (*groups, "system:authenticated"))
+        if len(self._authenticated) >= 10_000:
+            self._authenticated.clear()
+        self._authenticated[token] = (
+            answer,
+            _number(claims.get("nbf")),
+            _number(claims.get("exp")),
+            tuple((kind, ns, str(ref.get("name", "")), ref.get("uid")) for kind, ns, ref in refs),
+        )
+        return answer
 
 
 def _number(value: Any) -> float:

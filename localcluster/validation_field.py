@@ -248,7 +248,10 @@ def quantity(value: Any) -> Fraction | None:
 
 
 def as_dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    # decoded JSON is plain dicts: settled without the ABC check (a few dozen per Pod template)
+    if type(value) is dict or isinstance(value, Mapping):
+        return value
+    return {}
 
 
 def as_list(value: Any) -> list[Any]:

@@ -170,8 +170,11 @@ class Watcher:
         Raises WatchClosed when the watch was closed with an error and nothing is left.
         """
         if not self._buf and not self.closed:
+            # asyncio.timeout, not wait_for: no task wrapped around each wait (a busy
+            # watch waits once per batch of events)
             try:
-                await asyncio.wait_for(self._wakeup.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wakeup.wait()
             except TimeoutError:
                 return []
         batch = self.drain()

@@ -14,6 +14,9 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
+import re
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -373,3 +376,470 @@ def test_a_status_write_keys_the_unchanged_spec_for_its_rules_once(
     # and a changed spec is judged against the old one
     shrunk = {"spec": {"replicas": -1, "x": 1}, "status": {}}
     assert [c["message"] for c in cel.validate_rules(schema, shrunk, old)] != []
+
+
+# -- fifth pass: per-request work that does not depend on the body ------------------
+
+
+async def test_the_request_hooks_are_chained_once_not_per_request(
+    cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from localcluster import server
+
+    wraps = _Counted(server._wrap)
+    monkeypatch.setattr(server, "_wrap", wraps)
+    seen: list[str] = []
+
+    async def last_hook(request: Any, info: Any, handler: Any) -> Any:
+        seen.append(info.verb)
+        return await handler(request)
+
+    conn = aiohttp.TCPConnector(ssl=cluster.client_ssl_context())
+    headers = {"Authorization": f"Bearer {cluster.token_for('admin')}"}
+    url = cluster.url + "/api/v1/namespaces/default/configmaps"
+    async with aiohttp.ClientSession(connector=conn, headers=headers) as session:
+
+        async def create(name: str) -> None:
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+            async with session.post(url, json=body) as resp:
+                assert resp.status == 201, await resp.text()
+
+        for i in range(20):
+            await create(f"c{i}")
+        hooks = len(cluster.request_hooks)
+        assert wraps.calls == hooks  # once for the hooks there are, not 20 times
+        # a hook added later is in the chain from the next request on, innermost
+        wraps.calls = 0
+        cluster.request_hooks.append(last_hook)
+        for i in range(20, 25):
+            await create(f"c{i}")
+        assert wraps.calls == hooks + 1
+        assert seen == ["create"] * 5
+        # the audit hook (outermost) still saw every request
+        from localcluster.extensions import extensions_of
+
+        records = extensions_of(cluster).audit.records(verb="create", resource="configmaps")
+        assert [r.name for r in records] == [f"c{i}" for i in range(25)]
+
+
+def test_without_webhook_configurations_a_write_lists_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from localcluster.admission import WebhookAdmission
+    from localcluster.hooks import AdmissionAttributes
+
+    storage = _storage()
+    webhooks = WebhookAdmission(storage)
+    lists = _Counted(storage.list)
+    monkeypatch.setattr(storage, "list", lists)
+    attrs = AdmissionAttributes(
+        operation="CREATE", group="", version="v1", resource="configmaps", subresource="",
+        kind="ConfigMap", namespace="default", name="c", user="admin", groups=("system:masters",),
+    )  # fmt: skip
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    import asyncio
+
+    for _ in range(N):
+        assert asyncio.run(webhooks.mutate(attrs, obj, None)) == (None, [])
+        assert asyncio.run(webhooks.validate(attrs, obj, None)) == []
+    assert lists.calls == 0
+    # once one is stored it is listed (and matched) again on every write
+    storage.create(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "v"},
+            "webhooks": [],
+        }
+    )
+    asyncio.run(webhooks.validate(attrs, obj, None))
+    assert lists.calls == 1
+
+
+def test_creation_timestamps_are_formatted_once_per_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime
+
+    from localcluster import strategy
+
+    clock = [1_764_326_843.25]
+    monkeypatch.setattr(strategy, "time", SimpleNamespace(time=lambda: clock[0]))
+    formats = _Counted(datetime.datetime.strftime)
+
+    class _Datetime(datetime.datetime):
+        def strftime(self, fmt: str) -> str:
+            out: str = formats(self, fmt)
+            return out
+
+    monkeypatch.setattr(strategy, "datetime", SimpleNamespace(datetime=_Datetime, UTC=datetime.UTC))
+    strategy._Stamp.second = -1
+    stamps = {strategy.now_rfc3339() for _ in range(N)}
+    assert stamps == {"2025-11-28T10:47:23Z"}
+    assert formats.calls == 1
+    clock[0] += 1.0  # the next second
+    assert strategy.now_rfc3339() == "2025-11-28T10:47:24Z"
+    assert formats.calls == 2
+
+
+def test_uids_come_from_one_read_of_random_bytes_per_256(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uuid
+
+    from localcluster import strategy
+
+    reads = _Counted(os.urandom)
+    monkeypatch.setattr(strategy, "os", SimpleNamespace(urandom=reads))
+    strategy._RandomPool.data, strategy._RandomPool.offset = b"", 0
+    uids = [strategy.new_uid() for _ in range(N)]
+    assert reads.calls == 1
+    assert len(set(uids)) == N
+    for text in uids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    [strategy.new_uid() for _ in range(256 - N + 1)]
+    assert reads.calls == 2
+    # the text of uuid.UUID(bytes=..., version=4) of the same bytes
+    raw = os.urandom(16)
+    strategy._RandomPool.data, strategy._RandomPool.offset = raw, 0
+    assert strategy.new_uid() == str(uuid.UUID(bytes=raw, version=4))
+
+
+def test_garbage_collection_steps_share_a_turn_of_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    from localcluster import gc
+
+    async def run() -> tuple[int, int]:
+        storage = _storage()
+        collector = gc.GarbageCollector(storage)
+        real_sleep = asyncio.sleep
+        turns = [0]
+
+        async def counted_sleep(delay: float, *args: Any) -> Any:
+            turns[0] += delay == 0  # the collector's turns; the polling below waits longer
+            return await real_sleep(delay, *args)
+
+        monkeypatch.setattr(asyncio, "sleep", counted_sleep)
+        owner = storage.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "o", "namespace": "default"},
+            }
+        )
+        ref = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": "o",
+            "uid": owner["metadata"]["uid"],
+        }
+        collector.start()
+        try:
+            for i in range(N):
+                storage.create(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {
+                            "name": f"d{i}",
+                            "namespace": "default",
+                            "ownerReferences": [ref],
+                        },
+                    }
+                )
+            storage.delete("v1", "ConfigMap", "o", "default")
+            for _ in range(1000):
+                if not storage.list("v1", "ConfigMap", "default"):
+                    break
+                await real_sleep(0.01)
+        finally:
+            await collector.stop()
+        return turns[0], len(storage.list("v1", "ConfigMap", "default"))
+
+    sleeps, left = asyncio.run(run())
+    assert left == 0  # every dependent collected
+    assert sleeps < N  # not a turn of the loop per event (N + 1 creates, N + 1 deletes)
+
+
+def test_a_label_key_is_validated_once_and_a_bad_one_every_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from localcluster import strategy
+    from nimctl_runtime.labels import validate_label_key
+
+    checks = _Counted(validate_label_key)
+    monkeypatch.setattr(strategy, "validate_label_key", checks)
+    strategy._valid_label_keys.clear()
+    storage = _storage()
+    for i in range(N):
+        storage.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": f"c{i}",
+                    "namespace": "default",
+                    "labels": {"app.kubernetes.io/name": f"c{i}", "tier": "x"},
+                },
+            }
+        )
+    assert checks.calls == 2
+    for i in range(3):
+        with pytest.raises(StatusError, match="invalid label key"):
+            storage.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": f"b{i}", "namespace": "default", "labels": {"-bad": "x"}},
+                }
+            )
+    assert checks.calls == 5
+
+
+def _role(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {
+            "name": f"r{i}",
+            "namespace": "default",
+            "labels": {"app": f"r{i}"},
+            "annotations": {"a": "b"},
+            "finalizers": ["x/y"],
+        },
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
+    }
+
+
+def test_go_types_of_common_values_are_settled_without_the_long_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    long_way = _Counted(builtin_fields._TypeChecker._check_field)
+
+    def counted(self: Any, *args: Any) -> None:
+        long_way(self, *args)
+
+    monkeypatch.setattr(builtin_fields._TypeChecker, "_check_field", counted)
+    pruner = builtin_fields.BuiltinPruner()
+    for i in range(N):
+        pruner.check_types(("rbac.authorization.k8s.io/v1", "Role"), _role(i))
+        pruner.check_types(("v1", "ConfigMap"), {"metadata": {"name": "c"}, "data": {"k": "v"}})
+    assert long_way.calls == 0
+    # a Deployment: only its quantities (resources.limits) take the long way
+    for i in range(N):
+        pruner.check_types(("apps/v1", "Deployment"), _deployment(i))
+    assert long_way.calls == N
+    # what does not fit is refused in Go's words, as before
+    bad: list[tuple[tuple[str, str], dict[str, Any], str]] = [
+        (("v1", "ConfigMap"), {"data": {"k": 1}}, "number into Go struct field ConfigMap.data of type string"),
+        (("v1", "ConfigMap"), {"metadata": {"labels": {"k": True}}}, "bool into Go struct field ObjectMeta.metadata.labels of type string"),
+        (("v1", "ConfigMap"), {"metadata": {"finalizers": ["a", 2]}}, "number into Go struct field ObjectMeta.metadata.finalizers of type string"),
+        (("rbac.authorization.k8s.io/v1", "Role"), {"rules": [{"verbs": "get"}]}, "string into Go struct field PolicyRule.rules.verbs of type []string"),
+        (("apps/v1", "Deployment"), {"spec": {"replicas": 2**40}}, "number 1099511627776 into Go struct field DeploymentSpec.spec.replicas of type int32"),
+        (("apps/v1", "Deployment"), {"spec": {"replicas": True}}, "bool into Go struct field DeploymentSpec.spec.replicas of type int32"),
+        (("apps/v1", "Deployment"), {"spec": {"template": {"spec": {"containers": [{"name": 1}]}}}}, "number into Go struct field Container.spec.template.spec.containers.name of type string"),
+    ]  # fmt: skip
+    for kind_key, obj, message in bad:
+        with pytest.raises(StatusError, match=re.escape(f"cannot unmarshal {message}")):
+            pruner.check_types(kind_key, obj)
+
+
+async def test_a_service_is_decoded_once_and_stored_as_allocated(
+    cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prunes = _Counted(builtin_fields.BuiltinPruner.prune)
+
+    def counted(self: Any, *args: Any) -> list[str]:
+        out: list[str] = prunes(self, *args)
+        return out
+
+    monkeypatch.setattr(builtin_fields.BuiltinPruner, "prune", counted)
+    deep = _Counted(copy.deepcopy)
+    from localcluster import admission
+
+    monkeypatch.setattr(admission, "copy", SimpleNamespace(deepcopy=deep))
+    conn = aiohttp.TCPConnector(ssl=cluster.client_ssl_context())
+    headers = {"Authorization": f"Bearer {cluster.token_for('admin')}"}
+    url = cluster.url + "/api/v1/namespaces/default/services"
+    async with aiohttp.ClientSession(connector=conn, headers=headers) as session:
+        for i in range(5):
+            sent = service(f"s{i}", svc_type="NodePort")
+            sent["spec"]["typo"] = 1
+            async with session.post(url, json=sent) as resp:
+                assert resp.status == 201, await resp.text()
+                assert resp.headers.getall("Warning") == ['299 - "unknown field \\"spec.typo\\""']
+                created = await resp.json()
+            spec = created["spec"]
+            assert "typo" not in spec
+            assert spec["clusterIP"] == spec["clusterIPs"][0]
+            assert spec["ports"][0]["protocol"] == "TCP"
+            assert spec["ports"][0]["targetPort"] == 80
+            assert 30000 <= spec["ports"][0]["nodePort"] <= 32767
+            assert (spec["sessionAffinity"], spec["externalTrafficPolicy"]) == ("None", "Cluster")
+    assert prunes.calls == 5  # once per create: the allocation keeps the Go types
+    assert deep.calls == 0
+    stored = cluster.storage.get("v1", "Service", "s4", "default")
+    assert stored["spec"] == created["spec"]
+
+
+def _crd_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["image"],
+                "x-kubernetes-validations": [{"rule": "self.replicas >= 0", "message": "negative"}],
+                "properties": {
+                    "image": {"type": "string", "maxLength": 10},
+                    "replicas": {"type": "integer"},
+                    "env": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                },
+            },
+            "status": {"type": "object", "properties": {"state": {"type": "string"}}},
+        },
+    }  # fmt: skip
+
+
+def test_a_status_write_does_not_validate_the_spec_it_leaves_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from localcluster import schema as crschema
+    from localcluster import schema_validate
+
+    visits = _Counted(schema_validate._validate_node)
+    monkeypatch.setattr(schema_validate, "_validate_node", visits)
+    walks = _Counted(cel._walk)
+    monkeypatch.setattr(cel, "_walk", walks)
+    sch = _crd_schema()
+    old = {"metadata": {"name": "a"}, "spec": {"image": "i", "replicas": 1, "env": [{"name": "A"}]}}
+    for i in range(N):
+        new = {**copy.deepcopy(old), "status": {"state": f"s{i}"}}
+        assert crschema.validate_custom_resource(sch, new, old) == []
+    # the root, status and status.state only (the spec's 6 nodes are not visited)
+    assert (visits.calls, walks.calls) == (3 * N, 3 * N)
+    # a spec stored before a stricter schema is still left alone (ratcheting), as before
+    legacy = {"metadata": {"name": "a"}, "spec": {"image": "much-too-long", "replicas": -1}}
+    write = {**copy.deepcopy(legacy), "status": {"state": "x"}}
+    assert crschema.validate_custom_resource(sch, write, legacy) == []
+    # a changed spec is validated, and judged against the old one
+    changed = {"metadata": {"name": "a"}, "spec": {"image": "much-too-long", "replicas": -2}}
+    messages = [c["message"] for c in crschema.validate_custom_resource(sch, changed, legacy)]
+    # image unchanged (its too-long value ratcheted); replicas changed: the rule fails
+    assert messages == ['Invalid value: "object": negative']
+    # on create everything is validated
+    created = crschema.validate_custom_resource(sch, changed, None)
+    assert sorted(c["field"] for c in created) == ["spec", "spec.image"]
+    # equal by == is not the same value: 1.0 where an integer is declared is refused
+    floated = {
+        "metadata": {"name": "a"},
+        "spec": {"image": "i", "replicas": 1.0, "env": [{"name": "A"}]},
+    }
+    assert crschema.unchanged_fields(floated, old) == frozenset()
+    assert crschema.unchanged_fields({**old, "status": {}}, old) == frozenset({"spec"})
+    # every answer is the one validating everything gives
+    cases = [(new, old), (write, legacy), (changed, legacy), (changed, None), (floated, old)]
+    answers = [crschema.validate_custom_resource(sch, n, o) for n, o in cases]
+    monkeypatch.setattr(crschema, "unchanged_fields", lambda _n, _o: frozenset())
+    assert answers == [crschema.validate_custom_resource(sch, n, o) for n, o in cases]
+
+
+def test_a_service_account_token_s_claims_are_read_once(cluster: LocalCluster) -> None:
+    storage = cluster.storage
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nim"}})
+    sa = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "robot", "namespace": "nim"},
+    }
+    uid = storage.create(sa)["metadata"]["uid"]
+    issuer = cluster.token_issuer
+    now = int(issuer.clock())
+    token = issuer.sign(
+        {
+            "aud": [ISSUER], "exp": now + 600, "iat": now, "nbf": now, "iss": ISSUER,
+            "sub": "system:serviceaccount:nim:robot",
+            "kubernetes.io": {"namespace": "nim", "serviceaccount": {"name": "robot", "uid": uid}},
+        }
+    )  # fmt: skip
+    claims = _Counted(issuer.claims)
+    issuer.claims = claims  # type: ignore[method-assign]
+    for _ in range(N):
+        assert cluster.user_for_token(token) is not None
+    assert claims.calls == 1
+    # still refused once expired, and once its account is gone
+    real_clock = issuer.clock
+    issuer.clock = lambda: real_clock() + 3600
+    assert cluster.user_for_token(token) is None
+    issuer.clock = real_clock
+    assert cluster.user_for_token(token) is not None
+    storage.delete("v1", "ServiceAccount", "robot", "nim")
+    assert cluster.user_for_token(token) is None
+    storage.create(sa)  # another uid
+    assert cluster.user_for_token(token) is None
+
+
+def test_an_audit_record_formats_its_time_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime
+
+    log = AuditLog(max_records=N)
+    formats = _Counted(datetime.datetime.isoformat)
+    stamps = [1_764_326_843.123456 + i for i in range(N)]
+    for i, stamp in enumerate(stamps):
+        log._append(
+            AuditRecord(i, stamp, "u", (), "create", "", "v1", "configmaps", "", "ns", f"n{i}", "POST", "/", "", 201)
+        )  # fmt: skip
+
+    class _Datetime(datetime.datetime):
+        def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
+            out: str = formats(self, sep, timespec)
+            return out
+
+    from localcluster import audit
+
+    monkeypatch.setattr(audit, "datetime", SimpleNamespace(datetime=_Datetime, UTC=datetime.UTC))
+    for _poll in range(3):
+        served = [json.loads(r.encoded())["timestamp"] for r in log.records()]
+    assert formats.calls == N
+    assert [r.timestamp for r in log.records()] == served  # the attribute reads the same text
+    assert served == [
+        datetime.datetime.fromtimestamp(s, datetime.UTC).isoformat(timespec="microseconds")
+        for s in stamps
+    ]
+
+
+async def test_nan_and_infinity_in_a_json_body_are_refused_as_go_s_decoder_does(
+    cluster: LocalCluster,
+) -> None:
+    conn = aiohttp.TCPConnector(ssl=cluster.client_ssl_context())
+    headers = {
+        "Authorization": f"Bearer {cluster.token_for('admin')}",
+        "Content-Type": "application/json",
+    }
+    url = cluster.url + "/api/v1/namespaces/default/configmaps"
+    words = {
+        "NaN": "invalid character 'N' looking for beginning of value",
+        "Infinity": "invalid character 'I' looking for beginning of value",
+        "-Infinity": "invalid character 'I' in numeric literal",
+    }
+    async with aiohttp.ClientSession(connector=conn, headers=headers) as session:
+        for constant, message in words.items():
+            body = '{"apiVersion":"v1","kind":"ConfigMap","data":{"a":' + constant + "}}"
+            async with session.post(url, data=body) as resp:
+                assert resp.status == 400
+                status = await resp.json()
+            assert status["kind"] == "Status"
+            assert status["reason"] == "BadRequest"
+            assert status["message"] == f"couldn't get version/kind; json parse error: {message}"
+        # and a merge patch the same
+        ok = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}'
+        async with session.post(url, data=ok) as resp:
+            assert resp.status == 201
+        patch_headers = {"Content-Type": "application/merge-patch+json"}
+        async with session.patch(
+            f"{url}/c", data='{"data":{"a":NaN}}', headers=patch_headers
+        ) as resp:
+            assert resp.status == 400
+            assert words["NaN"] in (await resp.json())["message"]
+    assert "a" not in (cluster.storage.get("v1", "ConfigMap", "c", "default").get("data") or {})
