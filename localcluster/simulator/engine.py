@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import fnmatch
 import functools
 import heapq
@@ -78,6 +77,7 @@ from localcluster.simulator.objects import (
     UpdateStatus,
     controller_ref,
     is_deleting,
+    json_copy,
     name_of,
     namespace_of,
     set_condition,
@@ -1102,7 +1102,7 @@ class Simulator:
             and current.get("phase") == "Pending"
         ):
             return
-        status = copy.deepcopy(dict(current))
+        status = json_copy(dict(current))
         stamp = rfc3339(self.clock.wall())
         status["phase"] = "Pending"
         status["conditions"] = set_condition(
