@@ -4,8 +4,10 @@ One Deployment with one replica and its Service, as the operator makes for a
 NIMService, rolled out by the simulator on a manual clock. Pinned: the writes the
 simulator makes (the objects and status transitions a client sees), that it decodes
 none of the watch events its own writes cause, that a Deployment's pod-template
-hash is computed once per template however often the Deployment is reconciled, and
-that a long queue of keys gives the event loop turns in between.
+hash is computed once per template however often the Deployment is reconciled,
+that a long queue of keys gives the event loop turns in between, and on the
+storage side that each write copies its input through orjson alone and a create
+decodes its namespace once per version of it.
 """
 
 from __future__ import annotations
@@ -280,3 +282,87 @@ async def test_an_unschedulable_pod_is_tried_again_on_a_cluster_change_not_its_o
         assert bound["spec"]["nodeName"] == node["metadata"]["name"]
     finally:
         await sim.stop()
+
+
+async def test_a_rollouts_storage_writes_copy_cheaply_and_decode_the_namespace_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The storage side of a rollout: each write copies its input through orjson alone
+    (never the json-exact encode and decode, which check floats and long integers for
+    bytes nobody keeps), a status write copies only the status, the namespace of the
+    11 namespaced creates is decoded once, and each of the 17 updates decodes the
+    object it replaces (nothing else is decoded)."""
+    from localcluster import storage as storage_module
+    from localcluster.store import Entry
+
+    storage, sim, clock = await started()
+    long_way: Counter[str] = Counter()
+    for name in ("encode", "decode"):
+        real = getattr(storage_module, name)
+
+        def counting(data: Any, _real: Any = real, _name: str = name) -> Any:
+            long_way[_name] += 1
+            return _real(data)
+
+        monkeypatch.setattr(storage_module, name, counting)
+    entry_decodes = 0
+    entry_decode = Entry.decode
+
+    def counted_decode(entry: Entry) -> dict[str, Any]:
+        nonlocal entry_decodes
+        entry_decodes += 1
+        return entry_decode(entry)
+
+    monkeypatch.setattr(Entry, "decode", counted_decode)
+    writes: Counter[str] = Counter()
+    storage.subscribe(lambda event: writes.update([event.type]))
+    try:
+        storage.create(deployment("llm"))
+        storage.create(service("llm"))
+        await roll_out(sim, clock)
+    finally:
+        await sim.stop()
+    assert writes == Counter({"ADDED": 13, "MODIFIED": 17})  # as pinned above
+    assert long_way == Counter()
+    # One decode of the namespace, then one per update: the object it replaces.
+    assert storage.namespace_decodes == 1
+    assert entry_decodes == 1 + writes["MODIFIED"]
+    # A namespace that changes is decoded again (its deletion is checked on create).
+    ns = storage.get("v1", "Namespace", "default")
+    ns["metadata"]["labels"]["team"] = "a"
+    storage.update(ns)
+    storage.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+    )
+    storage.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d", "namespace": "default"}}
+    )
+    assert storage.namespace_decodes == 2
+
+
+def test_the_storage_copy_is_deep_and_keeps_what_orjson_cannot_write() -> None:
+    from localcluster.storage import _copy
+
+    obj = {"a": [{"b": 1, "c": 2.5, "d": None, "e": True}], "f": "x"}
+    copied = _copy(obj)
+    assert copied == obj
+    copied["a"][0]["b"] = 2
+    assert obj["a"][0]["b"] == 1
+    # Beyond 64 bits and keys that are not str: the json-exact way, as before.
+    assert _copy({"big": 2**70}) == {"big": 2**70}
+    assert _copy({1: "x"}) == {"1": "x"}
+
+
+def test_json_copy_is_a_deep_copy_of_json_and_of_what_json_is_not() -> None:
+    import datetime
+
+    value = {"a": [{"b": 1, "c": 2.5, "d": None, "e": True}], "f": "x"}
+    copied = objects.json_copy(value)
+    assert copied == value
+    copied["a"][0]["b"] = 2
+    assert value["a"][0]["b"] == 1
+    # What orjson would write its own way or refuses is copied in Python, unchanged.
+    moment = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    odd = {"when": moment, "big": 2**70, 3: "int key"}
+    assert objects.json_copy(odd) == odd
+    assert isinstance(objects.json_copy(odd)["when"], datetime.datetime)  # not its ISO text
