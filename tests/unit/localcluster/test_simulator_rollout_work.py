@@ -343,20 +343,21 @@ async def test_a_rollouts_storage_writes_copy_cheaply_and_decode_the_namespace_o
 def test_the_storage_copy_is_deep_and_keeps_what_orjson_cannot_write() -> None:
     from localcluster.storage import _copy
 
-    obj = {"a": [{"b": 1, "c": 2.5, "d": None, "e": True}], "f": "x"}
+    obj: dict[str, Any] = {"a": [{"b": 1, "c": 2.5, "d": None, "e": True}], "f": "x"}
     copied = _copy(obj)
     assert copied == obj
     copied["a"][0]["b"] = 2
     assert obj["a"][0]["b"] == 1
     # Beyond 64 bits and keys that are not str: the json-exact way, as before.
     assert _copy({"big": 2**70}) == {"big": 2**70}
-    assert _copy({1: "x"}) == {"1": "x"}
+    int_keys: dict[Any, Any] = {1: "x"}
+    assert _copy(int_keys) == {"1": "x"}
 
 
 def test_json_copy_is_a_deep_copy_of_json_and_of_what_json_is_not() -> None:
     import datetime
 
-    value = {"a": [{"b": 1, "c": 2.5, "d": None, "e": True}], "f": "x"}
+    value: dict[str, Any] = {"a": [{"b": 1, "c": 2.5, "d": None, "e": True}], "f": "x"}
     copied = objects.json_copy(value)
     assert copied == value
     copied["a"][0]["b"] = 2
