@@ -451,6 +451,10 @@ class Storage:
             if isinstance(field_selector, str)
             else field_selector
         )
+        if not self._bucket(info):
+            # Nothing stored (webhook configurations, quotas: admission lists them for
+            # every create, the simulator's included): no sort, no selector to match.
+            return []
         entries, _, _ = self.list_entries(info, namespace, lsel, fsel)
         return [self._versioned(info, e.decode()) for e in entries]
 

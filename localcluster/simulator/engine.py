@@ -26,7 +26,7 @@ from localcluster.errors import StatusError
 from localcluster.hooks import AdmissionAttributes
 from localcluster.registries import pull_problem
 from localcluster.simulator import dra, enginebuild
-from localcluster.simulator.clock import Clock, ScaledClock, rfc3339
+from localcluster.simulator.clock import Clock, ScaledClock, parse_rfc3339, rfc3339
 from localcluster.simulator.computedomain import DOMAIN_LABEL, reconcile_computedomain
 from localcluster.simulator.computedomain_daemon import CONTROLLER_DEPLOYMENT
 from localcluster.simulator.daemonset import reconcile_daemonset
@@ -633,13 +633,8 @@ class Simulator:
         clock = self.clock
 
         def sim_of(stamp: str) -> float:
-            import datetime
-
-            try:
-                moment = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(
-                    tzinfo=datetime.UTC
-                )
-            except ValueError:
+            moment = parse_rfc3339(stamp)
+            if moment is None:
                 return clock.now()
             speed = float(getattr(clock, "speed", 1.0))
             return clock.now() - (clock.wall() - moment).total_seconds() * speed
