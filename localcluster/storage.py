@@ -59,6 +59,8 @@ class Storage:
         self._namespaces: dict[str, tuple[Entry, Obj]] = {}
         # decodes of a namespace for the check above (a counting test reads it)
         self.namespace_decodes = 0
+        # status writes whose caller held the stored object (``update_status(current=)``)
+        self.decodes_spared = 0
 
     # ------------------------------------------------------------------ basics
 
@@ -270,8 +272,14 @@ class Storage:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        current: Mapping[str, Any] | None = None,
     ) -> Obj:
-        """Replace an object (PUT). ``subresource="status"`` changes only status."""
+        """Replace an object (PUT). ``subresource="status"`` changes only status.
+
+        *current*: what the caller holds as the stored object (see
+        :meth:`update_status`); used instead of decoding the stored one when its JSON is
+        the stored bytes.
+        """
         meta = obj.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise strategy.require_name(info, "name is required")
@@ -280,7 +288,7 @@ class Storage:
         entry = self._bucket(info).get((ns, name))
         if entry is None:
             raise errors.not_found(info.group, info.resource, name)
-        old = entry.decode()
+        old = self._stored_or_decoded(info, entry, current)
         old_meta = old["metadata"]
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != old_meta.get("resourceVersion"):
@@ -316,6 +324,23 @@ class Storage:
             return self._remove((info.group, info.resource, ns, name), entry, new)
         self._store(info, new, MODIFIED, entry)
         return new
+
+    def _stored_or_decoded(
+        self, info: ResourceInfo, entry: Entry, current: Mapping[str, Any] | None
+    ) -> Obj:
+        """The stored object of *entry*: *current* itself when its JSON is the stored
+        bytes, byte for byte (so it is that object: same resourceVersion, same
+        everything), else decoded. orjson writes a pod in ~1.5 us where decoding it
+        costs ~7 us and allocates a whole new tree that a status write then keeps."""
+        if current is not None and type(current) is dict and not info.crd:
+            try:
+                same = orjson.dumps(current) == entry.data
+            except TypeError:  # orjson.JSONEncodeError
+                same = False
+            if same:
+                self.decodes_spared += 1
+                return current
+        return entry.decode()
 
     def delete_object(
         self,
@@ -462,7 +487,18 @@ class Storage:
         info = self.resolve(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
         return self._versioned(info, self.update_object(info, _copy(obj)))
 
-    def update_status(self, obj: Mapping[str, Any]) -> Obj:
+    def update_status(
+        self, obj: Mapping[str, Any], *, current: Mapping[str, Any] | None = None
+    ) -> Obj:
+        """Write the status of *obj* (PUT .../status); returns the stored object.
+
+        *current* (optional): the object the caller believes is stored, as an informer
+        cache holds it (the simulator's view). When its JSON is the stored bytes it
+        stands for the stored object, which is then not decoded again: the returned
+        object shares its unchanged parts (spec, metadata values) with *current*, so
+        the caller must treat both as read-only, as it must its cache anyway. Anything
+        else (an older or changed *current*) is ignored and the stored object decoded.
+        """
         info = self.resolve(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
         if not info.has_status:
             return self._versioned(info, self.update_object(info, _copy(obj)))
@@ -472,7 +508,9 @@ class Storage:
         slim: Obj = {"metadata": dict(obj.get("metadata") or {})}
         if "status" in obj:
             slim["status"] = _copy(obj["status"])
-        return self._versioned(info, self.update_object(info, slim, subresource="status"))
+        return self._versioned(
+            info, self.update_object(info, slim, subresource="status", current=current)
+        )
 
     def delete(
         self,

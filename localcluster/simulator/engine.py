@@ -1138,8 +1138,19 @@ class Simulator:
                 obj["metadata"] = {
                     k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"
                 }
+                # The view's object, when it is still the stored one, spares the storage
+                # decoding it again (it checks the bytes; see Storage.update_status).
+                kind = str(obj.get("kind", ""))
+                current = (
+                    self.view.get(kind, namespace_of(obj), name_of(obj))
+                    if kind in self._observed_kinds
+                    else None
+                )
                 self._write_own(
-                    obj, functools.partial(self.storage.update_status, obj), key, status=True
+                    obj,
+                    functools.partial(self.storage.update_status, obj, current=current),
+                    key,
+                    status=True,
                 )
             elif isinstance(action, Delete):
                 self._write(

@@ -324,9 +324,14 @@ async def test_a_rollouts_storage_writes_copy_cheaply_and_decode_the_namespace_o
         await sim.stop()
     assert writes == Counter({"ADDED": 13, "MODIFIED": 17})  # as pinned above
     assert long_way == Counter()
-    # One decode of the namespace, then one per update: the object it replaces.
+    # One decode of the namespace, then one per full update (the revision annotation,
+    # the binding, two of Endpoints and two of the EndpointSlice): the object it
+    # replaces. The 11 status writes (4 of the Deployment, 1 of the Service, 3 of the
+    # ReplicaSet, 3 of the Pod) hand the view's object, which is the stored one: no decode.
     assert storage.namespace_decodes == 1
-    assert entry_decodes == 1 + writes["MODIFIED"]
+    assert storage.decodes_spared == 11
+    assert entry_decodes == 1 + 6
+    assert writes["MODIFIED"] == 6 + 11
     # A namespace that changes is decoded again (its deletion is checked on create).
     ns = storage.get("v1", "Namespace", "default")
     ns["metadata"]["labels"]["team"] = "a"
@@ -338,6 +343,30 @@ async def test_a_rollouts_storage_writes_copy_cheaply_and_decode_the_namespace_o
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d", "namespace": "default"}}
     )
     assert storage.namespace_decodes == 2
+
+
+def test_a_status_write_uses_the_callers_object_only_when_it_is_the_stored_one() -> None:
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    storage.create(deployment("d"))
+    current = storage.get("apps/v1", "Deployment", "d", "default")
+    first = {**current, "status": {"replicas": 1}}
+    written = storage.update_status(first, current=current)
+    assert storage.decodes_spared == 1
+    assert written == {**current, "status": {"replicas": 1}, "metadata": written["metadata"]}
+    assert written["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]
+    assert storage.get("apps/v1", "Deployment", "d", "default") == written
+    # A stale object (the one before that write) or one changed in place is not the
+    # stored one: it is ignored, and the stored object decoded, so nothing of it leaks.
+    storage.update_status({**written, "status": {"replicas": 2}}, current=current)
+    changed = storage.get("apps/v1", "Deployment", "d", "default")
+    changed["metadata"]["labels"] = {"not": "stored"}
+    storage.update_status({**changed, "status": {"replicas": 3}}, current=changed)
+    assert storage.decodes_spared == 1
+    stored = storage.get("apps/v1", "Deployment", "d", "default")
+    assert stored["status"] == {"replicas": 3}
+    assert "labels" not in stored["metadata"]
+    assert stored["spec"] == current["spec"]
 
 
 def test_the_storage_copy_is_deep_and_keeps_what_orjson_cannot_write() -> None:
