@@ -59,7 +59,7 @@ class Storage:
         self._namespaces: dict[str, tuple[Entry, Obj]] = {}
         # decodes of a namespace for the check above (a counting test reads it)
         self.namespace_decodes = 0
-        # status writes whose caller held the stored object (``update_status(current=)``)
+        # updates whose caller held the stored object (``update(current=)``, ``update_status``)
         self.decodes_spared = 0
 
     # ------------------------------------------------------------------ basics
@@ -483,9 +483,12 @@ class Storage:
         entries, _, _ = self.list_entries(info, namespace, lsel, fsel)
         return [self._versioned(info, e.decode()) for e in entries]
 
-    def update(self, obj: Mapping[str, Any]) -> Obj:
+    def update(self, obj: Mapping[str, Any], *, current: Mapping[str, Any] | None = None) -> Obj:
+        """Replace an object with a copy of *obj* (PUT); returns the stored object.
+        *current*: as for :meth:`update_status` (the status and managedFields kept from
+        the stored object are then shared with it)."""
         info = self.resolve(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-        return self._versioned(info, self.update_object(info, _copy(obj)))
+        return self._versioned(info, self.update_object(info, _copy(obj), current=current))
 
     def update_status(
         self, obj: Mapping[str, Any], *, current: Mapping[str, Any] | None = None

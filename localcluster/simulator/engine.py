@@ -1129,7 +1129,11 @@ class Simulator:
                         self._create_failures.pop(str(ref.get("uid", "")), None)
             elif isinstance(action, Update):
                 self._write_own(
-                    action.obj, functools.partial(self.storage.update, action.obj), key
+                    action.obj,
+                    functools.partial(
+                        self.storage.update, action.obj, current=self._current(action.obj)
+                    ),
+                    key,
                 )
             elif isinstance(action, UpdateStatus):
                 # Status is the simulator's own: write it unconditionally (no resourceVersion).
@@ -1138,17 +1142,11 @@ class Simulator:
                 obj["metadata"] = {
                     k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"
                 }
-                # The view's object, when it is still the stored one, spares the storage
-                # decoding it again (it checks the bytes; see Storage.update_status).
-                kind = str(obj.get("kind", ""))
-                current = (
-                    self.view.get(kind, namespace_of(obj), name_of(obj))
-                    if kind in self._observed_kinds
-                    else None
-                )
                 self._write_own(
                     obj,
-                    functools.partial(self.storage.update_status, obj, current=current),
+                    functools.partial(
+                        self.storage.update_status, obj, current=self._current(obj)
+                    ),
                     key,
                     status=True,
                 )
@@ -1169,6 +1167,15 @@ class Simulator:
                 self._after(action.after, key)
             elif isinstance(action, Emit):
                 self._emit(action.obj, action.type, action.reason, action.message)
+
+    def _current(self, obj: Obj) -> Obj | None:
+        """The view's object of what *obj* updates (a built-in kind's): when it is still
+        the stored one, the storage need not decode that again (it checks the bytes:
+        see ``Storage.update_status``)."""
+        kind = str(obj.get("kind", ""))
+        if kind not in self._observed_kinds:
+            return None
+        return self.view.get(kind, namespace_of(obj), name_of(obj))
 
     async def _admit(self, key: Key, obj: Obj) -> Obj | None:
         """Run a create through the cluster's admission plugins (webhooks included), as
