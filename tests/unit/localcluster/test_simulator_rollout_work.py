@@ -322,7 +322,11 @@ async def test_a_rollouts_storage_writes_copy_cheaply_and_decode_the_namespace_o
     finally:
         await sim.stop()
     assert writes == Counter({"ADDED": 13, "MODIFIED": 17})  # as pinned above
-    assert long_way == Counter()
+    # No json-exact copy: encode only checks each of the 11 status writes' new status,
+    # after which the whole object is stored as orjson writes it (no float check over
+    # the spec and metadata it kept from the stored object).
+    assert long_way == Counter({"encode": 11})
+    assert storage.plain_writes == 11
     # One decode, of the namespace. Each of the 17 updates (11 status writes, the
     # revision annotation, the binding, two of Endpoints and two of the EndpointSlice)
     # hands the view's object, which is the stored one: the object it replaces is not
@@ -403,3 +407,37 @@ def test_json_copy_is_a_deep_copy_of_json_and_of_what_json_is_not() -> None:
     odd = {"when": moment, "big": 2**70, 3: "int key"}
     assert objects.json_copy(odd) == odd
     assert isinstance(objects.json_copy(odd)["when"], datetime.datetime)  # not its ISO text
+
+
+def test_a_status_write_stores_the_bytes_encode_would_whatever_floats_it_holds() -> None:
+    """Over the caller's own stored object a status write skips the float check of the
+    whole object: its bytes must still be ``encode``'s, byte for byte, with floats
+    written alike by json and orjson (0.5, 1e+16) or differently (1e-05), in the kept
+    spec or in the new status."""
+    from localcluster.store import encode
+
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    for i, (kept, status) in enumerate(
+        [
+            (None, {"replicas": 1}),
+            (0.5, {"replicas": 1}),
+            (1e-05, {"replicas": 1}),
+            (None, {"ratio": 1e-05}),
+            (1e16, {"ratio": 0.25}),
+        ]
+    ):
+        obj = deployment(f"f{i}")
+        if kept is not None:
+            obj["spec"]["x-float"] = kept
+        storage.create(obj)
+        current = storage.get("apps/v1", "Deployment", f"f{i}", "default")
+        written = storage.update_status({**current, "status": status}, current=current)
+        entry = storage.get_entry(storage.resolve("apps/v1", "Deployment"), "default", f"f{i}")
+        assert entry is not None
+        assert entry.data == encode(written)
+        assert storage.get("apps/v1", "Deployment", f"f{i}", "default")["status"] == status
+    # 1e-05 is 0.00001 to orjson: kept, the caller's object is not the stored bytes (so
+    # decoded); written, the status is not written alike (so the whole object checked).
+    assert storage.decodes_spared == 4
+    assert storage.plain_writes == 3
