@@ -171,8 +171,15 @@ class Entry:
         self.owners = owners
 
     @classmethod
-    def of(cls, obj: Obj, rv: int, field_labels: tuple[str, ...] | list[str] = ()) -> Entry:
-        """The entry of *obj* at *rv*, with the values of the resource's selectable fields."""
+    def of(
+        cls,
+        obj: Obj,
+        rv: int,
+        field_labels: tuple[str, ...] | list[str] = (),
+        data: bytes | None = None,
+    ) -> Entry:
+        """The entry of *obj* at *rv*, with the values of the resource's selectable fields.
+        *data*: ``encode(obj)`` when the caller has it already."""
         meta = obj["metadata"]
         fields: dict[str, str] | None = None
         if field_labels:
@@ -184,7 +191,7 @@ class Entry:
         return cls(
             meta.get("namespace", "") or "",
             meta["name"],
-            encode(obj),
+            encode(obj) if data is None else data,
             rv,
             str(meta.get("uid", "")),
             dict(meta.get("labels") or {}),

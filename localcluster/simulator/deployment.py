@@ -10,8 +10,6 @@ and moves pods from old to new ones honouring ``maxSurge``/``maxUnavailable``
 
 from __future__ import annotations
 
-import copy
-
 from localcluster.simulator.kubelet import is_pod_ready, ready_since
 from localcluster.simulator.objects import (
     Action,
@@ -202,7 +200,7 @@ def _new_rs_object(d: Obj, pod_hash: str, replicas: int, revision: int, max_surg
 
 
 def _scaled(rs: Obj, replicas: int) -> Obj:
-    out = copy.deepcopy(rs)
+    out: Obj = json_copy(rs)
     out["spec"]["replicas"] = replicas
     return out
 
@@ -258,7 +256,7 @@ def reconcile_deployment(d: Obj, ctx: Context) -> list[Action]:
             )
         )
         if annotations_of(d).get(REVISION) != str(max_revision + 1):
-            updated = copy.deepcopy(d)
+            updated = json_copy(d)
             updated["metadata"].setdefault("annotations", {})[REVISION] = str(max_revision + 1)
             actions.append(Update(updated))
         conditions = set_condition(
@@ -281,11 +279,11 @@ def reconcile_deployment(d: Obj, ctx: Context) -> list[Action]:
             _revision(new_rs)
         ):
             if _revision(new_rs) < max_revision:
-                bumped = copy.deepcopy(new_rs)
+                bumped = json_copy(new_rs)
                 bumped["metadata"].setdefault("annotations", {})[REVISION] = str(max_revision + 1)
                 actions.append(Update(bumped))
                 new_rs = bumped
-            updated = copy.deepcopy(d)
+            updated = json_copy(d)
             updated["metadata"].setdefault("annotations", {})[REVISION] = str(_revision(new_rs))
             actions.append(Update(updated))
         actions.extend(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import fnmatch
 import functools
 import heapq
@@ -27,7 +26,7 @@ from localcluster.errors import StatusError
 from localcluster.hooks import AdmissionAttributes
 from localcluster.registries import pull_problem
 from localcluster.simulator import dra, enginebuild
-from localcluster.simulator.clock import Clock, ScaledClock, rfc3339
+from localcluster.simulator.clock import Clock, ScaledClock, parse_rfc3339, rfc3339
 from localcluster.simulator.computedomain import DOMAIN_LABEL, reconcile_computedomain
 from localcluster.simulator.computedomain_daemon import CONTROLLER_DEPLOYMENT
 from localcluster.simulator.daemonset import reconcile_daemonset
@@ -78,6 +77,7 @@ from localcluster.simulator.objects import (
     UpdateStatus,
     controller_ref,
     is_deleting,
+    json_copy,
     name_of,
     namespace_of,
     set_condition,
@@ -633,13 +633,8 @@ class Simulator:
         clock = self.clock
 
         def sim_of(stamp: str) -> float:
-            import datetime
-
-            try:
-                moment = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(
-                    tzinfo=datetime.UTC
-                )
-            except ValueError:
+            moment = parse_rfc3339(stamp)
+            if moment is None:
                 return clock.now()
             speed = float(getattr(clock, "speed", 1.0))
             return clock.now() - (clock.wall() - moment).total_seconds() * speed
@@ -1102,7 +1097,7 @@ class Simulator:
             and current.get("phase") == "Pending"
         ):
             return
-        status = copy.deepcopy(dict(current))
+        status = json_copy(dict(current))
         stamp = rfc3339(self.clock.wall())
         status["phase"] = "Pending"
         status["conditions"] = set_condition(
@@ -1134,7 +1129,11 @@ class Simulator:
                         self._create_failures.pop(str(ref.get("uid", "")), None)
             elif isinstance(action, Update):
                 self._write_own(
-                    action.obj, functools.partial(self.storage.update, action.obj), key
+                    action.obj,
+                    functools.partial(
+                        self.storage.update, action.obj, current=self._current(action.obj)
+                    ),
+                    key,
                 )
             elif isinstance(action, UpdateStatus):
                 # Status is the simulator's own: write it unconditionally (no resourceVersion).
@@ -1144,7 +1143,12 @@ class Simulator:
                     k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"
                 }
                 self._write_own(
-                    obj, functools.partial(self.storage.update_status, obj), key, status=True
+                    obj,
+                    functools.partial(
+                        self.storage.update_status, obj, current=self._current(obj)
+                    ),
+                    key,
+                    status=True,
                 )
             elif isinstance(action, Delete):
                 self._write(
@@ -1163,6 +1167,15 @@ class Simulator:
                 self._after(action.after, key)
             elif isinstance(action, Emit):
                 self._emit(action.obj, action.type, action.reason, action.message)
+
+    def _current(self, obj: Obj) -> Obj | None:
+        """The view's object of what *obj* updates (a built-in kind's): when it is still
+        the stored one, the storage need not decode that again (it checks the bytes:
+        see ``Storage.update_status``)."""
+        kind = str(obj.get("kind", ""))
+        if kind not in self._observed_kinds:
+            return None
+        return self.view.get(kind, namespace_of(obj), name_of(obj))
 
     async def _admit(self, key: Key, obj: Obj) -> Obj | None:
         """Run a create through the cluster's admission plugins (webhooks included), as

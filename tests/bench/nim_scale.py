@@ -214,6 +214,7 @@ async def run(
             await wait_for(quiet, 600, interval=0.0)
             t_settled = time.monotonic() - t0
             cpu_settled = op.cpu() - cpu0
+            server_settled = proc_cpu(cluster.proc.pid) - server0
             if profile_until_quiet:
                 op.profile_stop()
                 cluster.profile_stop()
@@ -287,6 +288,12 @@ async def run(
                 f"API server CPU meanwhile            {server_deploy:8.2f} s  "
                 f"({server_deploy / max(t_deploy, 1e-9):.2f} cores; "
                 f"{'simulator stalled' if bare else 'simulator included'})"
+            )
+            print(
+                f"API server CPU until quiet          {server_settled:8.2f} s  "
+                f"= {1000 * server_settled / count:.2f} ms per NIMService "
+                f"({'simulator resumed at all Deployments' if bare else 'every rollout'}, "
+                f"{quiet_seconds:.0f} s quiet wait included)"
             )
             print(
                 f"operator CPU until quiet            {cpu_settled:8.2f} s  "

@@ -4,8 +4,10 @@ One Deployment with one replica and its Service, as the operator makes for a
 NIMService, rolled out by the simulator on a manual clock. Pinned: the writes the
 simulator makes (the objects and status transitions a client sees), that it decodes
 none of the watch events its own writes cause, that a Deployment's pod-template
-hash is computed once per template however often the Deployment is reconciled, and
-that a long queue of keys gives the event loop turns in between.
+hash is computed once per template however often the Deployment is reconciled,
+that a long queue of keys gives the event loop turns in between, and on the
+storage side that each write copies its input through orjson alone and a create
+decodes its namespace once per version of it.
 """
 
 from __future__ import annotations
@@ -280,3 +282,162 @@ async def test_an_unschedulable_pod_is_tried_again_on_a_cluster_change_not_its_o
         assert bound["spec"]["nodeName"] == node["metadata"]["name"]
     finally:
         await sim.stop()
+
+
+async def test_a_rollouts_storage_writes_copy_cheaply_and_decode_the_namespace_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The storage side of a rollout: each write copies its input through orjson alone
+    (never the json-exact encode and decode, which check floats and long integers for
+    bytes nobody keeps), a status write copies only the status, the namespace of the
+    13 creates is decoded once, and no update decodes the object it replaces."""
+    from localcluster import storage as storage_module
+    from localcluster.store import Entry
+
+    storage, sim, clock = await started()
+    long_way: Counter[str] = Counter()
+    for name in ("encode", "decode"):
+        real = getattr(storage_module, name)
+
+        def counting(data: Any, _real: Any = real, _name: str = name) -> Any:
+            long_way[_name] += 1
+            return _real(data)
+
+        monkeypatch.setattr(storage_module, name, counting)
+    entry_decodes = 0
+    entry_decode = Entry.decode
+
+    def counted_decode(entry: Entry) -> dict[str, Any]:
+        nonlocal entry_decodes
+        entry_decodes += 1
+        return entry_decode(entry)
+
+    monkeypatch.setattr(Entry, "decode", counted_decode)
+    writes: Counter[str] = Counter()
+    storage.subscribe(lambda event: writes.update([event.type]))
+    try:
+        storage.create(deployment("llm"))
+        storage.create(service("llm"))
+        await roll_out(sim, clock)
+    finally:
+        await sim.stop()
+    assert writes == Counter({"ADDED": 13, "MODIFIED": 17})  # as pinned above
+    # No json-exact copy: encode only checks each of the 11 status writes' new status,
+    # after which the whole object is stored as orjson writes it (no float check over
+    # the spec and metadata it kept from the stored object).
+    assert long_way == Counter({"encode": 11})
+    assert storage.plain_writes == 11
+    # One decode, of the namespace. Each of the 17 updates (11 status writes, the
+    # revision annotation, the binding, two of Endpoints and two of the EndpointSlice)
+    # hands the view's object, which is the stored one: the object it replaces is not
+    # decoded again (it was before: 17 decodes).
+    assert storage.namespace_decodes == 1
+    assert storage.decodes_spared == writes["MODIFIED"] == 17
+    assert entry_decodes == 1
+    # A namespace that changes is decoded again (its deletion is checked on create).
+    ns = storage.get("v1", "Namespace", "default")
+    ns["metadata"]["labels"]["team"] = "a"
+    storage.update(ns)
+    storage.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+    )
+    storage.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d", "namespace": "default"}}
+    )
+    assert storage.namespace_decodes == 2
+
+
+def test_a_status_write_uses_the_callers_object_only_when_it_is_the_stored_one() -> None:
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    storage.create(deployment("d"))
+    current = storage.get("apps/v1", "Deployment", "d", "default")
+    first = {**current, "status": {"replicas": 1}}
+    written = storage.update_status(first, current=current)
+    assert storage.decodes_spared == 1
+    assert written == {**current, "status": {"replicas": 1}, "metadata": written["metadata"]}
+    assert written["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]
+    assert storage.get("apps/v1", "Deployment", "d", "default") == written
+    # A stale object (the one before that write) or one changed in place is not the
+    # stored one: it is ignored, and the stored object decoded, so nothing of it leaks.
+    storage.update_status({**written, "status": {"replicas": 2}}, current=current)
+    changed = storage.get("apps/v1", "Deployment", "d", "default")
+    changed["metadata"]["labels"] = {"not": "stored"}
+    storage.update_status({**changed, "status": {"replicas": 3}}, current=changed)
+    assert storage.decodes_spared == 1
+    stored = storage.get("apps/v1", "Deployment", "d", "default")
+    assert stored["status"] == {"replicas": 3}
+    assert "labels" not in stored["metadata"]
+    assert stored["spec"] == current["spec"]
+    # A full update likewise: the stored object is used as the caller holds it...
+    relabelled = {**stored, "metadata": {**stored["metadata"], "labels": {"a": "b"}}}
+    updated = storage.update(relabelled, current=stored)
+    assert storage.decodes_spared == 2
+    assert updated["status"] == {"replicas": 3}  # kept from the stored object
+    # ...and not when the caller's object is out of date.
+    storage.update({**updated, "metadata": {**updated["metadata"], "labels": {}}}, current=stored)
+    assert storage.decodes_spared == 2
+    assert "labels" not in storage.get("apps/v1", "Deployment", "d", "default")["metadata"]
+
+
+def test_the_storage_copy_is_deep_and_keeps_what_orjson_cannot_write() -> None:
+    from localcluster.storage import _copy
+
+    obj: dict[str, Any] = {"a": [{"b": 1, "c": 2.5, "d": None, "e": True}], "f": "x"}
+    copied = _copy(obj)
+    assert copied == obj
+    copied["a"][0]["b"] = 2
+    assert obj["a"][0]["b"] == 1
+    # Beyond 64 bits and keys that are not str: the json-exact way, as before.
+    assert _copy({"big": 2**70}) == {"big": 2**70}
+    int_keys: dict[Any, Any] = {1: "x"}
+    assert _copy(int_keys) == {"1": "x"}
+
+
+def test_json_copy_is_a_deep_copy_of_json_and_of_what_json_is_not() -> None:
+    import datetime
+
+    value: dict[str, Any] = {"a": [{"b": 1, "c": 2.5, "d": None, "e": True}], "f": "x"}
+    copied = objects.json_copy(value)
+    assert copied == value
+    copied["a"][0]["b"] = 2
+    assert value["a"][0]["b"] == 1
+    # What orjson would write its own way or refuses is copied in Python, unchanged.
+    moment = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    odd = {"when": moment, "big": 2**70, 3: "int key"}
+    assert objects.json_copy(odd) == odd
+    assert isinstance(objects.json_copy(odd)["when"], datetime.datetime)  # not its ISO text
+
+
+def test_a_status_write_stores_the_bytes_encode_would_whatever_floats_it_holds() -> None:
+    """Over the caller's own stored object a status write skips the float check of the
+    whole object: its bytes must still be ``encode``'s, byte for byte, with floats
+    written alike by json and orjson (0.5, 1e+16) or differently (1e-05), in the kept
+    spec or in the new status."""
+    from localcluster.store import encode
+
+    storage = Storage(Registry())
+    storage.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    for i, (kept, status) in enumerate(
+        [
+            (None, {"replicas": 1}),
+            (0.5, {"replicas": 1}),
+            (1e-05, {"replicas": 1}),
+            (None, {"ratio": 1e-05}),
+            (1e16, {"ratio": 0.25}),
+        ]
+    ):
+        obj = deployment(f"f{i}")
+        if kept is not None:
+            obj["spec"]["x-float"] = kept
+        storage.create(obj)
+        current = storage.get("apps/v1", "Deployment", f"f{i}", "default")
+        written = storage.update_status({**current, "status": status}, current=current)
+        entry = storage.get_entry(storage.resolve("apps/v1", "Deployment"), "default", f"f{i}")
+        assert entry is not None
+        assert entry.data == encode(written)
+        assert storage.get("apps/v1", "Deployment", f"f{i}", "default")["status"] == status
+    # 1e-05 is 0.00001 to orjson: kept, the caller's object is not the stored bytes (so
+    # decoded); written, the status is not written alike (so the whole object checked).
+    assert storage.decodes_spared == 4
+    assert storage.plain_writes == 3
